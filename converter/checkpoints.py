@@ -1,0 +1,265 @@
+"""Reading checkpoints safely: PyTorch pickles (.pt, .pth, .ckpt, .bin) and
+.safetensors.
+
+A pickle can run any code while it loads, so PyTorch files are loaded with
+`torch.load(weights_only=True)` where torch has it, else with an unpickler
+that resolves only the globals a state_dict needs; either way a file that
+names anything else is refused before that thing is called. .safetensors
+files are parsed here with numpy alone (8-byte header length, JSON header,
+raw little-endian bytes), so reading them needs no torch.
+"""
+
+import dataclasses
+import json
+import math
+import pickle
+import re
+import zipfile
+from pathlib import Path
+from typing import Dict, Mapping, Optional, Tuple
+
+import numpy as np
+
+from .errors import ConversionError
+
+TORCH_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin")
+SAFETENSORS_SUFFIX = ".safetensors"
+
+# Where training code usually puts the state dict inside a checkpoint dict.
+STATE_DICT_KEYS = ("state_dict", "model_state_dict", "model")
+# Prefixes a wrapper adds to every name: Lightning's `self.model`, DataParallel.
+WRAPPER_PREFIXES = ("model.", "module.")
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    tensors: Dict[str, np.ndarray]  # name -> float32 or float16 array (others as stored)
+    config: Optional[dict] = None  # the `config` dict the file carries, if any
+
+
+def load_checkpoint(path) -> Checkpoint:
+    path = Path(path)
+    if not path.is_file():
+        raise ConversionError(f"no such checkpoint file: {path}")
+    suffix = path.suffix.lower()
+    if suffix == SAFETENSORS_SUFFIX:
+        tensors, metadata = read_safetensors(path)
+        config = None
+        if "config" in metadata:  # tarn's training scripts store it there
+            try:
+                config = json.loads(metadata["config"])
+            except ValueError as e:
+                raise ConversionError(f"{path}: __metadata__.config is not JSON: {e}") from e
+        return Checkpoint(tensors, config)
+    if suffix in TORCH_SUFFIXES:
+        return unwrap_checkpoint(load_torch(path), str(path))
+    raise ConversionError(
+        f"{path}: unknown checkpoint type {suffix!r}; expected one of "
+        f"{', '.join(TORCH_SUFFIXES + (SAFETENSORS_SUFFIX,))}"
+    )
+
+
+# -- PyTorch pickles --------------------------------------------------------
+
+
+def load_torch(path: Path):
+    """The object a PyTorch checkpoint holds, loaded without running code."""
+    try:
+        import torch
+    except ImportError as e:
+        raise ConversionError(f"{path}: reading PyTorch checkpoints needs torch ({e})") from e
+    if _is_torchscript(path):
+        # torch.load hands these to torch.jit.load, whatever weights_only says.
+        raise ConversionError(
+            f"{path} is a TorchScript archive, not a checkpoint; save model.state_dict() instead"
+        )
+    try:
+        if torch_has_weights_only(torch):
+            return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", pickle_module=RESTRICTED_PICKLE)
+    except pickle.UnpicklingError as e:
+        raise ConversionError(_refusal(path, str(e))) from None
+    except Exception as e:  # a damaged or foreign file: say which, not where in torch
+        raise ConversionError(f"cannot read {path} as a PyTorch checkpoint: {e}") from None
+
+
+def torch_has_weights_only(torch) -> bool:
+    import inspect
+
+    return "weights_only" in inspect.signature(torch.load).parameters
+
+
+def _is_torchscript(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as z:
+        return any(name.endswith("/constants.pkl") or name == "constants.pkl" for name in z.namelist())
+
+
+def _refusal(path: Path, detail: str) -> str:
+    found = re.search(r"(?:Unsupported class|Unsupported global: GLOBAL|forbidden global) ([\w.]+)", detail)
+    if found:
+        return (
+            f"refused to load {path}: its pickle references {found.group(1)}, which a weights-only "
+            "checkpoint may not (only tensors and plain containers are allowed); re-save it with "
+            "torch.save(model.state_dict(), ...) or as .safetensors"
+        )
+    return f"refused to load {path}: {detail}"
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only the globals a state_dict pickle needs (for torch versions
+    without weights_only); anything else is refused before it can be called."""
+
+    _STORAGES = ("Float", "Half", "BFloat16", "Double", "Long", "Int", "Short", "Char", "Byte", "Bool", "Untyped")
+    _DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
+    ALLOWED = frozenset(
+        [
+            ("collections", "OrderedDict"),
+            ("torch", "Size"),
+            ("torch._utils", "_rebuild_tensor"),
+            ("torch._utils", "_rebuild_tensor_v2"),
+            ("torch._utils", "_rebuild_parameter"),
+            ("torch._utils", "_rebuild_parameter_with_state"),
+        ]
+        + [("torch", f"{s}Storage") for s in _STORAGES]
+        + [("torch", d) for d in _DTYPES]
+    )
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"forbidden global {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _restricted_load(file, **kwargs):
+    return _RestrictedUnpickler(file, **kwargs).load()
+
+
+# Stands in for the `pickle` module in torch.load(pickle_module=...).
+RESTRICTED_PICKLE = type(
+    "restricted_pickle", (), {"__name__": "restricted_pickle", "Unpickler": _RestrictedUnpickler, "load": staticmethod(_restricted_load)}
+)
+
+
+def unwrap_checkpoint(obj, source: str) -> Checkpoint:
+    """Finds the state dict in what torch.load returned (a raw state dict or a
+    training checkpoint holding one) and the optional `config` beside it."""
+    if not isinstance(obj, Mapping):
+        raise ConversionError(f"{source}: expected a state_dict or a dict holding one, got {type(obj).__name__}")
+    config = obj.get("config")
+    if config is not None and not isinstance(config, Mapping):
+        raise ConversionError(f"{source}: `config` must be a dict, got {type(config).__name__}")
+    state = next((obj[k] for k in STATE_DICT_KEYS if isinstance(obj.get(k), Mapping)), None)
+    if state is None:
+        state = {k: v for k, v in obj.items() if k != "config"}
+    not_tensors = sorted(k for k, v in state.items() if not _is_tensor(v))
+    if not_tensors:
+        raise ConversionError(f"{source}: state dict entries that are not tensors: {', '.join(map(str, not_tensors))}")
+    state = strip_wrapper_prefixes(state)
+    return Checkpoint({name: to_numpy(t) for name, t in state.items()}, dict(config) if config else None)
+
+
+def strip_wrapper_prefixes(state: Mapping) -> dict:
+    state = dict(state)
+    while state:
+        prefix = next((p for p in WRAPPER_PREFIXES if all(k.startswith(p) for k in state)), None)
+        if prefix is None:
+            break
+        state = {k[len(prefix):]: v for k, v in state.items()}
+    return state
+
+
+def _is_tensor(value) -> bool:
+    if isinstance(value, np.ndarray):
+        return True
+    try:
+        import torch
+    except ImportError:
+        return False
+    return isinstance(value, torch.Tensor)
+
+
+def to_numpy(tensor) -> np.ndarray:
+    """float32 or float16 as stored; bfloat16 and float64 become float32;
+    other dtypes are kept so the shape check can name them."""
+    if not isinstance(tensor, np.ndarray):
+        import torch
+
+        tensor = tensor.detach().cpu()
+        if tensor.dtype in (torch.bfloat16, torch.float64):
+            tensor = tensor.float()
+        tensor = tensor.numpy()
+    if tensor.dtype == np.float64:
+        tensor = tensor.astype(np.float32)
+    return np.ascontiguousarray(tensor)
+
+
+# -- safetensors --------------------------------------------------------------
+
+# safetensors dtype -> (stored little-endian numpy dtype, bytes per element)
+_SAFETENSORS_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
+
+
+def read_safetensors(path) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:
+    """(name -> float32/float16 array, __metadata__) of a .safetensors file."""
+    data = Path(path).read_bytes()
+    if len(data) < 8:
+        raise ConversionError(f"{path}: {len(data)} bytes is too short for a safetensors header")
+    header_len = int.from_bytes(data[:8], "little")
+    if header_len > len(data) - 8:
+        raise ConversionError(f"{path}: header length {header_len} exceeds the file's {len(data) - 8} remaining bytes")
+    try:
+        header = json.loads(data[8 : 8 + header_len].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ConversionError(f"{path}: the safetensors header is not valid JSON: {e}") from e
+    if not isinstance(header, dict):
+        raise ConversionError(f"{path}: the safetensors header must be a JSON object")
+    metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise ConversionError(f"{path}: __metadata__ must map strings to strings")
+
+    body = memoryview(data)[8 + header_len :]
+    tensors, spans = {}, []
+    for name, entry in header.items():
+        array, span = _safetensors_tensor(path, name, entry, body)
+        tensors[name] = array
+        spans.append(span + (name,))
+    spans.sort()
+    for (_, end, first), (begin, _, second) in zip(spans, spans[1:]):
+        if begin < end:
+            raise ConversionError(f"{path}: the bytes of tensors {first} and {second} overlap")
+    return tensors, metadata
+
+
+def _safetensors_tensor(path, name, entry, body) -> Tuple[np.ndarray, Tuple[int, int]]:
+    where = f"{path}: tensor {name}"
+    if not isinstance(entry, dict):
+        raise ConversionError(f"{where}: header entry must be an object")
+    dtype = entry.get("dtype")
+    if dtype not in _SAFETENSORS_DTYPES:
+        raise ConversionError(f"{where}: unsupported dtype {dtype!r} (supported: {', '.join(_SAFETENSORS_DTYPES)})")
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise ConversionError(f"{where}: shape must be a list of non-negative integers, got {shape!r}")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1] <= len(body)
+    ):
+        raise ConversionError(f"{where}: data_offsets {offsets!r} must be [begin, end] within the {len(body)}-byte data section")
+    stored, itemsize = _SAFETENSORS_DTYPES[dtype]
+    count = math.prod(shape)
+    begin, end = offsets
+    if end - begin != count * itemsize:
+        raise ConversionError(
+            f"{where}: holds {end - begin} bytes, but {dtype} of shape {shape} needs {count * itemsize}"
+        )
+    raw = np.frombuffer(body, dtype=stored, count=count, offset=begin).reshape(shape)
+    if dtype == "BF16":  # bfloat16 is the top half of a float32
+        array = (raw.astype(np.uint32) << 16).view(np.float32)
+    else:
+        array = raw.astype(stored[1:], copy=True)  # native byte order, owning its memory
+    return array, (begin, end)
+

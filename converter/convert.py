@@ -1,0 +1,102 @@
+"""The converter's library entry points: checkpoint or state dict in, .tarn out."""
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import List, Mapping, Optional, Union
+
+from .architectures import ARCHITECTURES
+from .checkpoints import load_checkpoint, to_numpy
+from .errors import ConversionError
+from .fields import make_config
+from .reference import ModelConfig
+from .writer import write_tarn
+
+
+@dataclasses.dataclass
+class Converted:
+    config: ModelConfig
+    weight_checksum: int
+
+
+def convert_state_dict(
+    state_dict: Mapping,
+    config: Union[ModelConfig, dict],
+    out_path,
+    dtype: str = "f32",
+    labels: Optional[List[str]] = None,
+    audio: Optional[dict] = None,
+    metadata: Optional[Mapping[str, str]] = None,
+) -> Converted:
+    """Writes a reference model's state_dict (torch tensors or numpy arrays,
+    named as converter/reference.py names them) as a .tarn file."""
+    config = make_config(config)
+    tensors = {name: to_numpy(t) for name, t in state_dict.items()}
+    meta = {"arch": "tarn", **(metadata or {})}
+    return Converted(config, write_tarn(out_path, config, tensors, dtype, labels, audio, meta))
+
+
+def convert_file(
+    checkpoint_path,
+    out_path,
+    arch: str = "tarn",
+    config: Union[None, ModelConfig, dict, str, Path] = None,
+    dtype: str = "f32",
+    labels: Union[None, List[str], str, Path] = None,
+    audio: Union[None, dict, str, Path] = None,
+    metadata: Optional[Mapping[str, str]] = None,
+) -> Converted:
+    """Converts a checkpoint file (.pt/.pth/.ckpt/.bin/.safetensors).
+
+    config, audio: a dict, a path to a JSON file, or JSON text; for --arch
+    tarn the config may be omitted when the checkpoint carries one.
+    labels: a list, or a path to a file with one label per line (or a JSON
+    list when the name ends in .json)."""
+    if arch not in ARCHITECTURES:
+        raise ConversionError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
+    if isinstance(config, ModelConfig):
+        config = config.to_dict()
+    config = load_json(config, "config")
+    audio = load_json(audio, "audio front end")
+    if labels is not None and not isinstance(labels, (list, tuple)):
+        labels = read_labels(labels)
+    model_config, tensors = ARCHITECTURES[arch](load_checkpoint(checkpoint_path), config)
+    meta = {"source": str(checkpoint_path), "arch": arch, **(metadata or {})}
+    return Converted(model_config, write_tarn(out_path, model_config, tensors, dtype, labels, audio, meta))
+
+
+def load_json(value, what: str):
+    """A dict given as a dict, as JSON text, or as the path of a JSON file."""
+    if value is None or isinstance(value, dict):
+        return value
+    text = str(value)
+    if not text.lstrip().startswith("{"):
+        try:
+            text = Path(text).read_text()
+        except OSError as e:
+            raise ConversionError(f"cannot read the {what} JSON {value}: {e}") from e
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ConversionError(f"the {what} is not valid JSON ({value}): {e}") from e
+
+
+def read_labels(path) -> List[str]:
+    """One label per line, kept verbatim (a label may be a space), or a JSON
+    list of strings when the file name ends in .json."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConversionError(f"cannot read labels {path}: {e}") from e
+    if str(path).endswith(".json"):
+        try:
+            labels = json.loads(text)
+        except ValueError as e:
+            raise ConversionError(f"labels {path}: not valid JSON: {e}") from e
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise ConversionError(f"labels {path}: expected a JSON list of strings")
+        return labels
+    lines = text.split("\n")  # not splitlines(): that also splits at \x0c, \u2028, ...
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

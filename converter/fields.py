@@ -1,0 +1,131 @@
+"""How ModelConfig and the audio recipe map onto the schema's tables.
+
+Each ModelConfig field has the schema field of the same name (snake_case in
+the schema, CamelCase in the generated accessors); string choices map to
+schema enums through ENUMS. The writer and the reader both use these tables,
+so the two directions cannot drift apart.
+"""
+
+import dataclasses
+import math
+
+from .errors import ConversionError
+from .reference import ModelConfig
+
+SCHEMA_VERSION = (1, 0)
+
+# config field -> (schema enum, {config string: enum member})
+_ACTIVATION = ("Activation", {"none": "None_", "relu": "Relu", "gelu": "Gelu"})
+ENUMS = {
+    "input_kind": ("InputKind", {"tokens": "Tokens", "frames": "Frames"}),
+    "input_activation": _ACTIVATION,
+    "activation": _ACTIVATION,
+    "position": ("Position", {"none": "None_", "sinusoidal": "Sinusoidal", "learned": "Learned"}),
+    "norm_placement": ("NormPlacement", {"post": "Post", "pre": "Pre"}),
+    "attention": ("AttentionKind", {"causal": "Causal", "bidirectional": "Bidirectional"}),
+    "feature_map": ("FeatureMap", {"elu+1": "EluPlusOne", "relu": "Relu", "favor+": "FavorPlus"}),
+    "window": ("WindowFunction", {"hamming": "Hamming", "hann": "Hann", "povey": "Povey"}),
+}
+
+# AudioFrontEnd fields -> kind; the defaults are the schema's.
+AUDIO_FIELDS = {
+    "sample_rate": "uint",
+    "window_length": "uint",
+    "hop_length": "uint",
+    "fft_size": "uint",
+    "num_mel_bins": "uint",
+    "low_frequency": "float",
+    "high_frequency": "float",
+    "preemphasis": "float",
+    "remove_dc_offset": "bool",
+    "window": "enum",
+    "log_floor": "float",
+    "feature_mean": "floats",
+    "feature_std": "floats",
+}
+AUDIO_REQUIRED = ("sample_rate", "window_length", "hop_length", "fft_size", "num_mel_bins")
+AUDIO_DEFAULTS = {"preemphasis": 0.97, "remove_dc_offset": True, "window": "hamming"}
+
+
+def camel(name: str) -> str:
+    """d_ff -> DFf, the name flatc gives a field's accessors."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def model_fields():
+    """(name, kind) for every ModelConfig field, kind one of uint, float,
+    bool, enum, from the dataclass's own annotations."""
+    kinds = {int: "uint", float: "float", bool: "bool", str: "enum", "int": "uint", "float": "float", "bool": "bool", "str": "enum"}
+    return [(f.name, kinds[f.type]) for f in dataclasses.fields(ModelConfig)]
+
+
+def enum_value(schema, field: str, value: str) -> int:
+    enum, members = ENUMS[field]
+    if value not in members:
+        raise ConversionError(f"{field} must be one of {sorted(members)}, got {value!r}")
+    return getattr(getattr(schema, enum), members[value])
+
+
+def enum_name(schema, field: str, value: int) -> str:
+    enum, members = ENUMS[field]
+    for name, member in members.items():
+        if getattr(getattr(schema, enum), member) == value:
+            return name
+    raise ConversionError(f"{field}: unknown enum value {value} (a newer schema?)")
+
+
+def check_scalar(where: str, kind: str, value):
+    """The value as the schema stores it, or a ConversionError saying why not."""
+    if kind == "uint":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+            raise ConversionError(f"{where} must be an integer in [0, 2^32), got {value!r}")
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConversionError(f"{where} must be a finite number, got {value!r}")
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConversionError(f"{where} must be true or false, got {value!r}")
+        return value
+    raise AssertionError(kind)
+
+
+def normalise_audio(audio: dict) -> dict:
+    """A complete, checked AudioFrontEnd dict (defaults filled in)."""
+    unknown = sorted(set(audio) - set(AUDIO_FIELDS))
+    if unknown:
+        raise ConversionError(f"unknown audio front-end keys {unknown}; known: {sorted(AUDIO_FIELDS)}")
+    missing = [k for k in AUDIO_REQUIRED if k not in audio]
+    if missing:
+        raise ConversionError(f"audio front-end lacks {missing}")
+    out = dict(AUDIO_DEFAULTS)
+    for key, value in audio.items():
+        kind = AUDIO_FIELDS[key]
+        if kind == "enum":
+            if value not in ENUMS[key][1]:
+                raise ConversionError(f"audio {key} must be one of {sorted(ENUMS[key][1])}, got {value!r}")
+            out[key] = value
+        elif kind == "floats":
+            values = [check_scalar(f"audio {key}[{i}]", "float", v) for i, v in enumerate(value)]
+            if len(values) != audio["num_mel_bins"]:
+                raise ConversionError(
+                    f"audio {key} has {len(values)} values, expected num_mel_bins = {audio['num_mel_bins']}"
+                )
+            out[key] = values
+        else:
+            out[key] = check_scalar(f"audio {key}", kind, value)
+    return out
+
+
+def make_config(d) -> ModelConfig:
+    """A ModelConfig from a dict (a --config JSON, a checkpoint's `config`),
+    with ModelConfig's own checks turned into ConversionErrors."""
+    if isinstance(d, ModelConfig):
+        return d
+    if not isinstance(d, dict):
+        raise ConversionError(f"a model config must be a JSON object, got {type(d).__name__}")
+    try:
+        return ModelConfig.from_dict(dict(d))
+    except (TypeError, ValueError) as e:
+        raise ConversionError(f"invalid model config: {e}") from None

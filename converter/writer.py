@@ -1,0 +1,208 @@
+"""Writes a .tarn file (schema/tarn.fbs) with flatc's generated Python code.
+
+Each tensor's bytes go in a Buffer of their own, 64-byte aligned in the file
+so that the runtime can use them in place from an mmap; weight_checksum is
+XXH64 (seed 0) over all buffers' bytes, concatenated in buffer order.
+"""
+
+import datetime
+import os
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional
+
+import flatbuffers
+import numpy as np
+import xxhash
+
+from .errors import ConversionError
+from .fields import AUDIO_FIELDS, SCHEMA_VERSION, camel, check_scalar, enum_value, model_fields, normalise_audio
+from .reference import ModelConfig
+from .schema_code import schema
+from .shapes import check_tensors
+from .version import CONVERTER_VERSION
+
+ALIGNMENT = 64
+MAX_FILE_BYTES = 2**31 - 2**20  # one FlatBuffer addresses 2 GiB, less room for the tables
+DTYPES = ("f32", "f16")
+FILE_IDENTIFIER = b"TARN"
+
+
+def storage_dtype(name: str, array: np.ndarray, dtype: str) -> np.dtype:
+    """The dtype a tensor is stored in for the requested file dtype.
+
+    f16 files store the 2-D matrices and embeddings in f16: they are nearly
+    all of a model's bytes. LayerNorm parameters, biases, favor+'s omega and
+    the depthwise conv weights stay f32: they are small, and their rounding
+    would show in every output (omega sits inside an exp)."""
+    if dtype == "f16" and name.endswith(".weight") and array.ndim == 2 and ".conv." not in name:
+        return np.dtype(np.float16)
+    return np.dtype(np.float32)
+
+
+def write_tarn(
+    path,
+    config: ModelConfig,
+    tensors: Mapping[str, np.ndarray],
+    dtype: str = "f32",
+    labels: Optional[List[str]] = None,
+    audio: Optional[dict] = None,
+    metadata: Optional[Mapping[str, str]] = None,
+) -> int:
+    """Checks the tensors against the config and writes the file atomically
+    (a temporary file renamed into place). Returns the weight checksum."""
+    if dtype not in DTYPES:
+        raise ConversionError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    tensors = check_tensors(tensors, config)
+    stored = {name: _stored(name, array, storage_dtype(name, array, dtype)) for name, array in tensors.items()}
+    labels = _check_labels(labels, config)
+    audio = normalise_audio(audio) if audio is not None else None
+    meta = {"converter_version": CONVERTER_VERSION, "date": _now()}
+    meta.update({str(k): str(v) for k, v in (metadata or {}).items()})
+
+    blob, checksum = _build(config, stored, labels, audio, meta)
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(blob)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ConversionError(f"cannot write {path}: {e}") from e
+    return checksum
+
+
+def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if not np.all(np.isfinite(array)):
+        raise ConversionError(f"tensor {name} holds NaN or infinite values")
+    out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
+    if not np.all(np.isfinite(out)):
+        raise ConversionError(f"tensor {name} overflows {dtype.name} (max |x| = {np.abs(array).max():g}); use --dtype f32")
+    return out
+
+
+def _check_labels(labels, config: ModelConfig):
+    if labels is None:
+        return None
+    labels = list(labels)
+    if not all(isinstance(label, str) for label in labels):
+        raise ConversionError("labels must be strings")
+    if len(labels) != config.output_dim:
+        raise ConversionError(f"{len(labels)} labels given, but the model's output_dim is {config.output_dim}")
+    return labels
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta):
+    s = schema()
+    raw = [array.tobytes() for array in stored.values()]
+    if sum(len(r) for r in raw) > MAX_FILE_BYTES:
+        raise ConversionError(f"the weights take {sum(len(r) for r in raw)} bytes; a .tarn file holds at most {MAX_FILE_BYTES}")
+    b = flatbuffers.Builder(sum(len(r) for r in raw) + ALIGNMENT * (len(raw) + 1) + 65536)
+
+    # Written back to front, so the last buffer goes first: buffers then lie
+    # in the file in index order, as a reader streaming them would like.
+    data = [0] * len(raw)
+    data_ends = [0] * len(raw)  # each data start, counted from the end of the file
+    for i in reversed(range(len(raw))):
+        data[i], data_ends[i] = _aligned_bytes(b, raw[i])
+    buffers = []
+    for vector in data:
+        s.BufferStart(b)
+        s.BufferAddData(b, vector)
+        buffers.append(s.BufferEnd(b))
+    buffers_vector = _offsets_vector(b, buffers)
+
+    tensor_tables = []
+    for index, (name, array) in enumerate(stored.items()):
+        name_offset = b.CreateString(name)
+        shape_offset = b.CreateNumpyVector(np.array(array.shape, dtype="<i8"))
+        s.TensorStart(b)
+        s.TensorAddName(b, name_offset)
+        s.TensorAddDtype(b, s.DType.F16 if array.dtype == np.float16 else s.DType.F32)
+        s.TensorAddShape(b, shape_offset)
+        s.TensorAddBuffer(b, index)
+        tensor_tables.append(s.TensorEnd(b))
+    tensors_vector = _offsets_vector(b, tensor_tables)
+
+    labels_vector = _offsets_vector(b, [b.CreateString(label) for label in labels]) if labels is not None else None
+    audio_table = _audio(b, s, audio) if audio is not None else None
+    metadata_vector = _offsets_vector(b, [_key_value(b, s, k, v) for k, v in meta.items()])
+
+    checksum = xxhash.xxh64(seed=0)
+    for r in raw:
+        checksum.update(r)
+    checksum = checksum.intdigest()
+
+    s.ModelStart(b)
+    s.ModelAddSchemaVersion(b, s.CreateSchemaVersion(b, *SCHEMA_VERSION))
+    for name, kind in model_fields():
+        value = getattr(config, name)
+        value = enum_value(s, name, value) if kind == "enum" else check_scalar(name, kind, value)
+        getattr(s, "ModelAdd" + camel(name))(b, value)
+    if labels_vector is not None:
+        s.ModelAddLabels(b, labels_vector)
+    if audio_table is not None:
+        s.ModelAddAudio(b, audio_table)
+    s.ModelAddTensors(b, tensors_vector)
+    s.ModelAddBuffers(b, buffers_vector)
+    s.ModelAddWeightChecksum(b, checksum)
+    s.ModelAddMetadata(b, metadata_vector)
+    b.Finish(s.ModelEnd(b), file_identifier=FILE_IDENTIFIER)
+    blob = bytes(b.Output())
+
+    for i, end in enumerate(data_ends):  # the property the runtime relies on
+        if (len(blob) - end) % ALIGNMENT:
+            raise AssertionError(f"buffer {i} landed at offset {len(blob) - end}, not {ALIGNMENT}-aligned")
+    return blob, checksum
+
+
+def _aligned_bytes(b: flatbuffers.Builder, raw: bytes):
+    """A [ubyte] vector whose data starts on an ALIGNMENT boundary of the
+    final file. flatc's Python BufferStartDataVector ignores the schema's
+    force_align, so the vector is started here with the alignment spelled
+    out; since the builder also pads the whole file to its largest
+    alignment, an offset aligned from the end is aligned from the start.
+    Returns (vector offset, data start counted from the end)."""
+    b.StartVector(1, len(raw), ALIGNMENT)
+    b.head = b.Head() - len(raw)
+    b.Bytes[b.Head() : b.Head() + len(raw)] = raw
+    data_start = b.Offset()
+    return b.EndVector(), data_start
+
+
+def _offsets_vector(b: flatbuffers.Builder, offsets: List[int]) -> int:
+    b.StartVector(4, len(offsets), 4)
+    for offset in reversed(offsets):
+        b.PrependUOffsetTRelative(offset)
+    return b.EndVector()
+
+
+def _key_value(b, s, key: str, value: str) -> int:
+    key_offset, value_offset = b.CreateString(key), b.CreateString(value)
+    s.KeyValueStart(b)
+    s.KeyValueAddKey(b, key_offset)
+    s.KeyValueAddValue(b, value_offset)
+    return s.KeyValueEnd(b)
+
+
+def _audio(b, s, audio: dict) -> int:
+    vectors = {
+        key: b.CreateNumpyVector(np.asarray(audio[key], dtype="<f4"))
+        for key, kind in AUDIO_FIELDS.items()
+        if kind == "floats" and key in audio
+    }
+    s.AudioFrontEndStart(b)
+    for key, kind in AUDIO_FIELDS.items():
+        if key not in audio:
+            continue
+        add = getattr(s, "AudioFrontEndAdd" + camel(key))
+        if kind == "floats":
+            add(b, vectors[key])
+        elif kind == "enum":
+            add(b, enum_value(s, key, audio[key]))
+        else:
+            add(b, audio[key])
+    return s.AudioFrontEndEnd(b)
