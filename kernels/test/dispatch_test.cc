@@ -1,0 +1,82 @@
+// The dispatch table: complete, scalar always there, the choice consistent.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/test/test_util.h"
+
+namespace tarn {
+namespace kernels {
+namespace testing {
+namespace {
+
+void ExpectComplete(const KernelTable& t) {
+  EXPECT_NE(t.elu_plus_one, nullptr);
+  EXPECT_NE(t.relu, nullptr);
+  EXPECT_NE(t.gelu, nullptr);
+  EXPECT_NE(t.exp_shifted, nullptr);
+  EXPECT_NE(t.causal_step, nullptr);
+  EXPECT_NE(t.layer_norm, nullptr);
+  EXPECT_NE(t.add_layer_norm, nullptr);
+  EXPECT_NE(t.add, nullptr);
+  EXPECT_NE(t.f16_to_f32, nullptr);
+}
+
+TEST(Dispatch, ScalarAlwaysAvailable) {
+  ASSERT_NE(KernelsFor(Isa::kScalar), nullptr);
+  ExpectComplete(*KernelsFor(Isa::kScalar));
+}
+
+TEST(Dispatch, EveryAvailableTableIsComplete) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    SCOPED_TRACE(IsaName(isa));
+    if (const KernelTable* t = KernelsFor(isa)) ExpectComplete(*t);
+  }
+}
+
+TEST(Dispatch, ActiveTableIsTheChosenVariant) {
+  const KernelTable* chosen = KernelsFor(ActiveIsa());
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_EQ(&Kernels(), chosen);
+  EXPECT_EQ(&Kernels(), &Kernels());
+  std::printf("active kernels: %s\n", IsaName(ActiveIsa()));
+}
+
+TEST(Dispatch, ChoiceFollowsEnvironmentOrIsTheBest) {
+  const char* forced = std::getenv("TARN_KERNELS");
+  if (forced != nullptr && forced[0] != '\0') {
+    const bool known_and_available = [&] {
+      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+        if (std::strcmp(forced, IsaName(isa)) == 0) {
+          return KernelsFor(isa) != nullptr;
+        }
+      }
+      return false;
+    }();
+    if (known_and_available) {
+      EXPECT_STREQ(IsaName(ActiveIsa()), forced);
+    } else {
+      EXPECT_EQ(ActiveIsa(), Isa::kScalar);
+    }
+    return;
+  }
+  for (Isa best : {Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
+    if (KernelsFor(best) != nullptr) {
+      EXPECT_EQ(ActiveIsa(), best);
+      return;
+    }
+  }
+  EXPECT_EQ(ActiveIsa(), Isa::kScalar);
+}
+
+TEST(Dispatch, Names) {
+  EXPECT_STREQ(IsaName(Isa::kScalar), "scalar");
+  EXPECT_STREQ(IsaName(Isa::kAvx2), "avx2");
+  EXPECT_STREQ(IsaName(Isa::kAvx512), "avx512");
+  EXPECT_STREQ(IsaName(Isa::kNeon), "neon");
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace kernels
+}  // namespace tarn

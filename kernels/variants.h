@@ -1,0 +1,44 @@
+// Internal to kernels/: the functions of each variant, one namespace per ISA,
+// gathered into tables by dispatch.cc. Semantics are those of the matching
+// KernelTable field in kernels.h.
+#ifndef TARN_KERNELS_VARIANTS_H_
+#define TARN_KERNELS_VARIANTS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#define TARN_KERNELS_DECLARE_VARIANT(isa)                                   \
+  namespace isa {                                                           \
+  void EluPlusOne(size_t n, const float* x, float* y);                      \
+  void Relu(size_t n, const float* x, float* y);                            \
+  void Gelu(size_t n, const float* x, float* y);                            \
+  void ExpShifted(size_t n, const float* x, float shift, float* y);         \
+  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,  \
+                  const float* phi_q, float eps, float* S, float* z,        \
+                  float* y);                                                \
+  void LayerNorm(size_t n, const float* x, const float* gamma,              \
+                 const float* beta, float eps, float* y);                   \
+  void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma, \
+                    const float* beta, float eps, float* y);                \
+  void Add(size_t n, const float* a, const float* b, float* y);             \
+  void F16ToF32(size_t n, const uint16_t* x, float* y);                     \
+  }
+
+namespace tarn {
+namespace kernels {
+
+TARN_KERNELS_DECLARE_VARIANT(scalar)
+#if TARN_KERNELS_X86
+TARN_KERNELS_DECLARE_VARIANT(avx2)
+TARN_KERNELS_DECLARE_VARIANT(avx512)
+#endif
+#if TARN_KERNELS_ARM64
+TARN_KERNELS_DECLARE_VARIANT(neon)
+#endif
+
+}  // namespace kernels
+}  // namespace tarn
+
+#undef TARN_KERNELS_DECLARE_VARIANT
+
+#endif  // TARN_KERNELS_VARIANTS_H_
