@@ -1,0 +1,144 @@
+// The `tarn` command: inspect a model, step it over an array.
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "npy.h"
+#include "tarn/tarn.hpp"
+
+namespace tarn::cli {
+namespace {
+
+int Fail(const Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return 1;
+}
+
+int Info(const std::string& path) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(path, &model);
+  if (!status.ok()) return Fail(status);
+  const ModelConfig& c = model->config();
+  std::printf("model            %s\n", path.c_str());
+  if (c.input_kind == InputKind::kTokens) {
+    std::printf("input            tokens, vocabulary %u, embedding scale %g\n",
+                c.vocab_size, c.embedding_scale);
+  } else {
+    std::printf("input            frames of %u, stacked %u every %u, %s, "
+                "activation %s\n",
+                c.input_dim, c.stack_window, c.stack_hop,
+                c.input_projection ? "projected" : "not projected",
+                c.input_activation.c_str());
+  }
+  std::printf("position         %s", c.position.c_str());
+  if (c.position == "learned") std::printf(" (%u positions)", c.max_positions);
+  std::printf("\nlayers           %u x (d_model %u, %u heads, d_key %u, "
+              "d_value %u, d_ff %u, %s, %s-norm, eps %g)\n",
+              c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_value, c.d_ff,
+              c.activation.c_str(), c.norm_placement.c_str(), c.norm_eps);
+  std::printf("attention        %s, feature map %s (C = %u), eps %g\n",
+              c.causal ? "causal" : "bidirectional", c.feature_map.c_str(),
+              c.feature_dim, c.attention_eps);
+  if (c.conv_kernel > 0) {
+    std::printf("convolution      causal depthwise, kernel %u\n", c.conv_kernel);
+  }
+  std::printf("output           %s%s, %zu per step\n",
+              c.final_norm ? "final norm, " : "",
+              c.output_dim > 0 ? "head" : "no head", model->output_size());
+  std::printf("parameters       %zu\n", model->parameter_count());
+  std::printf("weight bytes     %zu\n", model->weight_bytes());
+  std::printf("session bytes    %zu\n", model->session_bytes());
+  for (const auto& [key, value] : model->metadata()) {
+    std::printf("meta %-11s %s\n", key.c_str(), value.c_str());
+  }
+  return 0;
+}
+
+int Run(const std::string& model_path, const std::string& input_path,
+        const std::string& output_path, int threads) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(model_path, &model);
+  if (!status.ok()) return Fail(status);
+  SessionOptions options;
+  options.num_threads = threads;
+  std::unique_ptr<Session> session;
+  status = Session::Create(*model, options, &session);
+  if (!status.ok()) return Fail(status);
+
+  NpyArray input;
+  status = ReadNpy(input_path, &input);
+  if (!status.ok()) return Fail(status);
+  const size_t width = model->output_size();
+  std::vector<float> outputs, step(width);
+  size_t steps = 0;
+  if (model->config().input_kind == InputKind::kTokens) {
+    if (input.is_float || input.shape.size() != 1) {
+      return Fail(Status(StatusCode::kInvalidArgument,
+                         input_path + ": a token model takes a [T] integer "
+                                      "array"));
+    }
+    for (int64_t token : input.ints) {
+      if (token < INT32_MIN || token > INT32_MAX) token = -1;
+      status = session->StepToken(static_cast<int32_t>(token), step.data(),
+                                  width);
+      if (!status.ok()) {
+        return Fail(Status(status.code(), "step " + std::to_string(steps) +
+                                              ": " + status.message()));
+      }
+      outputs.insert(outputs.end(), step.begin(), step.end());
+      ++steps;
+    }
+  } else {
+    const size_t frame = model->frame_size();
+    if (!input.is_float || input.shape.size() != 2 || input.shape[1] != frame) {
+      return Fail(Status(StatusCode::kInvalidArgument,
+                         input_path + ": a frame model takes a [T, " +
+                             std::to_string(frame) + "] float32 array"));
+    }
+    for (size_t t = 0; t < input.shape[0]; ++t) {
+      bool stepped = false;
+      status = session->StepFrame(input.floats.data() + t * frame, frame,
+                                  step.data(), width, &stepped);
+      if (!status.ok()) {
+        return Fail(Status(status.code(), "frame " + std::to_string(t) +
+                                              ": " + status.message()));
+      }
+      if (stepped) {
+        outputs.insert(outputs.end(), step.begin(), step.end());
+        ++steps;
+      }
+    }
+  }
+  status = WriteNpy(output_path, {steps, width}, outputs);
+  return status.ok() ? 0 : Fail(status);
+}
+
+}  // namespace
+}  // namespace tarn::cli
+
+int main(int argc, char** argv) {
+  CLI::App app("tarn: linear-attention transformers run as recurrent networks");
+  app.require_subcommand(1);
+
+  std::string model_path, input_path, output_path;
+  int threads = 1;
+  CLI::App* info = app.add_subcommand(
+      "info", "Print a model's architecture, sizes and session memory");
+  info->add_option("model", model_path, "a .tarn file")->required();
+
+  CLI::App* run = app.add_subcommand(
+      "run", "Step a model over a [T] token or [T, d_in] frame array");
+  run->add_option("model", model_path, "a .tarn file")->required();
+  run->add_option("--input", input_path, ".npy input")->required();
+  run->add_option("--output", output_path, ".npy output [steps, d_out]")
+      ->required();
+  run->add_option("--threads", threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+
+  CLI11_PARSE(app, argc, argv);
+  if (*info) return tarn::cli::Info(model_path);
+  return tarn::cli::Run(model_path, input_path, output_path, threads);
+}

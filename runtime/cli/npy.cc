@@ -1,0 +1,113 @@
+#include "npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace tarn::cli {
+namespace {
+
+Status Bad(const std::string& path, const std::string& what) {
+  return Status(StatusCode::kInvalidArgument, path + ": " + what);
+}
+
+}  // namespace
+
+Status ReadNpy(const std::string& path, NpyArray* array) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kIoError, "cannot open '" + path + "'");
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+    return Bad(path, "not a .npy file");
+  }
+  size_t header_length = 0;
+  if (magic[6] == 1) {
+    unsigned char n[2];
+    in.read(reinterpret_cast<char*>(n), 2);
+    header_length = n[0] | (n[1] << 8);
+  } else {
+    unsigned char n[4];
+    in.read(reinterpret_cast<char*>(n), 4);
+    header_length = n[0] | (n[1] << 8) | (n[2] << 16) | (size_t{n[3]} << 24);
+  }
+  if (!in || header_length > (1 << 20)) return Bad(path, "truncated header");
+  std::string header(header_length, '\0');
+  if (!in.read(header.data(), header_length)) return Bad(path, "truncated header");
+
+  std::smatch match;
+  if (!std::regex_search(header, match, std::regex("'descr':\\s*'([^']*)'"))) {
+    return Bad(path, "header lacks 'descr'");
+  }
+  const std::string descr = match[1];
+  if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) {
+    return Bad(path, "Fortran-order arrays are not supported");
+  }
+  if (!std::regex_search(header, match, std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
+    return Bad(path, "header lacks 'shape'");
+  }
+  array->shape.clear();
+  std::stringstream dims(match[1].str());
+  std::string dim;
+  size_t count = 1;
+  while (std::getline(dims, dim, ',')) {
+    if (dim.find_first_not_of(" ") == std::string::npos) continue;
+    array->shape.push_back(std::stoull(dim));
+    count *= array->shape.back();
+  }
+  size_t element_bytes;
+  if (descr == "<f4") {
+    element_bytes = 4;
+  } else if (descr == "<i4" || descr == "<i8") {
+    element_bytes = descr == "<i4" ? 4 : 8;
+  } else {
+    return Bad(path, "dtype '" + descr + "' is not float32, int32 or int64");
+  }
+  std::vector<char> bytes(count * element_bytes);
+  if (!in.read(bytes.data(), bytes.size())) {
+    return Bad(path, "data is truncated: expected " +
+                         std::to_string(bytes.size()) + " bytes");
+  }
+  array->is_float = descr == "<f4";
+  if (array->is_float) {
+    array->floats.resize(count);
+    std::memcpy(array->floats.data(), bytes.data(), bytes.size());
+  } else {
+    array->ints.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (element_bytes == 4) {
+        int32_t v;
+        std::memcpy(&v, bytes.data() + 4 * i, 4);
+        array->ints[i] = v;
+      } else {
+        std::memcpy(&array->ints[i], bytes.data() + 8 * i, 8);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
+                const std::vector<float>& values) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+  for (size_t dim : shape) header += std::to_string(dim) + ", ";
+  header += "), }";
+  // Pad so the data starts at a multiple of 64 bytes, header ending in '\n'.
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Status(StatusCode::kIoError, "cannot write '" + path + "'");
+  out.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t length = static_cast<uint16_t>(header.size());
+  const char length_bytes[2] = {static_cast<char>(length & 0xff),
+                                static_cast<char>(length >> 8)};
+  out.write(length_bytes, 2);
+  out << header;
+  out.write(reinterpret_cast<const char*>(values.data()),
+            values.size() * sizeof(float));
+  if (!out) return Status(StatusCode::kIoError, "cannot write '" + path + "'");
+  return Status::Ok();
+}
+
+}  // namespace tarn::cli

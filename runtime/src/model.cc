@@ -1,0 +1,550 @@
+#include "model.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+#include "kernels/kernels.h"
+#include "xxhash.h"
+
+namespace tarn {
+namespace {
+
+// The newest schema this runtime reads; files of an older minor are fine.
+constexpr uint16_t kSchemaMajor = 1;
+constexpr uint16_t kSchemaMinor = 0;
+
+// Bounds that keep every size product far from overflow; real models are
+// orders of magnitude smaller.
+constexpr uint32_t kMaxWidth = 1u << 16;
+constexpr uint32_t kMaxLayers = 1024;
+constexpr uint32_t kMaxVocab = 1u << 24;
+constexpr uint32_t kMaxWindow = 1024;
+
+Status Invalid(const std::string& message) {
+  return Status(StatusCode::kInvalidModel, message);
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+  s << "]";
+  return s.str();
+}
+
+const char* ActivationName(schema::Activation a) {
+  switch (a) {
+    case schema::Activation::Relu:
+      return "relu";
+    case schema::Activation::Gelu:
+      return "gelu";
+    default:
+      return "none";
+  }
+}
+
+// The tensors a configuration implies, with their shapes: the one place
+// that says which tensors a model has.
+std::map<std::string, std::vector<int64_t>> ExpectedTensors(
+    const ModelConfig& c) {
+  std::map<std::string, std::vector<int64_t>> expected;
+  const int64_t d = c.d_model, hk = int64_t{c.num_heads} * c.d_key,
+                hv = int64_t{c.num_heads} * c.d_value;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    expected[name + ".weight"] = {out, in};
+    expected[name + ".bias"] = {out};
+  };
+  auto norm = [&](const std::string& name) {
+    expected[name + ".weight"] = {d};
+    expected[name + ".bias"] = {d};
+  };
+  if (c.input_kind == InputKind::kTokens) {
+    expected["token_embedding.weight"] = {c.vocab_size, d};
+  } else if (c.input_projection) {
+    linear("input_projection", d, int64_t{c.input_dim} * c.stack_window);
+  }
+  if (c.position == "learned") {
+    expected["position_embedding.weight"] = {c.max_positions, d};
+  }
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    linear(p + "attention.query_projection", hk, d);
+    linear(p + "attention.key_projection", hk, d);
+    linear(p + "attention.value_projection", hv, d);
+    linear(p + "attention.out_projection", d, hv);
+    if (c.feature_map == "favor+") {
+      expected[p + "attention.feature_map.omega"] = {c.d_key,
+                                                     c.feature_dim / 2};
+    }
+    norm(p + "norm1");
+    norm(p + "norm2");
+    if (c.conv_kernel > 0) {
+      expected[p + "conv.weight"] = {d, c.conv_kernel};
+      expected[p + "conv.bias"] = {d};
+    }
+    linear(p + "linear1", c.d_ff, d);
+    linear(p + "linear2", d, c.d_ff);
+  }
+  if (c.final_norm) norm("norm");
+  if (c.output_dim > 0) linear("head", c.output_dim, d);
+  return expected;
+}
+
+// Matrices may be stored in f16; vectors the step reads directly must be f32.
+bool MayBeHalf(const std::string& name) {
+  auto ends_with = [&](const char* suffix) {
+    size_t n = std::strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  return ends_with("projection.weight") || ends_with("linear1.weight") ||
+         ends_with("linear2.weight") || ends_with("embedding.weight") ||
+         name == "head.weight";
+}
+
+// A matrix as f32, converting f16 storage (XNNPACK packs its own copy).
+std::vector<float> ToFloat(const TensorView& t) {
+  std::vector<float> values(t.elements);
+  if (t.dtype == schema::DType::F32) {
+    std::memcpy(values.data(), t.data, t.bytes);
+  } else {
+    kernels::Kernels().f16_to_f32(
+        t.elements, static_cast<const uint16_t*>(t.data), values.data());
+  }
+  return values;
+}
+
+size_t AlignFloats(size_t floats) {
+  const size_t per_line = kAlignment / sizeof(float);
+  return (floats + per_line - 1) / per_line * per_line;
+}
+
+}  // namespace
+
+Status Model::Impl::Init(const void* data, size_t size,
+                         const LoadOptions& options) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (size < 8) {
+    return Invalid("model is truncated: " + std::to_string(size) +
+                   " bytes, too short to be a tarn file");
+  }
+  if (!schema::ModelBufferHasIdentifier(data)) {
+    return Invalid("not a tarn model: file identifier is '" +
+                   std::string(reinterpret_cast<const char*>(bytes + 4), 4) +
+                   "', expected 'TARN'");
+  }
+  if (reinterpret_cast<uintptr_t>(data) % kAlignment != 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  "model bytes must be 64-byte aligned in memory");
+  }
+  flatbuffers::Verifier verifier(bytes, size);
+  if (!schema::VerifyModelBuffer(verifier)) {
+    return Invalid("model is truncated or corrupt: FlatBuffers verification "
+                   "failed for its " +
+                   std::to_string(size) + " bytes");
+  }
+  flat = schema::GetModel(data);
+  const schema::SchemaVersion* version = flat->schema_version();
+  if (version == nullptr) return Invalid("model has no schema_version");
+  if (version->major() != kSchemaMajor) {
+    return Status(StatusCode::kUnsupported,
+                  "model schema version " + std::to_string(version->major()) +
+                      "." + std::to_string(version->minor()) +
+                      " is not readable by this runtime (schema " +
+                      std::to_string(kSchemaMajor) + "." +
+                      std::to_string(kSchemaMinor) + "): " +
+                      (version->major() > kSchemaMajor
+                           ? "upgrade tarn"
+                           : "re-convert the model"));
+  }
+  Status status = ReadConfig();
+  if (status.ok()) status = ReadTensors(bytes, options.verify_checksum);
+  if (status.ok()) status = CheckTensorSet();
+  if (status.ok()) status = PrepareWeights();
+  if (status.ok()) PlanSession();
+  return status;
+}
+
+Status Model::Impl::ReadConfig() {
+  const schema::Model& m = *flat;
+  ModelConfig& c = config;
+  auto in_range = [](auto value, auto max) {
+    return static_cast<int>(value) >= 0 &&
+           static_cast<int>(value) <= static_cast<int>(max);
+  };
+  if (!in_range(m.input_kind(), schema::InputKind::MAX) ||
+      !in_range(m.position(), schema::Position::MAX) ||
+      !in_range(m.activation(), schema::Activation::MAX) ||
+      !in_range(m.input_activation(), schema::Activation::MAX) ||
+      !in_range(m.norm_placement(), schema::NormPlacement::MAX) ||
+      !in_range(m.attention(), schema::AttentionKind::MAX) ||
+      !in_range(m.feature_map(), schema::FeatureMap::MAX)) {
+    return Invalid("model has an enum value this runtime does not know");
+  }
+  c.input_kind = m.input_kind() == schema::InputKind::Tokens
+                     ? InputKind::kTokens
+                     : InputKind::kFrames;
+  c.vocab_size = m.vocab_size();
+  c.embedding_scale = m.embedding_scale();
+  c.input_dim = m.input_dim();
+  c.stack_window = m.stack_window();
+  c.stack_hop = m.stack_hop();
+  c.input_projection = m.input_projection();
+  c.input_activation = ActivationName(m.input_activation());
+  c.position = m.position() == schema::Position::Sinusoidal ? "sinusoidal"
+               : m.position() == schema::Position::Learned  ? "learned"
+                                                            : "none";
+  c.max_positions = m.max_positions();
+  c.d_model = m.d_model();
+  c.num_layers = m.num_layers();
+  c.num_heads = m.num_heads();
+  c.d_key = m.d_key();
+  c.d_value = m.d_value();
+  c.d_ff = m.d_ff();
+  c.activation = ActivationName(m.activation());
+  c.norm_placement =
+      m.norm_placement() == schema::NormPlacement::Pre ? "pre" : "post";
+  c.norm_eps = m.norm_eps();
+  c.causal = m.attention() == schema::AttentionKind::Causal;
+  c.feature_map = m.feature_map() == schema::FeatureMap::Relu ? "relu"
+                  : m.feature_map() == schema::FeatureMap::FavorPlus
+                      ? "favor+"
+                      : "elu+1";
+  c.feature_dim = m.feature_dim();
+  c.attention_eps = m.attention_eps();
+  c.favor_softmax_temp = m.favor_softmax_temp();
+  c.favor_stabilize = m.favor_stabilize();
+  c.conv_kernel = m.conv_kernel();
+  c.final_norm = m.final_norm();
+  c.output_dim = m.output_dim();
+  if (m.labels() != nullptr) {
+    for (const auto* label : *m.labels()) c.labels.push_back(label->str());
+  }
+
+  auto positive = [&](const char* name, uint32_t value,
+                      uint32_t max) -> Status {
+    if (value == 0 || value > max) {
+      return Invalid(std::string("model hyper-parameter ") + name + " = " +
+                     std::to_string(value) + " is outside [1, " +
+                     std::to_string(max) + "]");
+    }
+    return Status::Ok();
+  };
+  for (const auto& [name, value, max] :
+       {std::tuple{"d_model", c.d_model, kMaxWidth},
+        {"num_layers", c.num_layers, kMaxLayers},
+        {"num_heads", c.num_heads, kMaxWidth},
+        {"d_key", c.d_key, kMaxWidth},
+        {"d_value", c.d_value, kMaxWidth},
+        {"d_ff", c.d_ff, kMaxWidth},
+        {"feature_dim", c.feature_dim, kMaxWidth}}) {
+    Status status = positive(name, value, max);
+    if (!status.ok()) return status;
+  }
+  if (uint64_t{c.num_heads} * c.feature_dim * c.d_value > (1u << 28)) {
+    return Invalid("model attention state (heads x feature_dim x d_value) is "
+                   "implausibly large");
+  }
+  if (c.input_kind == InputKind::kTokens) {
+    Status status = positive("vocab_size", c.vocab_size, kMaxVocab);
+    if (!status.ok()) return status;
+  } else {
+    Status status = positive("input_dim", c.input_dim, kMaxWidth);
+    if (status.ok()) status = positive("stack_window", c.stack_window, kMaxWindow);
+    if (status.ok()) status = positive("stack_hop", c.stack_hop, c.stack_window);
+    if (!status.ok()) return status;
+    if (!c.input_projection &&
+        uint64_t{c.input_dim} * c.stack_window != c.d_model) {
+      return Invalid("model has no input projection, so input_dim x "
+                     "stack_window (" +
+                     std::to_string(uint64_t{c.input_dim} * c.stack_window) +
+                     ") must equal d_model (" + std::to_string(c.d_model) +
+                     ")");
+    }
+  }
+  if (c.position == "learned") {
+    Status status = positive("max_positions", c.max_positions, kMaxVocab);
+    if (!status.ok()) return status;
+  }
+  if (c.activation == "none") {
+    return Invalid("model feed-forward activation must be relu or gelu");
+  }
+  if (c.feature_map == "favor+") {
+    if (c.feature_dim % 2 != 0) {
+      return Invalid("favor+ feature_dim must be even, got " +
+                     std::to_string(c.feature_dim));
+    }
+    if (!(c.favor_softmax_temp > 0) || !std::isfinite(c.favor_softmax_temp)) {
+      return Invalid("favor+ softmax temperature must be positive");
+    }
+  } else if (c.feature_dim != c.d_key) {
+    return Invalid(c.feature_map + " feature map needs feature_dim (" +
+                   std::to_string(c.feature_dim) + ") == d_key (" +
+                   std::to_string(c.d_key) + ")");
+  }
+  if (!(c.norm_eps > 0) || !std::isfinite(c.norm_eps) ||
+      !(c.attention_eps >= 0) || !std::isfinite(c.attention_eps) ||
+      !std::isfinite(c.embedding_scale)) {
+    return Invalid("model norm_eps must be positive, attention_eps and "
+                   "embedding_scale finite");
+  }
+  if (c.conv_kernel > kMaxWindow || c.output_dim > kMaxVocab) {
+    return Invalid("model conv_kernel or output_dim is implausibly large");
+  }
+  if (!c.labels.empty() && c.labels.size() != c.output_dim) {
+    return Invalid("model has " + std::to_string(c.labels.size()) +
+                   " labels for " + std::to_string(c.output_dim) + " outputs");
+  }
+  return Status::Ok();
+}
+
+Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
+  if (flat->tensors() == nullptr || flat->buffers() == nullptr) {
+    return Invalid("model has no tensors");
+  }
+  const auto& buffers = *flat->buffers();
+  for (const schema::Tensor* t : *flat->tensors()) {
+    const std::string name = t->name()->str();
+    if (tensors.count(name)) return Invalid("tensor '" + name + "' appears twice");
+    TensorView view;
+    view.dtype = t->dtype();
+    size_t element_bytes;
+    if (view.dtype == schema::DType::F32) {
+      element_bytes = 4;
+    } else if (view.dtype == schema::DType::F16) {
+      element_bytes = 2;
+    } else {
+      return Invalid("tensor '" + name + "' has an unknown dtype " +
+                     std::to_string(static_cast<int>(view.dtype)));
+    }
+    if (t->shape() == nullptr || t->shape()->size() == 0 ||
+        t->shape()->size() > 4) {
+      return Invalid("tensor '" + name + "' has no valid shape");
+    }
+    view.elements = 1;
+    for (int64_t dim : *t->shape()) {
+      if (dim <= 0 || dim > (int64_t{1} << 32)) {
+        return Invalid("tensor '" + name + "' has a dimension of " +
+                       std::to_string(dim));
+      }
+      view.shape.push_back(dim);
+      view.elements *= static_cast<size_t>(dim);
+      if (view.elements > (size_t{1} << 40)) {
+        return Invalid("tensor '" + name + "' is implausibly large");
+      }
+    }
+    view.bytes = view.elements * element_bytes;
+    if (t->buffer() >= buffers.size() || buffers[t->buffer()]->data() == nullptr) {
+      return Invalid("tensor '" + name + "' refers to buffer " +
+                     std::to_string(t->buffer()) + " of " +
+                     std::to_string(buffers.size()));
+    }
+    const auto* data = buffers[t->buffer()]->data();
+    if (data->size() != view.bytes) {
+      return Invalid("tensor '" + name + "' " + ShapeString(view.shape) +
+                     " needs " + std::to_string(view.bytes) +
+                     " bytes, its buffer holds " + std::to_string(data->size()));
+    }
+    const size_t offset = data->data() - base;
+    if (offset % kAlignment != 0) {
+      return Invalid("tensor '" + name + "' data at byte offset " +
+                     std::to_string(offset) + " is not 64-byte aligned");
+    }
+    view.data = data->data();
+    parameter_count += view.elements;
+    weight_bytes += view.bytes;
+    tensors.emplace(name, std::move(view));
+  }
+  if (verify_checksum) {
+    XXH64_state_t* state = XXH64_createState();
+    XXH64_reset(state, 0);
+    for (const schema::Buffer* b : buffers) {
+      if (b->data() != nullptr) XXH64_update(state, b->data()->data(), b->data()->size());
+    }
+    const uint64_t actual = XXH64_digest(state);
+    XXH64_freeState(state);
+    if (actual != flat->weight_checksum()) {
+      std::ostringstream message;
+      message << "model weights are damaged: checksum " << std::hex << actual
+              << " does not match the stored " << flat->weight_checksum();
+      return Invalid(message.str());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Model::Impl::CheckTensorSet() {
+  const auto expected = ExpectedTensors(config);
+  for (const auto& [name, shape] : expected) {
+    auto found = tensors.find(name);
+    if (found == tensors.end()) {
+      return Invalid("model lacks tensor '" + name + "' " +
+                     ShapeString(shape) + " that its configuration needs");
+    }
+    if (found->second.shape != shape) {
+      return Invalid("tensor '" + name + "': expected shape " +
+                     ShapeString(shape) + ", found " +
+                     ShapeString(found->second.shape));
+    }
+    if (found->second.dtype != schema::DType::F32 && !MayBeHalf(name)) {
+      return Invalid("tensor '" + name + "' must be f32");
+    }
+  }
+  for (const auto& [name, view] : tensors) {
+    if (!expected.count(name)) {
+      return Invalid("model has tensor '" + name +
+                     "' that its configuration does not use");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Model::Impl::PrepareWeights() {
+  const ModelConfig& c = config;
+  auto f32 = [&](const std::string& name) {
+    return static_cast<const float*>(tensors.at(name).data);
+  };
+  auto dense = [&](const std::string& name, float output_min,
+                   std::unique_ptr<DenseLayer>* layer) {
+    const TensorView& w = tensors.at(name + ".weight");
+    *layer = std::make_unique<DenseLayer>();
+    return (*layer)->Init(w.shape[1], w.shape[0], ToFloat(w).data(),
+                          f32(name + ".bias"), output_min);
+  };
+  const float kNoMin = -std::numeric_limits<float>::infinity();
+  Status status;
+  if (c.input_kind == InputKind::kTokens) {
+    token_embedding = tensors.at("token_embedding.weight");
+  } else if (c.input_projection) {
+    status = dense("input_projection",
+                   config.input_activation == "relu" ? 0.0f : kNoMin,
+                   &input_projection);
+  }
+  if (c.position == "learned") {
+    position_embedding = tensors.at("position_embedding.weight");
+  }
+  layers.resize(c.num_layers);
+  for (uint32_t l = 0; status.ok() && l < c.num_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LayerWeights& w = layers[l];
+    // Queries, keys and values from one operator: one pass over x.
+    std::vector<float> qkv_weight, qkv_bias;
+    for (const char* part : {"query", "key", "value"}) {
+      const std::string name = p + "attention." + part + "_projection";
+      std::vector<float> weight = ToFloat(tensors.at(name + ".weight"));
+      qkv_weight.insert(qkv_weight.end(), weight.begin(), weight.end());
+      const TensorView& bias = tensors.at(name + ".bias");
+      qkv_bias.insert(qkv_bias.end(), f32(name + ".bias"),
+                      f32(name + ".bias") + bias.elements);
+    }
+    w.qkv = std::make_unique<DenseLayer>();
+    status = w.qkv->Init(c.d_model, qkv_bias.size(), qkv_weight.data(),
+                         qkv_bias.data());
+    if (status.ok()) status = dense(p + "attention.out_projection", kNoMin, &w.out);
+    // relu after linear1 is fused into its output clamp.
+    if (status.ok()) {
+      status = dense(p + "linear1", c.activation == "relu" ? 0.0f : kNoMin,
+                     &w.linear1);
+    }
+    if (status.ok()) status = dense(p + "linear2", kNoMin, &w.linear2);
+    w.norm1_weight = f32(p + "norm1.weight");
+    w.norm1_bias = f32(p + "norm1.bias");
+    w.norm2_weight = f32(p + "norm2.weight");
+    w.norm2_bias = f32(p + "norm2.bias");
+    if (c.conv_kernel > 0) {
+      w.conv_weight = f32(p + "conv.weight");
+      w.conv_bias = f32(p + "conv.bias");
+    }
+    if (c.feature_map == "favor+") w.omega = f32(p + "attention.feature_map.omega");
+  }
+  if (status.ok() && c.final_norm) {
+    final_norm_weight = f32("norm.weight");
+    final_norm_bias = f32("norm.bias");
+  }
+  if (status.ok() && c.output_dim > 0) status = dense("head", kNoMin, &head);
+  output_size = c.output_dim > 0 ? c.output_dim : c.d_model;
+  return status;
+}
+
+void Model::Impl::PlanSession() {
+  const ModelConfig& c = config;
+  const size_t layers_n = c.num_layers, heads = c.num_heads,
+               C = c.feature_dim;
+  size_t next = 0;
+  auto region = [&](size_t floats) {
+    size_t offset = next;
+    next += AlignFloats(floats);
+    return offset;
+  };
+  SessionLayout& s = layout;
+  s.S = region(layers_n * heads * C * c.d_value);
+  s.z = region(layers_n * heads * C);
+  s.conv = region(c.conv_kernel > 0 ? layers_n * (c.conv_kernel - 1) * c.d_model : 0);
+  s.frames = region(c.input_kind == InputKind::kFrames
+                        ? size_t{c.stack_window} * c.input_dim
+                        : 0);
+  s.state_end = next;
+  s.x = region(c.d_model);
+  s.normed = region(c.d_model);
+  s.qkv = region(heads * (2 * c.d_key + c.d_value));
+  s.phi_q = region(heads * C);
+  s.phi_k = region(heads * C);
+  s.attention = region(heads * c.d_value);
+  s.branch = region(c.d_model);
+  s.hidden = region(c.d_ff);
+  s.features = region(c.d_key);
+  s.wavelengths = region(c.position == "sinusoidal" ? c.d_model + 2 : 0);
+  s.total = next;
+  session_bytes = kSessionHeaderBytes + s.total * sizeof(float);
+}
+
+// --- Model ------------------------------------------------------------------
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
+                   const LoadOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  Status status = impl->file.Open(path);
+  if (!status.ok()) return status;
+  status = impl->Init(impl->file.data(), impl->file.size(), options);
+  if (!status.ok()) return Status(status.code(), path + ": " + status.message());
+  model->reset(new Model(std::move(impl)));
+  return Status::Ok();
+}
+
+Status Model::FromBuffer(const void* data, size_t size,
+                         std::unique_ptr<Model>* model,
+                         const LoadOptions& options) {
+  if (data == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "model buffer is null");
+  }
+  auto impl = std::make_unique<Impl>();
+  Status status = impl->Init(data, size, options);
+  if (!status.ok()) return status;
+  model->reset(new Model(std::move(impl)));
+  return Status::Ok();
+}
+
+const ModelConfig& Model::config() const { return impl_->config; }
+size_t Model::output_size() const { return impl_->output_size; }
+size_t Model::frame_size() const { return impl_->config.input_dim; }
+size_t Model::parameter_count() const { return impl_->parameter_count; }
+size_t Model::weight_bytes() const { return impl_->weight_bytes; }
+size_t Model::session_bytes() const { return impl_->session_bytes; }
+
+std::vector<std::pair<std::string, std::string>> Model::metadata() const {
+  std::vector<std::pair<std::string, std::string>> entries;
+  if (impl_->flat->metadata() != nullptr) {
+    for (const schema::KeyValue* kv : *impl_->flat->metadata()) {
+      entries.emplace_back(kv->key()->str(),
+                           kv->value() ? kv->value()->str() : "");
+    }
+  }
+  return entries;
+}
+
+}  // namespace tarn
