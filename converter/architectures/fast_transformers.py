@@ -4,10 +4,11 @@ TransformerEncoderBuilder, attention "causal-linear" or "linear").
 Its state_dict names the encoder as tarn does, except that favor's omega sits
 under `inner_attention`. It does not record n_heads, the attention type, the
 feature map or the activation, so those come from the user: a --config JSON
-using the builder's parameter names, or CLI flags. Sizes the tensors do
-record (layers, dimensions, the final norm, favor's n_dims) are read from
-them when the config leaves them out; given ones are checked against the
-tensors along with every other shape.
+(the format of tests/data/fast_transformers/*/config.json, whose keys are the
+builder's parameter names) or CLI flags. Sizes the tensors do record (layers,
+dimensions, the final norm, favor's n_dims) are read from them when the
+config leaves them out; given ones are checked against the tensors along
+with every other shape.
 
 The encoder takes d_model vectors directly, so the tarn model has frame input
 of width d_model, no input projection, no position and no head.
@@ -25,22 +26,33 @@ ATTENTION_TYPES = {"causal-linear": "causal", "linear": "bidirectional"}
 FEATURE_MAPS = {"elu": "elu+1", "elu+1": "elu+1", "relu": "relu", "favor": "favor+", "favor+": "favor+"}
 ACTIVATIONS = ("relu", "gelu")
 
-# Builder parameter -> what it means here. Required: n_heads, attention_type.
-CONFIG_KEYS = {
-    "n_heads": "heads per layer (not in the state_dict)",
-    "attention_type": f"one of {sorted(ATTENTION_TYPES)}",
-    "feature_map": f"one of {sorted(FEATURE_MAPS)} (default elu)",
-    "activation": "relu (default) or gelu",
-    "n_layers": "read from the tensors if absent",
-    "query_dimensions": "per head; read from the tensors if absent",
-    "value_dimensions": "per head; read from the tensors if absent",
-    "feed_forward_dimensions": "read from the tensors if absent",
-    "final_normalization": "read from the tensors (norm.weight) if absent",
-    "n_dims": "favor: feature count; read from omega if absent",
-    "softmax_temp": "favor: default 1/sqrt(query_dimensions)",
-    "stabilize": "favor: default false",
-    "eps": "attention denominator epsilon, default 1e-6",
+# Keys that describe the model. n_heads and attention_type are required.
+MODEL_KEYS = {
+    "n_heads",
+    "attention_type",
+    "causal",  # checked against attention_type
+    "feature_map",  # a name, or {"name": ..., favor's parameters}
+    "activation",
+    "n_layers",
+    "query_dimensions",
+    "value_dimensions",
+    "d_model",  # checked: the builder makes it n_heads * value_dimensions
+    "feed_forward_dimensions",
+    "final_normalization",
+    "norm_placement",  # fast-transformers is post-norm; checked
+    "layer_norm_eps",
+    "attention_eps",
+    # favor's parameters, also accepted at the top level (as the flags give them)
+    "n_dims",
+    "softmax_temp",
+    "stabilize",
 }
+# Keys that describe where the checkpoint came from or how it was trained.
+PROVENANCE_KEYS = {"source", "fast_transformers_commit", "torch_version", "builder", "recurrent_builder", "dropout", "seed", "T", "files", "state_dict"}
+FEATURE_MAP_KEYS = {"name", "feature_dim", "n_dims", "omega_shape", "softmax_temp", "stabilize"}
+# How omega was drawn and when fast-transformers redraws it: the stored omega
+# is what converts, so these do not matter here.
+FEATURE_MAP_IGNORED = {"orthogonal", "redraw", "deterministic_eval"}
 
 _OMEGA = re.compile(r"^layers\.(\d+)\.attention\.inner_attention\.feature_map\.omega$")
 _LAYER = re.compile(r"^layers\.(\d+)\.")
@@ -50,59 +62,53 @@ def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
     if not config:
         raise ConversionError(
             "fast-transformers checkpoints do not record n_heads or the attention type: pass --config JSON "
-            "(or --n-heads and --attention-type); keys: " + ", ".join(sorted(CONFIG_KEYS))
+            "(or --n-heads and --attention-type); keys: " + ", ".join(sorted(MODEL_KEYS))
         )
     tensors = {_OMEGA.sub(r"layers.\1.attention.feature_map.omega", name): t for name, t in checkpoint.tensors.items()}
     return model_config(config, tensors), tensors
 
 
 def model_config(config: dict, tensors: dict):
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    """A ModelConfig from a fast-transformers config and the (renamed) tensors."""
+    unknown = sorted(k for k in config if k not in MODEL_KEYS | PROVENANCE_KEYS and not k.startswith("crosscheck_"))
     if unknown:
-        raise ConversionError(f"unknown fast-transformers config keys {unknown}; known: {sorted(CONFIG_KEYS)}")
+        raise ConversionError(f"unknown fast-transformers config keys {unknown}; known: {sorted(MODEL_KEYS)}")
     for key in ("n_heads", "attention_type"):
         if key not in config:
-            raise ConversionError(f"the fast-transformers config needs {key} ({CONFIG_KEYS[key]})")
-    attention = _choice(config, "attention_type", ATTENTION_TYPES)
-    feature_map = _choice(config, "feature_map", FEATURE_MAPS, default="elu")
+            raise ConversionError(f"the fast-transformers config needs {key}")
+    attention = _choice("attention_type", config["attention_type"], ATTENTION_TYPES)
+    if "causal" in config and config["causal"] != (attention == "causal"):
+        raise ConversionError(f"causal = {config['causal']} contradicts attention_type {config['attention_type']!r}")
+    if config.get("norm_placement", "post") != "post":
+        raise ConversionError("fast-transformers' encoder layers are post-norm; norm_placement must be 'post'")
     activation = config.get("activation", "relu")
     if activation not in ACTIVATIONS:
         raise ConversionError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-
     heads = config["n_heads"]
     if not isinstance(heads, int) or heads <= 0:
         raise ConversionError(f"n_heads must be a positive integer, got {heads!r}")
 
-    def read(key, tensor, axis, per_head=False):
+    def size(key, tensor, axis, per_head=False):
         """A size from the config, else from a tensor's shape."""
         if key in config:
             return config[key]
         if tensor not in tensors:
             raise ConversionError(f"cannot read {key} from the checkpoint: it has no tensor {tensor}; give {key} in the config")
-        size = tensors[tensor].shape[axis]
-        if per_head and size % heads:
-            raise ConversionError(f"tensor {tensor}: {size} rows do not split into n_heads = {heads} heads")
-        return size // heads if per_head else size
+        n = tensors[tensor].shape[axis]
+        if per_head and n % heads:
+            raise ConversionError(f"tensor {tensor}: {n} rows do not split into n_heads = {heads} heads")
+        return n // heads if per_head else n
 
-    layers = config.get("n_layers")
-    if layers is None:
-        indices = {int(m.group(1)) for m in map(_LAYER.match, tensors) if m}
-        layers = max(indices) + 1 if indices else 0
-    d_key = read("query_dimensions", "layers.0.attention.query_projection.weight", 0, per_head=True)
-    d_value = read("value_dimensions", "layers.0.attention.value_projection.weight", 0, per_head=True)
-    d_ff = read("feed_forward_dimensions", "layers.0.linear1.weight", 0)
-    final_norm = config.get("final_normalization", "norm.weight" in tensors)
+    if "n_layers" in config:
+        layers = config["n_layers"]
+    else:
+        layers = 1 + max((int(m.group(1)) for m in map(_LAYER.match, tensors) if m), default=-1)
+    d_key = size("query_dimensions", "layers.0.attention.query_projection.weight", 0, per_head=True)
+    d_value = size("value_dimensions", "layers.0.attention.value_projection.weight", 0, per_head=True)
+    d_model = heads * d_value
+    if config.get("d_model", d_model) != d_model:
+        raise ConversionError(f"d_model = {config['d_model']}, but n_heads * value_dimensions = {d_model}")
 
-    favor = {}
-    if feature_map == "favor+":
-        n_dims = read("n_dims", "layers.0.attention.feature_map.omega", 1) * (1 if "n_dims" in config else 2)
-        temp = config.get("softmax_temp")
-        favor = {
-            "feature_dim": n_dims,
-            "favor_softmax_temp": 1 / math.sqrt(d_key) if temp is None else temp,
-            "favor_stabilize": config.get("stabilize", False),
-        }
-    d_model = heads * d_value  # as the builder sizes the model
     return make_config(
         dict(
             d_model=d_model,
@@ -110,24 +116,64 @@ def model_config(config: dict, tensors: dict):
             num_heads=heads,
             d_key=d_key,
             d_value=d_value,
-            d_ff=d_ff,
+            d_ff=size("feed_forward_dimensions", "layers.0.linear1.weight", 0),
             input_kind="frames",
             input_dim=d_model,
             input_projection=False,
             position="none",
             activation=activation,
             norm_placement="post",
+            norm_eps=config.get("layer_norm_eps", 1e-5),
             attention=attention,
-            feature_map=feature_map,
-            attention_eps=config.get("eps", 1e-6),
-            final_norm=final_norm,
-            **favor,
+            attention_eps=config.get("attention_eps", 1e-6),
+            final_norm=config.get("final_normalization", "norm.weight" in tensors),
+            **_feature_map(config, tensors, d_key),
         )
     )
 
 
-def _choice(config, key, choices, default=None):
-    value = config.get(key, default)
+def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
+    """The ModelConfig fields of the feature map, from a name or a dict."""
+    spec = config.get("feature_map", "elu")
+    spec = dict(spec) if isinstance(spec, dict) else {"name": spec}
+    unknown = sorted(set(spec) - FEATURE_MAP_KEYS - FEATURE_MAP_IGNORED)
+    if unknown:
+        raise ConversionError(f"unknown feature_map keys {unknown}; known: {sorted(FEATURE_MAP_KEYS)}")
+    for key in ("n_dims", "softmax_temp", "stabilize"):  # the flat form
+        if key in config:
+            spec.setdefault(key, config[key])
+    kind = _choice("feature_map", spec.get("name"), FEATURE_MAPS)
+    if kind != "favor+":
+        favor_only = sorted(set(spec) & {"n_dims", "omega_shape", "softmax_temp", "stabilize"})
+        if favor_only:
+            raise ConversionError(f"{favor_only} apply to the favor feature map only, not {spec['name']!r}")
+        if spec.get("feature_dim", d_key) != d_key:
+            raise ConversionError(f"feature_dim = {spec['feature_dim']}, but {spec['name']} has one feature per query dimension ({d_key})")
+        return {"feature_map": kind}
+
+    omega = "layers.0.attention.feature_map.omega"
+    if "n_dims" in spec:
+        n_dims = spec["n_dims"]
+    elif "feature_dim" in spec:
+        n_dims = spec["feature_dim"]
+    elif omega in tensors:
+        n_dims = 2 * tensors[omega].shape[1]
+    else:
+        n_dims = d_key  # the builder's default
+    if spec.get("feature_dim", n_dims) != n_dims:
+        raise ConversionError(f"favor feature_dim = {spec['feature_dim']} but n_dims = {n_dims}")
+    if "omega_shape" in spec and list(spec["omega_shape"]) != [d_key, n_dims // 2]:
+        raise ConversionError(f"favor omega_shape {spec['omega_shape']} is not [query_dimensions, n_dims/2] = {[d_key, n_dims // 2]}")
+    temp = spec.get("softmax_temp")
+    return {
+        "feature_map": kind,
+        "feature_dim": n_dims,
+        "favor_softmax_temp": 1 / math.sqrt(d_key) if temp is None else temp,
+        "favor_stabilize": spec.get("stabilize", False),
+    }
+
+
+def _choice(key, value, choices):
     if value not in choices:
         raise ConversionError(f"{key} must be one of {sorted(choices)}, got {value!r}")
     return choices[value]

@@ -1,0 +1,212 @@
+"""Golden data for the runtime's tests, made from the PyTorch reference model.
+
+    python3 -m converter.goldens OUT_DIR --case tokens [--length T] [--seed N] [--dtype f16]
+
+writes into OUT_DIR:
+    model.tarn       a seeded reference model, converted
+    input.npy        tokens [T] int32, or frames [T, input_dim] float32
+    output.npy       [steps, out] float32: run_recurrent's per-step outputs
+                     (for `bidirectional`, the parallel form's outputs)
+    state_S.npy      [layers, heads, C, d_value] final attention state
+    state_z.npy      [layers, heads, C]
+    state_conv.npy   [layers, conv_kernel - 1, d_model] (models with conv)
+    case.json        the case, length, seed and ModelConfig, for the reader
+
+Outputs always come from the f32 reference; with --dtype f16 only the model
+file's matrices are rounded, so a test compares with an f16 tolerance.
+Nothing here is committed: the C++ test build runs this at build time.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import string
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+
+from .convert import convert_state_dict
+from .errors import ConversionError
+from .reference import LinearTransformer, ModelConfig
+
+
+@dataclasses.dataclass
+class Case:
+    config: ModelConfig
+    length: int  # tokens, or frames before stacking
+    labels: Optional[List[str]] = None
+    audio: Optional[dict] = None
+
+
+def _small_tokens(**overrides) -> ModelConfig:
+    """The small token model the feature-map cases vary."""
+    fields = dict(d_model=32, num_layers=2, num_heads=2, d_key=16, d_value=16, d_ff=64, vocab_size=64, output_dim=64, position="sinusoidal")
+    fields.update(overrides)
+    return ModelConfig(**fields)
+
+
+_LARGE = dict(d_model=128, num_layers=4, num_heads=4, d_key=32, d_value=32, d_ff=512, position="sinusoidal", norm_placement="post", activation="relu")
+
+# CTC labels of the speech case: blank, space, a-z, apostrophe.
+_SPEECH_LABELS = ["<blank>", " "] + list(string.ascii_lowercase) + ["'"]
+
+
+def _speech_audio(rng: np.random.Generator) -> dict:
+    return dict(
+        sample_rate=16000,
+        window_length=400,
+        hop_length=160,
+        fft_size=512,
+        num_mel_bins=40,
+        low_frequency=20.0,
+        high_frequency=7600.0,
+        window="povey",
+        log_floor=1e-10,
+        feature_mean=rng.normal(-8.0, 2.0, 40).round(4).tolist(),
+        feature_std=rng.uniform(2.0, 4.0, 40).round(4).tolist(),
+    )
+
+
+CASES: Dict[str, Callable[[np.random.Generator], Case]] = {
+    "tokens": lambda rng: Case(ModelConfig(**_LARGE, vocab_size=256, output_dim=256), 2000),
+    "frames": lambda rng: Case(ModelConfig(**_LARGE, input_kind="frames", input_dim=40, output_dim=32), 2000),
+    "speech": lambda rng: Case(
+        ModelConfig(
+            d_model=144,
+            num_layers=4,
+            num_heads=4,
+            d_key=36,
+            d_value=36,
+            d_ff=512,
+            input_kind="frames",
+            input_dim=40,
+            stack_window=9,
+            stack_hop=3,
+            input_activation="gelu",
+            norm_placement="pre",
+            activation="gelu",
+            conv_kernel=7,
+            final_norm=True,
+            output_dim=len(_SPEECH_LABELS),
+        ),
+        600,
+        labels=_SPEECH_LABELS,
+        audio=_speech_audio(rng),
+    ),
+    "favor": lambda rng: Case(_small_tokens(feature_map="favor+", feature_dim=32), 300),
+    "favor_stabilize": lambda rng: Case(_small_tokens(feature_map="favor+", feature_dim=32, favor_stabilize=True), 300),
+    "relu": lambda rng: Case(_small_tokens(feature_map="relu"), 300),
+    "learned": lambda rng: Case(
+        _small_tokens(
+            position="learned",
+            max_positions=512,
+            embedding_scale=math.sqrt(32),
+            norm_placement="pre",
+            activation="gelu",
+            final_norm=True,
+        ),
+        300,
+    ),
+    "bidirectional": lambda rng: Case(_small_tokens(attention="bidirectional"), 200),
+}
+
+
+def build_model(config: ModelConfig, seed: int) -> LinearTransformer:
+    """A seeded reference model. LayerNorm parameters and conv biases start
+    at 1 and 0 in PyTorch; they are perturbed so that a runtime that swaps or
+    ignores them fails the goldens."""
+    torch.manual_seed(seed)
+    model = LinearTransformer(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".norm" in f".{name}" and name.endswith(".weight"):
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+            elif ".norm" in f".{name}" or name.endswith("conv.bias"):
+                p.copy_(0.1 * torch.randn_like(p))
+    return model
+
+
+def make_input(config: ModelConfig, length: int, rng: np.random.Generator) -> np.ndarray:
+    if config.input_kind == "tokens":
+        return rng.integers(0, config.vocab_size, size=length, dtype=np.int32)
+    return rng.standard_normal((length, config.input_dim)).astype(np.float32)
+
+
+def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dtype: str = "f32") -> Path:
+    """Writes the golden files of one case into out_dir; returns out_dir."""
+    if case not in CASES:
+        raise ConversionError(f"unknown case {case!r}; known: {', '.join(CASES)}")
+    rng = np.random.default_rng(seed)
+    spec = CASES[case](rng)
+    config = spec.config
+    length = spec.length if length is None else length
+    if config.input_kind == "frames" and length < config.stack_window:
+        raise ConversionError(f"case {case} needs at least stack_window = {config.stack_window} frames")
+    if config.position == "learned" and length > config.max_positions:
+        raise ConversionError(f"case {case} has learned positions for {config.max_positions} steps, not {length}")
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model = build_model(config, seed)
+    inputs = make_input(config, length, rng)
+    as_torch = torch.from_numpy(inputs).long() if config.input_kind == "tokens" else torch.from_numpy(inputs)
+
+    arrays = {"input": inputs}
+    with torch.no_grad():
+        if config.attention == "causal":
+            output, state = model.run_recurrent(as_torch)
+            arrays["state_S"] = state["S"][:, 0]
+            arrays["state_z"] = state["z"][:, 0]
+            if config.conv_kernel:
+                arrays["state_conv"] = state["conv"][:, 0]
+        else:
+            output = model(as_torch.unsqueeze(0))[0]
+    arrays["output"] = output
+    for name, array in arrays.items():
+        array = array.numpy() if isinstance(array, torch.Tensor) else array
+        np.save(out / f"{name}.npy", np.ascontiguousarray(array))
+
+    convert_state_dict(
+        model.state_dict(),
+        config,
+        out / "model.tarn",
+        dtype=dtype,
+        labels=spec.labels,
+        audio=spec.audio,
+        metadata={"source": f"converter.goldens case {case}, seed {seed}"},
+    )
+    (out / "case.json").write_text(
+        json.dumps({"case": case, "length": length, "seed": seed, "dtype": dtype, "config": config.to_dict()}, indent=2) + "\n"
+    )
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m converter.goldens", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--case", required=True, choices=sorted(CASES))
+    parser.add_argument("--length", "-T", type=int, help="tokens or frames (default: the case's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dtype", choices=("f32", "f16"), default="f32", help="of the model file's matrices")
+    args = parser.parse_args(argv)
+    if args.length is not None and args.length <= 0:
+        parser.error("--length must be positive")
+    # Steps are tiny matrix-vector products: threads cost more than they give.
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    try:
+        generate(args.out_dir, args.case, args.length, args.seed, args.dtype)
+    except ConversionError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"{args.case}: wrote {args.out_dir} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
