@@ -27,23 +27,26 @@ int Info(const std::string& path) {
     std::printf("input            tokens, vocabulary %u, embedding scale %g\n",
                 c.vocab_size, c.embedding_scale);
   } else {
-    std::printf("input            frames of %u, stacked %u every %u, %s, "
-                "activation %s\n",
-                c.input_dim, c.stack_window, c.stack_hop,
-                c.input_projection ? "projected" : "not projected",
-                c.input_activation.c_str());
+    std::printf(
+        "input            frames of %u, stacked %u every %u, %s, "
+        "activation %s\n",
+        c.input_dim, c.stack_window, c.stack_hop,
+        c.input_projection ? "projected" : "not projected",
+        c.input_activation.c_str());
   }
   std::printf("position         %s", c.position.c_str());
   if (c.position == "learned") std::printf(" (%u positions)", c.max_positions);
-  std::printf("\nlayers           %u x (d_model %u, %u heads, d_key %u, "
-              "d_value %u, d_ff %u, %s, %s-norm, eps %g)\n",
-              c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_value, c.d_ff,
-              c.activation.c_str(), c.norm_placement.c_str(), c.norm_eps);
+  std::printf(
+      "\nlayers           %u x (d_model %u, %u heads, d_key %u, "
+      "d_value %u, d_ff %u, %s, %s-norm, eps %g)\n",
+      c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_value, c.d_ff,
+      c.activation.c_str(), c.norm_placement.c_str(), c.norm_eps);
   std::printf("attention        %s, feature map %s (C = %u), eps %g\n",
               c.causal ? "causal" : "bidirectional", c.feature_map.c_str(),
               c.feature_dim, c.attention_eps);
   if (c.conv_kernel > 0) {
-    std::printf("convolution      causal depthwise, kernel %u\n", c.conv_kernel);
+    std::printf("convolution      causal depthwise, kernel %u\n",
+                c.conv_kernel);
   }
   std::printf("output           %s%s, %zu per step\n",
               c.final_norm ? "final norm, " : "",
@@ -57,8 +60,30 @@ int Info(const std::string& path) {
   return 0;
 }
 
+// Writes every layer's attention state as state_S.npy [layers, heads, C,
+// d_value] and state_z.npy [layers, heads, C].
+Status WriteState(const Session& session, const std::string& dir) {
+  const ModelConfig& c = session.model().config();
+  std::vector<float> S, z;
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const float *layer_S, *layer_z;
+    Status status = session.AttentionState(l, &layer_S, &layer_z);
+    if (!status.ok()) return status;
+    const size_t n = size_t{c.num_heads} * c.feature_dim;
+    S.insert(S.end(), layer_S, layer_S + n * c.d_value);
+    z.insert(z.end(), layer_z, layer_z + n);
+  }
+  Status status =
+      WriteNpy(dir + "/state_S.npy",
+               {c.num_layers, c.num_heads, c.feature_dim, c.d_value}, S);
+  if (!status.ok()) return status;
+  return WriteNpy(dir + "/state_z.npy",
+                  {c.num_layers, c.num_heads, c.feature_dim}, z);
+}
+
 int Run(const std::string& model_path, const std::string& input_path,
-        const std::string& output_path, int threads) {
+        const std::string& output_path, const std::string& state_dir,
+        int threads) {
   std::unique_ptr<Model> model;
   Status status = Model::Load(model_path, &model);
   if (!status.ok()) return Fail(status);
@@ -82,8 +107,8 @@ int Run(const std::string& model_path, const std::string& input_path,
     }
     for (int64_t token : input.ints) {
       if (token < INT32_MIN || token > INT32_MAX) token = -1;
-      status = session->StepToken(static_cast<int32_t>(token), step.data(),
-                                  width);
+      status =
+          session->StepToken(static_cast<int32_t>(token), step.data(), width);
       if (!status.ok()) {
         return Fail(Status(status.code(), "step " + std::to_string(steps) +
                                               ": " + status.message()));
@@ -103,8 +128,8 @@ int Run(const std::string& model_path, const std::string& input_path,
       status = session->StepFrame(input.floats.data() + t * frame, frame,
                                   step.data(), width, &stepped);
       if (!status.ok()) {
-        return Fail(Status(status.code(), "frame " + std::to_string(t) +
-                                              ": " + status.message()));
+        return Fail(Status(status.code(), "frame " + std::to_string(t) + ": " +
+                                              status.message()));
       }
       if (stepped) {
         outputs.insert(outputs.end(), step.begin(), step.end());
@@ -113,6 +138,8 @@ int Run(const std::string& model_path, const std::string& input_path,
     }
   }
   status = WriteNpy(output_path, {steps, width}, outputs);
+  if (status.ok() && !state_dir.empty())
+    status = WriteState(*session, state_dir);
   return status.ok() ? 0 : Fail(status);
 }
 
@@ -123,7 +150,7 @@ int main(int argc, char** argv) {
   CLI::App app("tarn: linear-attention transformers run as recurrent networks");
   app.require_subcommand(1);
 
-  std::string model_path, input_path, output_path;
+  std::string model_path, input_path, output_path, state_dir;
   int threads = 1;
   CLI::App* info = app.add_subcommand(
       "info", "Print a model's architecture, sizes and session memory");
@@ -135,10 +162,14 @@ int main(int argc, char** argv) {
   run->add_option("--input", input_path, ".npy input")->required();
   run->add_option("--output", output_path, ".npy output [steps, d_out]")
       ->required();
+  run->add_option("--state-dir", state_dir,
+                  "also write the final attention state (state_S/z.npy) here")
+      ->check(CLI::ExistingDirectory);
   run->add_option("--threads", threads, "threads for the dense layers")
       ->check(CLI::Range(1, 256));
 
   CLI11_PARSE(app, argc, argv);
   if (*info) return tarn::cli::Info(model_path);
-  return tarn::cli::Run(model_path, input_path, output_path, threads);
+  return tarn::cli::Run(model_path, input_path, output_path, state_dir,
+                        threads);
 }

@@ -33,7 +33,8 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   }
   if (!in || header_length > (1 << 20)) return Bad(path, "truncated header");
   std::string header(header_length, '\0');
-  if (!in.read(header.data(), header_length)) return Bad(path, "truncated header");
+  if (!in.read(header.data(), header_length))
+    return Bad(path, "truncated header");
 
   std::smatch match;
   if (!std::regex_search(header, match, std::regex("'descr':\\s*'([^']*)'"))) {
@@ -43,7 +44,8 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) {
     return Bad(path, "Fortran-order arrays are not supported");
   }
-  if (!std::regex_search(header, match, std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
+  if (!std::regex_search(header, match,
+                         std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
     return Bad(path, "header lacks 'shape'");
   }
   array->shape.clear();

@@ -24,8 +24,7 @@ DenseLayer::~DenseLayer() {
 }
 
 Status DenseLayer::Init(size_t inputs, size_t outputs, const float* weight,
-                        const float* bias, float output_min,
-                        float output_max) {
+                        const float* bias, float output_min, float output_max) {
   Status status = InitializeXnnpackOnce();
   if (!status.ok()) return status;
   xnn_status created = xnn_create_fully_connected_nc_f32(

@@ -141,23 +141,24 @@ Status Model::Impl::Init(const void* data, size_t size,
   }
   flatbuffers::Verifier verifier(bytes, size);
   if (!schema::VerifyModelBuffer(verifier)) {
-    return Invalid("model is truncated or corrupt: FlatBuffers verification "
-                   "failed for its " +
-                   std::to_string(size) + " bytes");
+    return Invalid(
+        "model is truncated or corrupt: FlatBuffers verification "
+        "failed for its " +
+        std::to_string(size) + " bytes");
   }
   flat = schema::GetModel(data);
   const schema::SchemaVersion* version = flat->schema_version();
   if (version == nullptr) return Invalid("model has no schema_version");
   if (version->major() != kSchemaMajor) {
-    return Status(StatusCode::kUnsupported,
-                  "model schema version " + std::to_string(version->major()) +
-                      "." + std::to_string(version->minor()) +
-                      " is not readable by this runtime (schema " +
-                      std::to_string(kSchemaMajor) + "." +
-                      std::to_string(kSchemaMinor) + "): " +
-                      (version->major() > kSchemaMajor
-                           ? "upgrade tarn"
-                           : "re-convert the model"));
+    return Status(
+        StatusCode::kUnsupported,
+        "model schema version " + std::to_string(version->major()) + "." +
+            std::to_string(version->minor()) +
+            " is not readable by this runtime (schema " +
+            std::to_string(kSchemaMajor) + "." + std::to_string(kSchemaMinor) +
+            "): " +
+            (version->major() > kSchemaMajor ? "upgrade tarn"
+                                             : "re-convert the model"));
   }
   Status status = ReadConfig();
   if (status.ok()) status = ReadTensors(bytes, options.verify_checksum);
@@ -208,10 +209,9 @@ Status Model::Impl::ReadConfig() {
       m.norm_placement() == schema::NormPlacement::Pre ? "pre" : "post";
   c.norm_eps = m.norm_eps();
   c.causal = m.attention() == schema::AttentionKind::Causal;
-  c.feature_map = m.feature_map() == schema::FeatureMap::Relu ? "relu"
-                  : m.feature_map() == schema::FeatureMap::FavorPlus
-                      ? "favor+"
-                      : "elu+1";
+  c.feature_map = m.feature_map() == schema::FeatureMap::Relu        ? "relu"
+                  : m.feature_map() == schema::FeatureMap::FavorPlus ? "favor+"
+                                                                     : "elu+1";
   c.feature_dim = m.feature_dim();
   c.attention_eps = m.attention_eps();
   c.favor_softmax_temp = m.favor_softmax_temp();
@@ -244,24 +244,27 @@ Status Model::Impl::ReadConfig() {
     if (!status.ok()) return status;
   }
   if (uint64_t{c.num_heads} * c.feature_dim * c.d_value > (1u << 28)) {
-    return Invalid("model attention state (heads x feature_dim x d_value) is "
-                   "implausibly large");
+    return Invalid(
+        "model attention state (heads x feature_dim x d_value) is "
+        "implausibly large");
   }
   if (c.input_kind == InputKind::kTokens) {
     Status status = positive("vocab_size", c.vocab_size, kMaxVocab);
     if (!status.ok()) return status;
   } else {
     Status status = positive("input_dim", c.input_dim, kMaxWidth);
-    if (status.ok()) status = positive("stack_window", c.stack_window, kMaxWindow);
-    if (status.ok()) status = positive("stack_hop", c.stack_hop, c.stack_window);
+    if (status.ok())
+      status = positive("stack_window", c.stack_window, kMaxWindow);
+    if (status.ok())
+      status = positive("stack_hop", c.stack_hop, c.stack_window);
     if (!status.ok()) return status;
     if (!c.input_projection &&
         uint64_t{c.input_dim} * c.stack_window != c.d_model) {
-      return Invalid("model has no input projection, so input_dim x "
-                     "stack_window (" +
-                     std::to_string(uint64_t{c.input_dim} * c.stack_window) +
-                     ") must equal d_model (" + std::to_string(c.d_model) +
-                     ")");
+      return Invalid(
+          "model has no input projection, so input_dim x "
+          "stack_window (" +
+          std::to_string(uint64_t{c.input_dim} * c.stack_window) +
+          ") must equal d_model (" + std::to_string(c.d_model) + ")");
     }
   }
   if (c.position == "learned") {
@@ -287,8 +290,9 @@ Status Model::Impl::ReadConfig() {
   if (!(c.norm_eps > 0) || !std::isfinite(c.norm_eps) ||
       !(c.attention_eps >= 0) || !std::isfinite(c.attention_eps) ||
       !std::isfinite(c.embedding_scale)) {
-    return Invalid("model norm_eps must be positive, attention_eps and "
-                   "embedding_scale finite");
+    return Invalid(
+        "model norm_eps must be positive, attention_eps and "
+        "embedding_scale finite");
   }
   if (c.conv_kernel > kMaxWindow || c.output_dim > kMaxVocab) {
     return Invalid("model conv_kernel or output_dim is implausibly large");
@@ -307,7 +311,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
   const auto& buffers = *flat->buffers();
   for (const schema::Tensor* t : *flat->tensors()) {
     const std::string name = t->name()->str();
-    if (tensors.count(name)) return Invalid("tensor '" + name + "' appears twice");
+    if (tensors.count(name))
+      return Invalid("tensor '" + name + "' appears twice");
     TensorView view;
     view.dtype = t->dtype();
     size_t element_bytes;
@@ -336,7 +341,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
       }
     }
     view.bytes = view.elements * element_bytes;
-    if (t->buffer() >= buffers.size() || buffers[t->buffer()]->data() == nullptr) {
+    if (t->buffer() >= buffers.size() ||
+        buffers[t->buffer()]->data() == nullptr) {
       return Invalid("tensor '" + name + "' refers to buffer " +
                      std::to_string(t->buffer()) + " of " +
                      std::to_string(buffers.size()));
@@ -345,7 +351,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     if (data->size() != view.bytes) {
       return Invalid("tensor '" + name + "' " + ShapeString(view.shape) +
                      " needs " + std::to_string(view.bytes) +
-                     " bytes, its buffer holds " + std::to_string(data->size()));
+                     " bytes, its buffer holds " +
+                     std::to_string(data->size()));
     }
     const size_t offset = data->data() - base;
     if (offset % kAlignment != 0) {
@@ -361,7 +368,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     XXH64_state_t* state = XXH64_createState();
     XXH64_reset(state, 0);
     for (const schema::Buffer* b : buffers) {
-      if (b->data() != nullptr) XXH64_update(state, b->data()->data(), b->data()->size());
+      if (b->data() != nullptr)
+        XXH64_update(state, b->data()->data(), b->data()->size());
     }
     const uint64_t actual = XXH64_digest(state);
     XXH64_freeState(state);
@@ -380,8 +388,8 @@ Status Model::Impl::CheckTensorSet() {
   for (const auto& [name, shape] : expected) {
     auto found = tensors.find(name);
     if (found == tensors.end()) {
-      return Invalid("model lacks tensor '" + name + "' " +
-                     ShapeString(shape) + " that its configuration needs");
+      return Invalid("model lacks tensor '" + name + "' " + ShapeString(shape) +
+                     " that its configuration needs");
     }
     if (found->second.shape != shape) {
       return Invalid("tensor '" + name + "': expected shape " +
@@ -442,7 +450,8 @@ Status Model::Impl::PrepareWeights() {
     w.qkv = std::make_unique<DenseLayer>();
     status = w.qkv->Init(c.d_model, qkv_bias.size(), qkv_weight.data(),
                          qkv_bias.data());
-    if (status.ok()) status = dense(p + "attention.out_projection", kNoMin, &w.out);
+    if (status.ok())
+      status = dense(p + "attention.out_projection", kNoMin, &w.out);
     // relu after linear1 is fused into its output clamp.
     if (status.ok()) {
       status = dense(p + "linear1", c.activation == "relu" ? 0.0f : kNoMin,
@@ -457,7 +466,8 @@ Status Model::Impl::PrepareWeights() {
       w.conv_weight = f32(p + "conv.weight");
       w.conv_bias = f32(p + "conv.bias");
     }
-    if (c.feature_map == "favor+") w.omega = f32(p + "attention.feature_map.omega");
+    if (c.feature_map == "favor+")
+      w.omega = f32(p + "attention.feature_map.omega");
   }
   if (status.ok() && c.final_norm) {
     final_norm_weight = f32("norm.weight");
@@ -470,8 +480,7 @@ Status Model::Impl::PrepareWeights() {
 
 void Model::Impl::PlanSession() {
   const ModelConfig& c = config;
-  const size_t layers_n = c.num_layers, heads = c.num_heads,
-               C = c.feature_dim;
+  const size_t layers_n = c.num_layers, heads = c.num_heads, C = c.feature_dim;
   size_t next = 0;
   auto region = [&](size_t floats) {
     size_t offset = next;
@@ -481,7 +490,8 @@ void Model::Impl::PlanSession() {
   SessionLayout& s = layout;
   s.S = region(layers_n * heads * C * c.d_value);
   s.z = region(layers_n * heads * C);
-  s.conv = region(c.conv_kernel > 0 ? layers_n * (c.conv_kernel - 1) * c.d_model : 0);
+  s.conv = region(c.conv_kernel > 0 ? layers_n * (c.conv_kernel - 1) * c.d_model
+                                    : 0);
   s.frames = region(c.input_kind == InputKind::kFrames
                         ? size_t{c.stack_window} * c.input_dim
                         : 0);
@@ -511,7 +521,8 @@ Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
   Status status = impl->file.Open(path);
   if (!status.ok()) return status;
   status = impl->Init(impl->file.data(), impl->file.size(), options);
-  if (!status.ok()) return Status(status.code(), path + ": " + status.message());
+  if (!status.ok())
+    return Status(status.code(), path + ": " + status.message());
   model->reset(new Model(std::move(impl)));
   return Status::Ok();
 }

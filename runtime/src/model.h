@@ -51,15 +51,15 @@ struct SessionLayout {
   size_t frames;  // [stack_window][input_dim], the latest frames, oldest first
   size_t state_end;
   // Scratch.
-  size_t x;          // [d_model] the residual stream
-  size_t normed;     // [d_model]
-  size_t qkv;        // [heads * (2 d_key + d_value)]
-  size_t phi_q;      // [heads][C]
-  size_t phi_k;      // [heads][C]
-  size_t attention;  // [heads][d_value]
-  size_t branch;     // [d_model] a layer's branch output before the residual
-  size_t hidden;     // [d_ff]
-  size_t features;   // [d_key] favor+ scaled input, one head
+  size_t x;            // [d_model] the residual stream
+  size_t normed;       // [d_model]
+  size_t qkv;          // [heads * (2 d_key + d_value)]
+  size_t phi_q;        // [heads][C]
+  size_t phi_k;        // [heads][C]
+  size_t attention;    // [heads][d_value]
+  size_t branch;       // [d_model] a layer's branch output before the residual
+  size_t hidden;       // [d_ff]
+  size_t features;     // [d_key] favor+ scaled input, one head
   size_t wavelengths;  // [d_model / 2 + 1] doubles, sinusoidal position
   size_t total;
 };

@@ -39,6 +39,8 @@ class Session::Impl {
   Status StepFrame(const float* frame, size_t frame_size, float* output,
                    size_t output_size, bool* stepped);
 
+  const float* floats() const { return floats_; }
+
   const Model& model_;
   uint64_t position_ = 0;
 
@@ -53,8 +55,7 @@ class Session::Impl {
   void AddPosition(float* x);
   void Activate(const std::string& activation, size_t n, float* x) const;
   void FeatureMap(const LayerWeights& w, const float* x, float* phi);
-  void Convolve(size_t layer, const LayerWeights& w, const float* x,
-                float* y);
+  void Convolve(size_t layer, const LayerWeights& w, const float* x, float* y);
   void Forward(float* output);
 
   const Model::Impl& m_;
@@ -136,10 +137,9 @@ Status Session::Impl::StepFrame(const float* frame, size_t frame_size,
   Status status = CheckStep(output, output_size);
   if (!status.ok()) return status;
   if (frame == nullptr || frame_size != c_.input_dim) {
-    return InvalidArgument("frame holds " +
-                           std::to_string(frame ? frame_size : 0) +
-                           " floats; the model's frames have " +
-                           std::to_string(c_.input_dim));
+    return InvalidArgument(
+        "frame holds " + std::to_string(frame ? frame_size : 0) +
+        " floats; the model's frames have " + std::to_string(c_.input_dim));
   }
   for (size_t i = 0; i < frame_size; ++i) {
     if (!std::isfinite(frame[i])) {
@@ -187,7 +187,8 @@ void Session::Impl::AddPosition(float* x) {
     for (uint32_t i = 0; 2 * i < c_.d_model; ++i) {
       const double angle = p / divisors[i];
       x[2 * i] += static_cast<float>(std::sin(angle));
-      if (2 * i + 1 < c_.d_model) x[2 * i + 1] += static_cast<float>(std::cos(angle));
+      if (2 * i + 1 < c_.d_model)
+        x[2 * i + 1] += static_cast<float>(std::cos(angle));
     }
   } else if (c_.position == "learned") {
     const TensorView& table = m_.position_embedding;
@@ -196,8 +197,8 @@ void Session::Impl::AddPosition(float* x) {
       k_.add(c_.d_model, x, static_cast<const float*>(table.data) + row, x);
     } else {
       float* row_f32 = at(m_.layout.branch);
-      k_.f16_to_f32(c_.d_model,
-                    static_cast<const uint16_t*>(table.data) + row, row_f32);
+      k_.f16_to_f32(c_.d_model, static_cast<const uint16_t*>(table.data) + row,
+                    row_f32);
       k_.add(c_.d_model, x, row_f32, x);
     }
   }
@@ -252,8 +253,8 @@ void Session::Impl::FeatureMap(const LayerWeights& w, const float* x,
       for (size_t j = 0; j < half; ++j) u[j] += scaled[d] * omega_row[j];
     }
     for (size_t j = 0; j < half; ++j) u[half + j] = -u[j];
-    const float offset = 0.5f * norm + 0.5f * std::log(static_cast<float>(C)) +
-                         stabiliser;
+    const float offset =
+        0.5f * norm + 0.5f * std::log(static_cast<float>(C)) + stabiliser;
     k_.exp_shifted(C, u, offset, u);
   }
 }
@@ -264,7 +265,8 @@ void Session::Impl::Convolve(size_t layer, const LayerWeights& w,
                              const float* x, float* y) {
   const size_t d = c_.d_model, k = c_.conv_kernel, past = k - 1;
   float* ring = at(m_.layout.conv) + layer * past * d;
-  for (size_t c = 0; c < d; ++c) y[c] = w.conv_bias[c] + w.conv_weight[c * k + past] * x[c];
+  for (size_t c = 0; c < d; ++c)
+    y[c] = w.conv_bias[c] + w.conv_weight[c * k + past] * x[c];
   for (size_t j = 0; j < past; ++j) {
     const float* input = ring + ((conv_oldest_ + j) % past) * d;
     for (size_t c = 0; c < d; ++c) y[c] += w.conv_weight[c * k + j] * input[c];
@@ -287,7 +289,8 @@ void Session::Impl::Forward(float* output) {
   for (size_t l = 0; l < c_.num_layers; ++l) {
     const LayerWeights& w = m_.layers[l];
     // Attention: x = norm1(x + a(x)), or x + a(norm1(x)) pre-norm.
-    if (pre_norm) k_.layer_norm(d, x, w.norm1_weight, w.norm1_bias, norm_eps, normed);
+    if (pre_norm)
+      k_.layer_norm(d, x, w.norm1_weight, w.norm1_bias, norm_eps, normed);
     w.qkv->Run(1, pre_norm ? normed : x, qkv, threads_);
     FeatureMap(w, qkv, phi_q);
     FeatureMap(w, qkv + heads * d_key, phi_k);
@@ -303,27 +306,32 @@ void Session::Impl::Forward(float* output) {
     if (pre_norm) {
       k_.add(d, x, branch, x);
     } else {
-      k_.add_layer_norm(d, x, branch, w.norm1_weight, w.norm1_bias, norm_eps, x);
+      k_.add_layer_norm(d, x, branch, w.norm1_weight, w.norm1_bias, norm_eps,
+                        x);
     }
     if (c_.conv_kernel > 0) {
       Convolve(l, w, x, branch);
       k_.add(d, x, branch, x);
     }
     // Feed-forward: x = norm2(x + f(x)), or x + f(norm2(x)) pre-norm.
-    if (pre_norm) k_.layer_norm(d, x, w.norm2_weight, w.norm2_bias, norm_eps, normed);
+    if (pre_norm)
+      k_.layer_norm(d, x, w.norm2_weight, w.norm2_bias, norm_eps, normed);
     w.linear1->Run(1, pre_norm ? normed : x, hidden, threads_);
     Activate(c_.activation, c_.d_ff, hidden);
     w.linear2->Run(1, hidden, branch, threads_);
     if (pre_norm) {
       k_.add(d, x, branch, x);
     } else {
-      k_.add_layer_norm(d, x, branch, w.norm2_weight, w.norm2_bias, norm_eps, x);
+      k_.add_layer_norm(d, x, branch, w.norm2_weight, w.norm2_bias, norm_eps,
+                        x);
     }
   }
-  if (c_.conv_kernel > 1) conv_oldest_ = (conv_oldest_ + 1) % (c_.conv_kernel - 1);
+  if (c_.conv_kernel > 1)
+    conv_oldest_ = (conv_oldest_ + 1) % (c_.conv_kernel - 1);
   const float* last = x;
   if (m_.final_norm_weight != nullptr) {
-    k_.layer_norm(d, x, m_.final_norm_weight, m_.final_norm_bias, norm_eps, normed);
+    k_.layer_norm(d, x, m_.final_norm_weight, m_.final_norm_bias, norm_eps,
+                  normed);
     last = normed;
   }
   if (m_.head) {
@@ -357,9 +365,9 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   const size_t bytes = model.session_bytes();
   void* block = std::aligned_alloc(kAlignment, bytes);
   if (block == nullptr) {
-    return Status(StatusCode::kOutOfMemory,
-                  "cannot allocate " + std::to_string(bytes) +
-                      " bytes for a session");
+    return Status(
+        StatusCode::kOutOfMemory,
+        "cannot allocate " + std::to_string(bytes) + " bytes for a session");
   }
   pthreadpool_t threads = nullptr;
   if (options.num_threads > 1) {
@@ -380,9 +388,24 @@ Status Session::StepToken(int32_t token, float* output, size_t output_size) {
   return impl_->StepToken(token, output, output_size);
 }
 
-Status Session::StepFrame(const float* frame, size_t frame_size,
-                          float* output, size_t output_size, bool* stepped) {
+Status Session::StepFrame(const float* frame, size_t frame_size, float* output,
+                          size_t output_size, bool* stepped) {
   return impl_->StepFrame(frame, frame_size, output, output_size, stepped);
+}
+
+Status Session::AttentionState(uint32_t layer, const float** S,
+                               const float** z) const {
+  const Model::Impl& m = impl_->model_.impl();
+  const ModelConfig& c = m.config;
+  if (layer >= c.num_layers || S == nullptr || z == nullptr) {
+    return InvalidArgument("layer " + std::to_string(layer) + " of " +
+                           std::to_string(c.num_layers) +
+                           ", or a null output pointer");
+  }
+  const size_t per_layer = size_t{c.num_heads} * c.feature_dim;
+  *S = impl_->floats() + m.layout.S + layer * per_layer * c.d_value;
+  *z = impl_->floats() + m.layout.z + layer * per_layer;
+  return Status::Ok();
 }
 
 void Session::Reset() { impl_->Reset(); }

@@ -45,7 +45,7 @@ enum class StatusCode {
   kOutOfRange,       // e.g. past a learned position table's length
   kIoError,          // a file could not be opened, read or mapped
   kOutOfMemory,
-  kInternal,         // a third-party library failed unexpectedly
+  kInternal,  // a third-party library failed unexpectedly
 };
 
 class Status {
@@ -172,6 +172,10 @@ class Session {
 
   // Back to the state of a new session.
   void Reset();
+
+  // A read-only view of one layer's attention state, valid until the next
+  // call that changes the session: S [heads][C][d_value], z [heads][C].
+  Status AttentionState(uint32_t layer, const float** S, const float** z) const;
 
   // Steps taken since creation or the last Reset().
   uint64_t position() const;
