@@ -9,22 +9,26 @@ Library use (training scripts, tests):
     convert_state_dict(model.state_dict(), model.config, "model.tarn")
 """
 
-from .checkpoints import load_checkpoint, read_safetensors
-from .convert import convert_file, convert_state_dict
-from .errors import ConversionError
-from .reader import read_tarn
-from .reference import ModelConfig
-from .version import CONVERTER_VERSION
-from .writer import write_tarn
+import importlib
 
-__all__ = [
-    "CONVERTER_VERSION",
-    "ConversionError",
-    "ModelConfig",
-    "convert_file",
-    "convert_state_dict",
-    "load_checkpoint",
-    "read_safetensors",
-    "read_tarn",
-    "write_tarn",
-]
+# Exported name -> its module, imported on first use: reading a .safetensors
+# file must not need torch, which the reference model (and so the config)
+# imports.
+_EXPORTS = {
+    "CONVERTER_VERSION": "version",
+    "ConversionError": "errors",
+    "ModelConfig": "reference",
+    "convert_file": "convert",
+    "convert_state_dict": "convert",
+    "load_checkpoint": "checkpoints",
+    "read_safetensors": "checkpoints",
+    "read_tarn": "reader",
+    "write_tarn": "writer",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

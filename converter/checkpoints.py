@@ -2,13 +2,15 @@
 .safetensors.
 
 A pickle can run any code while it loads, so PyTorch files are loaded with
-`torch.load(weights_only=True)` where torch has it, else with an unpickler
-that resolves only the globals a state_dict needs; either way a file that
-names anything else is refused before that thing is called. .safetensors
+`torch.load(weights_only=True)` where torch has it, else (or where that
+unpickler lacks an opcode) with our own reader of torch's zip format, whose
+unpickler resolves only the globals a state dict needs; either way a file
+that names anything else is refused before that thing is called. .safetensors
 files are parsed here with numpy alone (8-byte header length, JSON header,
 raw little-endian bytes), so reading them needs no torch.
 """
 
+import collections
 import dataclasses
 import json
 import math
@@ -63,22 +65,34 @@ def load_checkpoint(path) -> Checkpoint:
 
 
 def load_torch(path: Path):
-    """The object a PyTorch checkpoint holds, loaded without running code."""
-    try:
-        import torch
-    except ImportError as e:
-        raise ConversionError(f"{path}: reading PyTorch checkpoints needs torch ({e})") from e
+    """The object a PyTorch checkpoint holds, loaded without running code.
+
+    With torch's weights_only unpickler where torch has one; otherwise, and
+    for files that unpickler cannot parse, with read_torch_zip below."""
     if _is_torchscript(path):
         # torch.load hands these to torch.jit.load, whatever weights_only says.
-        raise ConversionError(
-            f"{path} is a TorchScript archive, not a checkpoint; save model.state_dict() instead"
-        )
+        raise ConversionError(f"{path} is a TorchScript archive, not a checkpoint; save model.state_dict() instead")
     try:
-        if torch_has_weights_only(torch):
-            return torch.load(path, map_location="cpu", weights_only=True)
-        return torch.load(path, map_location="cpu", pickle_module=RESTRICTED_PICKLE)
+        import torch
+    except ImportError:
+        torch = None
+    try:
+        if torch is not None and torch_has_weights_only(torch):
+            try:
+                return torch.load(path, map_location="cpu", weights_only=True)
+            except pickle.UnpicklingError as e:
+                # torch 1.13's weights-only unpickler lacks some plain opcodes
+                # (BINFLOAT: any float, such as a config's eps). That refusal
+                # is about an opcode, not a global, so the file is read again
+                # by read_torch_zip, which takes every plain value but
+                # resolves only the globals a state dict needs.
+                if "Unsupported operand" not in str(e):
+                    raise
+        return read_torch_zip(path)
     except pickle.UnpicklingError as e:
         raise ConversionError(_refusal(path, str(e))) from None
+    except ConversionError:
+        raise
     except Exception as e:  # a damaged or foreign file: say which, not where in torch
         raise ConversionError(f"cannot read {path} as a PyTorch checkpoint: {e}") from None
 
@@ -107,39 +121,99 @@ def _refusal(path: Path, detail: str) -> str:
     return f"refused to load {path}: {detail}"
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only the globals a state_dict pickle needs (for torch versions
-    without weights_only); anything else is refused before it can be called."""
+def read_torch_zip(path: Path):
+    """Reads torch.save's zip format (torch >= 1.6) with numpy alone: tensors
+    come back as numpy arrays. Its unpickler resolves only the globals a
+    state dict pickle names, each to a local stand-in, so no torch code and
+    nothing else runs; any other global is refused by name."""
+    if not zipfile.is_zipfile(path):
+        raise ConversionError(
+            f"{path}: the legacy (pre-1.6) PyTorch format cannot be read safely without "
+            "torch.load(weights_only=True); re-save it with a current torch, or as .safetensors"
+        )
+    with zipfile.ZipFile(path) as z:
+        pickles = [n for n in z.namelist() if n.count("/") == 1 and n.endswith("/data.pkl")]
+        if len(pickles) != 1:
+            raise ConversionError(f"{path}: expected one <archive>/data.pkl in the zip, found {len(pickles)}")
+        prefix = pickles[0][: -len("data.pkl")]
+        if prefix + "byteorder" in z.namelist() and z.read(prefix + "byteorder").strip() != b"little":
+            raise ConversionError(f"{path}: big-endian tensor data is not supported")
+        with z.open(pickles[0]) as f:
+            return _StateDictUnpickler(f, z, prefix).load()
 
-    _STORAGES = ("Float", "Half", "BFloat16", "Double", "Long", "Int", "Short", "Char", "Byte", "Bool", "Untyped")
-    _DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
-    ALLOWED = frozenset(
-        [
-            ("collections", "OrderedDict"),
-            ("torch", "Size"),
-            ("torch._utils", "_rebuild_tensor"),
-            ("torch._utils", "_rebuild_tensor_v2"),
-            ("torch._utils", "_rebuild_parameter"),
-            ("torch._utils", "_rebuild_parameter_with_state"),
-        ]
-        + [("torch", f"{s}Storage") for s in _STORAGES]
-        + [("torch", d) for d in _DTYPES]
-    )
+
+# Storage classes a tensor's pickle names -> their element type (bfloat16 is
+# read as the top half of a float32).
+_STORAGE_DTYPES = {
+    "FloatStorage": "<f4",
+    "HalfStorage": "<f2",
+    "BFloat16Storage": "bfloat16",
+    "DoubleStorage": "<f8",
+    "LongStorage": "<i8",
+    "IntStorage": "<i4",
+    "ShortStorage": "<i2",
+    "CharStorage": "i1",
+    "ByteStorage": "u1",
+    "BoolStorage": "?",
+}
+
+
+def _rebuild_tensor(storage, offset, size, stride, *unused):
+    """torch._utils._rebuild_tensor(_v2): a strided view of a storage, copied,
+    after checking that every element it reaches lies inside the storage."""
+    size, stride = tuple(size), tuple(stride)
+    ints = (offset,) + size + stride
+    if not isinstance(storage, np.ndarray) or len(size) != len(stride) or not all(isinstance(v, int) and v >= 0 for v in ints):
+        raise pickle.UnpicklingError("malformed tensor record")
+    if 0 in size:
+        return np.zeros(size, dtype=storage.dtype)
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+    if last >= storage.size:
+        raise pickle.UnpicklingError(f"a tensor reaches element {last} of a {storage.size}-element storage")
+    view = np.lib.stride_tricks.as_strided(storage[offset:], size, [s * storage.itemsize for s in stride])
+    return view.copy()
+
+
+def _rebuild_parameter(data, *unused):
+    return data
+
+
+class _StateDictUnpickler(pickle.Unpickler):
+    _GLOBALS = {
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("torch", "Size"): tuple,
+        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+        ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+        **{("torch", name): dtype for name, dtype in _STORAGE_DTYPES.items()},
+    }
+
+    def __init__(self, file, archive: zipfile.ZipFile, prefix: str):
+        super().__init__(file, encoding="utf-8")
+        self._archive, self._prefix, self._storages = archive, prefix, {}
 
     def find_class(self, module, name):
-        if (module, name) not in self.ALLOWED:
+        if (module, name) not in self._GLOBALS:
             raise pickle.UnpicklingError(f"forbidden global {module}.{name}")
-        return super().find_class(module, name)
+        return self._GLOBALS[(module, name)]
 
-
-def _restricted_load(file, **kwargs):
-    return _RestrictedUnpickler(file, **kwargs).load()
-
-
-# Stands in for the `pickle` module in torch.load(pickle_module=...).
-RESTRICTED_PICKLE = type(
-    "restricted_pickle", (), {"__name__": "restricted_pickle", "Unpickler": _RestrictedUnpickler, "load": staticmethod(_restricted_load)}
-)
+    def persistent_load(self, pid):
+        """('storage', storage type, key, location, numel): one storage's
+        elements, from <archive>/data/<key>."""
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and pid[1] in _STORAGE_DTYPES.values()):
+            raise pickle.UnpicklingError(f"unexpected persistent id {pid!r}")
+        _, dtype, key, _, numel = pid
+        if key not in self._storages:
+            raw = self._archive.read(f"{self._prefix}data/{key}")
+            stored = np.dtype("<u2" if dtype == "bfloat16" else dtype)
+            if len(raw) != numel * stored.itemsize:
+                raise pickle.UnpicklingError(f"storage {key} holds {len(raw)} bytes, not {numel} elements of {stored}")
+            array = np.frombuffer(raw, dtype=stored)
+            if dtype == "bfloat16":
+                array = (array.astype(np.uint32) << 16).view(np.float32)
+            self._storages[key] = array
+        return self._storages[key]
 
 
 def unwrap_checkpoint(obj, source: str) -> Checkpoint:

@@ -74,7 +74,8 @@ def write_tarn(
 def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if not np.all(np.isfinite(array)):
         raise ConversionError(f"tensor {name} holds NaN or infinite values")
-    out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
+    with np.errstate(over="ignore"):  # detected just below, with a better message
+        out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
     if not np.all(np.isfinite(out)):
         raise ConversionError(f"tensor {name} overflows {dtype.name} (max |x| = {np.abs(array).max():g}); use --dtype f32")
     return out

@@ -1,0 +1,255 @@
+"""Reading checkpoints: PyTorch files (safely) and .safetensors (without torch)."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+
+import converter.checkpoints as checkpoints
+from converter import ConversionError, load_checkpoint, read_safetensors
+
+from conftest import REPO_ROOT, write_safetensors
+
+
+def assert_same_tensors(loaded: dict, state_dict: dict):
+    assert sorted(loaded) == sorted(state_dict)
+    for name, tensor in state_dict.items():
+        np.testing.assert_array_equal(loaded[name], tensor.numpy(), err_msg=name)
+
+
+# -- PyTorch files -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".pth", ".ckpt"])
+def test_raw_state_dict(tmp_path, small_state_dict, suffix):
+    path = tmp_path / f"model{suffix}"
+    torch.save(small_state_dict, path)
+    checkpoint = load_checkpoint(path)
+    assert_same_tensors(checkpoint.tensors, small_state_dict)
+    assert checkpoint.config is None
+
+
+@pytest.mark.parametrize("key", ["state_dict", "model", "model_state_dict"])
+def test_state_dict_inside_a_training_checkpoint(tmp_path, small_state_dict, small_config, key):
+    path = tmp_path / "model.ckpt"
+    torch.save({key: small_state_dict, "epoch": 3, "config": small_config.to_dict()}, path)
+    checkpoint = load_checkpoint(path)
+    assert_same_tensors(checkpoint.tensors, small_state_dict)
+    assert checkpoint.config == small_config.to_dict()
+
+
+def test_lightning_prefix_is_stripped(tmp_path, small_state_dict):
+    path = tmp_path / "lightning.ckpt"
+    prefixed = OrderedDict((f"model.{k}", v) for k, v in small_state_dict.items())
+    torch.save({"state_dict": prefixed, "global_step": 10}, path)
+    assert_same_tensors(load_checkpoint(path).tensors, small_state_dict)
+
+
+def test_bfloat16_and_float64_become_float32_and_float16_stays(tmp_path):
+    path = tmp_path / "mixed.pt"
+    torch.save({"a": torch.tensor([1.5, -2.0], dtype=torch.bfloat16), "b": torch.tensor([0.1], dtype=torch.float64), "c": torch.ones(2, dtype=torch.float16)}, path)
+    tensors = load_checkpoint(path).tensors
+    assert tensors["a"].dtype == np.float32 and tensors["a"].tolist() == [1.5, -2.0]
+    assert tensors["b"].dtype == np.float32
+    assert tensors["c"].dtype == np.float16
+
+
+def test_non_tensor_entries_are_named(tmp_path):
+    path = tmp_path / "odd.pt"
+    torch.save({"w": torch.zeros(2), "step": 5, "note": "x"}, path)
+    with pytest.raises(ConversionError, match="not tensors: note, step"):
+        load_checkpoint(path)
+
+
+def test_unknown_suffix_and_missing_file(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"x")
+    with pytest.raises(ConversionError, match="unknown checkpoint type '.onnx'"):
+        load_checkpoint(tmp_path / "model.onnx")
+    with pytest.raises(ConversionError, match="no such checkpoint file"):
+        load_checkpoint(tmp_path / "absent.pt")
+
+
+def test_damaged_torch_file(tmp_path):
+    path = tmp_path / "broken.pt"
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ConversionError, match="cannot read .*broken.pt"):
+        load_checkpoint(path)
+
+
+def test_torchscript_archive_is_refused(tmp_path):
+    path = tmp_path / "scripted.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(path))
+    with pytest.raises(ConversionError, match="TorchScript archive"):
+        load_checkpoint(path)
+
+
+class _Payload:
+    """Unpickling this calls os.system, creating the marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _save_malicious(path, marker, legacy=False):
+    torch.save({"weight": torch.zeros(2), "payload": _Payload(marker)}, path, _use_new_zipfile_serialization=not legacy)
+    return path
+
+
+@pytest.mark.parametrize("weights_only", [True, False], ids=["weights_only", "own_zip_reader"])
+def test_malicious_pickle_is_refused_without_running(tmp_path, monkeypatch, weights_only):
+    """Both loaders (torch's weights_only, and ours for torch versions
+    without it) refuse a pickle that would call os.system, and name it."""
+    marker = tmp_path / "PWNED"
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: weights_only)
+    path = _save_malicious(tmp_path / "evil.pt", marker)
+    with pytest.raises(ConversionError) as error:
+        load_checkpoint(path)
+    assert f"refused to load {path}: its pickle references posix.system" in str(error.value)
+    assert not marker.exists()
+
+
+def test_malicious_legacy_format_pickle_is_refused(tmp_path, monkeypatch):
+    marker = tmp_path / "PWNED"
+    path = _save_malicious(tmp_path / "evil_legacy.pt", marker, legacy=True)
+    with pytest.raises(ConversionError, match="its pickle references posix.system"):
+        load_checkpoint(path)
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: False)
+    with pytest.raises(ConversionError, match="legacy"):  # ours does not unpickle it at all
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+def test_own_zip_reader_loads_state_dicts_without_torch_code(tmp_path, monkeypatch, small_state_dict):
+    """Also what reads checkpoints carrying a config with floats, which
+    torch 1.13's weights_only unpickler cannot parse."""
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: False)
+    path = tmp_path / "model.pt"
+    transposed = {"t": torch.arange(6.0).reshape(2, 3).t(), "bf": torch.tensor([1.5], dtype=torch.bfloat16)}
+    torch.save({"state_dict": {**small_state_dict, **transposed}, "config": {"eps": 1e-5, "n": 2}}, path)
+    checkpoint = load_checkpoint(path)
+    assert all(type(t) is np.ndarray for t in checkpoint.tensors.values())
+    np.testing.assert_array_equal(checkpoint.tensors.pop("t"), transposed["t"].numpy())
+    assert checkpoint.tensors.pop("bf").tolist() == [1.5]
+    assert_same_tensors(checkpoint.tensors, small_state_dict)
+    assert checkpoint.config == {"eps": 1e-5, "n": 2}
+
+
+def test_own_zip_reader_refuses_out_of_bounds_strides(tmp_path, monkeypatch):
+    """A crafted stride must not read memory beyond the storage."""
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: False)
+    path = tmp_path / "model.pt"
+    torch.save({"w": torch.zeros(4)}, path)
+    with zipfile.ZipFile(path) as z:
+        records = {name: z.read(name) for name in z.namelist()}
+    name = next(n for n in records if n.endswith("/data.pkl"))
+    # The pickled size (4,) is BININT1 4, TUPLE1: make it (400,).
+    patched = records[name].replace(b"K\x04\x85", b"M\x90\x01\x85", 1)
+    assert patched != records[name]
+    records[name] = patched
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in records.items():
+            z.writestr(n, data)
+    with pytest.raises(ConversionError, match="reaches element 399 of a 4-element storage"):
+        load_checkpoint(path)
+
+
+def test_plain_pickle_of_a_global_is_refused(tmp_path):
+    """A bare pickle (not torch.save's format) naming a forbidden global."""
+    marker = tmp_path / "PWNED"
+    path = tmp_path / "plain.pkl.pt"
+    path.write_bytes(pickle.dumps(_Payload(marker)))
+    with pytest.raises(ConversionError):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+# -- safetensors ---------------------------------------------------------------
+
+
+def test_safetensors_f32_f16_bf16(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float16)
+    c = rng.standard_normal((2, 2)).astype(np.float32)
+    path = tmp_path / "model.safetensors"
+    write_safetensors(path, {"a": a, "b": b, "c": c}, metadata={"format": "pt"}, dtypes={"c": "BF16"})
+    tensors, metadata = read_safetensors(path)
+    np.testing.assert_array_equal(tensors["a"], a)
+    assert tensors["b"].dtype == np.float16
+    np.testing.assert_array_equal(tensors["b"], b)
+    assert tensors["c"].dtype == np.float32
+    truncated = (c.view(np.uint32) & 0xFFFF0000).view(np.float32)  # what write_safetensors stored
+    np.testing.assert_array_equal(tensors["c"], truncated)
+    assert metadata == {"format": "pt"}
+
+
+def test_safetensors_checkpoint_with_config(tmp_path, small_state_dict, small_config):
+    path = tmp_path / "model.safetensors"
+    arrays = {k: v.numpy() for k, v in small_state_dict.items()}
+    write_safetensors(path, arrays, metadata={"config": json.dumps(small_config.to_dict())})
+    checkpoint = load_checkpoint(path)
+    assert_same_tensors(checkpoint.tensors, small_state_dict)
+    assert checkpoint.config == small_config.to_dict()
+
+
+def test_safetensors_is_read_without_torch(tmp_path):
+    path = tmp_path / "m.safetensors"
+    write_safetensors(path, {"w": np.arange(6, dtype=np.float32).reshape(2, 3)})
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # any import of torch fails
+        "from converter.checkpoints import read_safetensors\n"
+        f"t, _ = read_safetensors({str(path)!r}); print(t['w'].sum())"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "15.0"
+
+
+def _raw_safetensors(path, header: dict, body: bytes, header_len=None):
+    text = json.dumps(header).encode()
+    length = len(text) if header_len is None else header_len
+    path.write_bytes(length.to_bytes(8, "little") + text + body)
+
+
+@pytest.mark.parametrize(
+    "header, body, header_len, message",
+    [
+        ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, 10**9, "header length 1000000000 exceeds"),
+        ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}}, b"\0" * 8, None, r"data_offsets \[0, 16\] must be .* 8-byte data section"),
+        ({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, None, "tensor w: holds 8 bytes, but F32 of shape \\[3\\] needs 12"),
+        ({"w": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}, b"\0" * 8, None, "tensor w: unsupported dtype 'I64'"),
+        ({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, b"\0" * 4, None, "shape must be a list of non-negative integers"),
+        (
+            {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}},
+            b"\0" * 12,
+            None,
+            "the bytes of tensors a and b overlap",
+        ),
+    ],
+    ids=["header_too_long", "offsets_outside", "size_mismatch", "dtype", "shape", "overlap"],
+)
+def test_safetensors_errors(tmp_path, header, body, header_len, message):
+    path = tmp_path / "bad.safetensors"
+    _raw_safetensors(path, header, body, header_len)
+    with pytest.raises(ConversionError, match=message):
+        load_checkpoint(path)
+
+
+def test_safetensors_bad_json_and_short_file(tmp_path):
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes((5).to_bytes(8, "little") + b"{oops")
+    with pytest.raises(ConversionError, match="not valid JSON"):
+        load_checkpoint(path)
+    path.write_bytes(b"\1\0")
+    with pytest.raises(ConversionError, match="too short"):
+        load_checkpoint(path)

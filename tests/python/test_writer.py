@@ -1,0 +1,202 @@
+"""The .tarn writer and reader: round trip, alignment, checksum, f16, audio."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import xxhash
+
+import converter.writer
+from converter import ConversionError, convert_state_dict, read_tarn
+from converter.fields import model_fields
+from converter.reference import LinearTransformer
+from converter.shapes import expected_shapes
+
+from conftest import CONFIGS, make_model
+
+AUDIO = dict(
+    sample_rate=16000,
+    window_length=400,
+    hop_length=160,
+    fft_size=512,
+    num_mel_bins=3,
+    low_frequency=20.0,
+    high_frequency=7600.0,
+    preemphasis=0.95,
+    remove_dc_offset=False,
+    window="hann",
+    log_floor=1e-10,
+    feature_mean=[-8.5, -7.25, 1.0],
+    feature_std=[2.5, 3.0, 0.125],
+)
+
+
+def assert_same_config(a, b):
+    """Equal, floats compared as the float32 the file stores."""
+    for field in dataclasses.fields(a):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, float):
+            assert np.float32(x) == np.float32(y), field.name
+        else:
+            assert x == y, field.name
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_expected_shapes_match_the_reference_model(name):
+    """The converter's one shape table agrees with reference.py's state_dict."""
+    config = CONFIGS[name]
+    reference = {k: tuple(v.shape) for k, v in LinearTransformer(config).state_dict().items()}
+    assert expected_shapes(config) == reference
+
+
+def test_round_trip(config, tmp_path):
+    model = make_model(config)
+    labels = [f"label {i}" for i in range(config.output_dim)] if config.output_dim else None
+    path = tmp_path / "model.tarn"
+    convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
+
+    f = read_tarn(path)
+    assert f.schema_version == (1, 0)
+    assert_same_config(f.config, config)
+    assert list(f.tensors) == list(expected_shapes(config))
+    for name, tensor in model.state_dict().items():
+        assert f.tensors[name].dtype == np.float32
+        np.testing.assert_array_equal(f.tensors[name], tensor.numpy(), err_msg=name)
+    assert f.labels == labels
+    assert f.audio == AUDIO
+    assert f.metadata["note"] == "x"
+    assert f.metadata["arch"] == "tarn"
+    assert {"converter_version", "date"} <= set(f.metadata)
+    assert f.checksum_ok
+
+
+def test_every_hyper_parameter_is_in_the_file(tmp_path):
+    """Non-default values in every field survive: none is silently dropped."""
+    config = CONFIGS["frames_stacked_prenorm"]
+    path = tmp_path / "m.tarn"
+    convert_state_dict(make_model(config).state_dict(), config, path)
+    back = read_tarn(path).config
+    for name, _ in model_fields():
+        assert getattr(back, name) == pytest.approx(getattr(config, name)), name
+
+
+def test_floats_read_back_as_written(tmp_path, small_config, small_state_dict):
+    path = tmp_path / "m.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    config = read_tarn(path).config
+    assert config.norm_eps == 1e-5 and config.attention_eps == 1e-6
+
+
+def test_buffers_are_64_byte_aligned_in_the_file(config, tmp_path):
+    model = make_model(config)
+    path = tmp_path / "model.tarn"
+    convert_state_dict(model.state_dict(), config, path)
+    blob = path.read_bytes()
+    assert len(blob) % 64 == 0
+    f = read_tarn(path)
+    for name, tensor in model.state_dict().items():
+        # Found in the raw bytes, independently of the reader...
+        raw = tensor.numpy().astype("<f4").tobytes()
+        offset = blob.find(raw)
+        assert offset >= 0 and offset % 64 == 0, (name, offset)
+        # ...and where the reader says it is.
+        assert f.tensor_offsets[name] == offset, name
+
+
+def test_checksum_is_xxh64_of_the_buffers_in_order(tmp_path, small_config, small_state_dict):
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    f = read_tarn(path)
+    expected = xxhash.xxh64(seed=0)
+    for name in expected_shapes(small_config):  # buffer i holds tensor i
+        expected.update(small_state_dict[name].numpy().astype("<f4").tobytes())
+    assert f.weight_checksum == expected.intdigest()
+    assert f.checksum_ok
+
+
+def test_damaged_weights_fail_the_checksum(tmp_path, small_config, small_state_dict):
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    f = read_tarn(path)
+    blob = bytearray(path.read_bytes())
+    blob[f.tensor_offsets["head.bias"]] ^= 0x01
+    path.write_bytes(bytes(blob))
+    assert not read_tarn(path).checksum_ok
+
+
+def test_f16_stores_matrices_and_embeddings_only(tmp_path, small_config, small_state_dict):
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path, dtype="f16")
+    f = read_tarn(path)
+    half = {n for n, t in f.tensors.items() if t.dtype == np.float16}
+    assert half == {
+        n for n in f.tensors if n.endswith(".weight") and f.tensors[n].ndim == 2 and ".conv." not in n
+    }
+    assert "token_embedding.weight" in half and "head.weight" in half
+    for kept in ("layers.0.conv.weight", "layers.0.attention.feature_map.omega", "layers.0.norm1.weight", "head.bias"):
+        assert f.tensors[kept].dtype == np.float32, kept
+    for name, tensor in small_state_dict.items():
+        expected = tensor.numpy().astype(f.tensors[name].dtype)
+        np.testing.assert_array_equal(f.tensors[name], expected, err_msg=name)
+    assert f.checksum_ok
+    convert_state_dict(small_state_dict, small_config, tmp_path / "f32.tarn")
+    assert path.stat().st_size < 0.7 * (tmp_path / "f32.tarn").stat().st_size
+
+
+def test_f16_overflow_is_an_error(tmp_path, small_config, small_state_dict):
+    small_state_dict["head.weight"][0, 0] = 1e6
+    with pytest.raises(ConversionError, match=r"head\.weight overflows float16"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="f16")
+
+
+def test_nan_weights_are_an_error(tmp_path, small_config, small_state_dict):
+    small_state_dict["layers.1.linear2.bias"][3] = float("nan")
+    with pytest.raises(ConversionError, match=r"layers\.1\.linear2\.bias holds NaN"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+
+
+def test_wrong_label_count_is_an_error(tmp_path, small_config, small_state_dict):
+    with pytest.raises(ConversionError, match="3 labels given, but the model's output_dim is 40"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", labels=["a", "b", "c"])
+
+
+def test_bad_audio_recipe_is_an_error(tmp_path, small_config, small_state_dict):
+    with pytest.raises(ConversionError, match="feature_mean has 2 values, expected num_mel_bins = 3"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "feature_mean": [1.0, 2.0]})
+    with pytest.raises(ConversionError, match="unknown audio front-end keys"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "hop": 1})
+    with pytest.raises(ConversionError, match="window must be one of"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "window": "blackman"})
+
+
+def test_newer_major_version_is_refused(tmp_path, small_config, small_state_dict, monkeypatch):
+    monkeypatch.setattr(converter.writer, "SCHEMA_VERSION", (2, 0))
+    path = tmp_path / "m.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    with pytest.raises(ConversionError, match=r"schema version 2\.0; this converter reads 1\.x"):
+        read_tarn(path)
+
+
+def test_not_a_tarn_file_is_refused(tmp_path):
+    path = tmp_path / "x.tarn"
+    path.write_bytes(b"\0" * 64)
+    with pytest.raises(ConversionError, match="not a .tarn file"):
+        read_tarn(path)
+
+
+def test_write_is_atomic_and_leaves_no_temporary(tmp_path, small_config, small_state_dict):
+    convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+    assert [p.name for p in tmp_path.iterdir()] == ["m.tarn"]
+
+
+def test_reference_model_runs_from_the_file(tmp_path, small_config, small_model):
+    """What the reader gives back is a working model: same outputs."""
+    path = tmp_path / "m.tarn"
+    convert_state_dict(small_model.state_dict(), small_config, path)
+    f = read_tarn(path)
+    again = LinearTransformer(f.config).eval()
+    again.load_state_dict({k: torch.from_numpy(v) for k, v in f.tensors.items()})
+    tokens = torch.arange(12) % small_config.vocab_size
+    with torch.no_grad():
+        torch.testing.assert_close(again(tokens[None]), small_model(tokens[None]), rtol=0, atol=0)
