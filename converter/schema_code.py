@@ -10,7 +10,8 @@ the code comes from:
     ($TARN_FLATC, else `flatc` on PATH) when the schema's content changes.
 
 `schema()` returns one namespace holding every generated class, enum and
-builder function (Model, ModelStart, ModelAddDModel, Position, ...).
+builder function (Model, ModelStart, ModelAddDModel, Position, ...), and
+`origin`, the file or directory they were loaded from.
 """
 
 import hashlib
@@ -80,10 +81,10 @@ def _generate() -> Path:
 def _load(directory: Path) -> types.SimpleNamespace:
     onefile = directory / ONEFILE_NAME
     if onefile.is_file():
-        return types.SimpleNamespace(**_public(_import_file("converter._tarn_schema", onefile)))
+        return types.SimpleNamespace(**_public(_import_file("converter._tarn_schema", onefile)), origin=onefile)
     package = directory / "tarn" / "schema"
     if (package / "Model.py").is_file():
-        return _load_package(directory, package)
+        return types.SimpleNamespace(**_load_package(directory, package), origin=package)
     raise ConversionError(
         f"no flatc Python output in {directory} (expected {ONEFILE_NAME} or tarn/schema/Model.py); "
         "generate it with `flatc --python --gen-onefile -o DIR schema/tarn.fbs`"
@@ -99,7 +100,7 @@ def _import_file(name: str, path: Path) -> types.ModuleType:
     return module
 
 
-def _load_package(root: Path, package: Path) -> types.SimpleNamespace:
+def _load_package(root: Path, package: Path) -> dict:
     # Plain `flatc --python` output imports itself as `tarn.schema.X` inside
     # its accessors, so it has to be importable under that name.
     if str(root) not in sys.path:
@@ -116,7 +117,7 @@ def _load_package(root: Path, package: Path) -> types.SimpleNamespace:
         names.update(
             {k: v for k, v in _public(module).items() if k.startswith(path.stem) or k == f"Create{path.stem}"}
         )
-    return types.SimpleNamespace(**names)
+    return names
 
 
 def _public(module: types.ModuleType) -> dict:

@@ -1,0 +1,91 @@
+"""The command line, run as users run it: python3 -m converter ..."""
+
+import json
+
+import numpy as np
+import torch
+
+from converter import read_tarn
+
+from conftest import FAST_TRANSFORMERS_DATA, make_model, run_cli
+
+
+def test_convert_then_inspect(tmp_path, small_config, small_state_dict):
+    checkpoint, out = tmp_path / "model.pt", tmp_path / "model.tarn"
+    torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, checkpoint)
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"{c}\n" for c in [" ", "'"] + [f"t{i}" for i in range(38)]))
+
+    result = run_cli("convert", checkpoint, out, "--dtype", "f16", "--labels", labels, "--meta", "run=42")
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {out}" in result.stdout
+    f = read_tarn(out)
+    assert f.labels[:2] == [" ", "'"] and len(f.labels) == 40
+    assert f.metadata["run"] == "42"
+    assert f.tensors["head.weight"].dtype == np.float16
+
+    result = run_cli("inspect", out)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "schema 1.0" in text
+    for field, value in small_config.to_dict().items():
+        assert f"  {field:<20} {value}" in text, field
+    assert "token_embedding.weight" in text and "f16  40x32" in text
+    assert "layers.0.attention.feature_map.omega" in text
+    assert "weight checksum:" in text and " ok" in text
+    assert "source: " + str(checkpoint) in text
+    assert "labels (40): ' ', \"'\"" in text
+
+
+def test_inspect_reports_a_damaged_file(tmp_path, small_config, small_state_dict):
+    checkpoint, out = tmp_path / "model.pt", tmp_path / "model.tarn"
+    torch.save(small_state_dict, checkpoint)
+    config = json.dumps(small_config.to_dict())
+    assert run_cli("convert", checkpoint, out, "--config", config).returncode == 0  # JSON text works too
+    offset = read_tarn(out).tensor_offsets["layers.0.linear1.weight"]
+    blob = bytearray(out.read_bytes())
+    blob[offset + 3] ^= 0x40
+    out.write_bytes(bytes(blob))
+    result = run_cli("inspect", out)
+    assert result.returncode == 1
+    assert "BAD" in result.stdout
+
+
+def test_errors_are_one_line_without_traceback(tmp_path, small_config, small_state_dict):
+    del small_state_dict["head.bias"]
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"model": small_state_dict, "config": small_config.to_dict()}, checkpoint)
+    result = run_cli("convert", checkpoint, tmp_path / "m.tarn")
+    assert result.returncode == 1
+    assert result.stderr == "error: missing tensors: head.bias\n"
+    assert not (tmp_path / "m.tarn").exists()
+
+    result = run_cli("inspect", tmp_path / "absent.tarn")
+    assert result.returncode == 1 and result.stderr.startswith("error: cannot read")
+    assert "Traceback" not in result.stderr
+
+
+def test_fast_transformers_flags(tmp_path):
+    directory = FAST_TRANSFORMERS_DATA / "causal_relu"
+    if not (directory / "model.pt").is_file():
+        import pytest
+
+        pytest.skip(f"fast-transformers fixture {directory} not present yet")
+    out = tmp_path / "m.tarn"
+    # The fixture's own config.json...
+    result = run_cli("convert", directory / "model.pt", out, "--arch", "fast-transformers", "--config", directory / "config.json")
+    assert result.returncode == 0, result.stderr
+    from_json = read_tarn(out).config
+    # ...and the flags alone give the same model.
+    args = ["--n-heads", "4", "--attention-type", "causal-linear", "--feature-map", "relu", "--activation", "gelu"]
+    result = run_cli("convert", directory / "model.pt", out, "--arch", "fast-transformers", *args)
+    assert result.returncode == 0, result.stderr
+    assert read_tarn(out).config == from_json
+
+
+def test_fast_transformers_flags_need_that_arch(tmp_path, small_config):
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": make_model(small_config).state_dict(), "config": small_config.to_dict()}, checkpoint)
+    result = run_cli("convert", checkpoint, tmp_path / "m.tarn", "--n-heads", "2")
+    assert result.returncode == 1
+    assert result.stderr == "error: --n-heads is for --arch fast-transformers only\n"

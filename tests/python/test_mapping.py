@@ -1,0 +1,179 @@
+"""Name mappings and the shape check: tarn's own names and fast-transformers'."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from converter import ConversionError, convert_file, convert_state_dict, read_tarn
+from converter.architectures import fast_transformers
+from converter.checkpoints import Checkpoint
+from converter.reference import LinearTransformer, ModelConfig
+from converter.shapes import check_tensors
+
+from conftest import FAST_TRANSFORMERS_DATA, make_model
+
+# -- the shape check -----------------------------------------------------------
+
+
+def test_wrong_shape_names_the_tensor_and_both_shapes(tmp_path, small_config, small_state_dict):
+    small_state_dict["layers.1.linear1.weight"] = torch.zeros(48, 31)
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+    assert str(error.value) == "tensor layers.1.linear1.weight: expected shape [48, 32], got [48, 31]"
+
+
+def test_missing_tensors_are_listed(tmp_path, small_config, small_state_dict):
+    del small_state_dict["head.bias"]
+    del small_state_dict["layers.0.attention.feature_map.omega"]
+    with pytest.raises(ConversionError, match=r"^missing tensors: layers\.0\.attention\.feature_map\.omega, head\.bias$"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+
+
+def test_unknown_tensors_are_listed(tmp_path, small_config, small_state_dict):
+    small_state_dict["layers.2.linear1.weight"] = torch.zeros(1)
+    small_state_dict["encoder.extra"] = torch.zeros(1)
+    with pytest.raises(ConversionError, match=r"unknown tensors \(not used by this config\): encoder\.extra, layers\.2\.linear1\.weight"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+
+
+def test_several_problems_are_reported_together(tmp_path, small_config, small_state_dict):
+    del small_state_dict["head.bias"]
+    small_state_dict["norm.weight"] = torch.zeros(32)
+    small_state_dict["head.weight"] = torch.zeros(40, 33)
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+    lines = str(error.value).split("\n")
+    assert lines[0] == "tensors do not match the config:"
+    assert any("missing tensors: head.bias" in line for line in lines)
+    assert any("unknown tensors (not used by this config): norm.weight" in line for line in lines)
+    assert any("tensor head.weight: expected shape [40, 32], got [40, 33]" in line for line in lines)
+
+
+def test_integer_tensor_is_an_error(tmp_path, small_config, small_state_dict):
+    small_state_dict["head.bias"] = torch.zeros(40, dtype=torch.int64)
+    with pytest.raises(ConversionError, match="tensor head.bias: expected a floating-point tensor, got int64"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+
+
+def test_invalid_config_is_a_conversion_error(tmp_path, small_config, small_state_dict):
+    with pytest.raises(ConversionError, match="invalid model config: .*feature_map must be one of"):
+        convert_state_dict(small_state_dict, {**small_config.to_dict(), "feature_map": "softmax"}, tmp_path / "m.tarn")
+    with pytest.raises(ConversionError, match="unknown model config keys"):
+        convert_state_dict(small_state_dict, {**small_config.to_dict(), "heads": 2}, tmp_path / "m.tarn")
+
+
+# -- tarn's own checkpoints ----------------------------------------------------
+
+
+def test_tarn_checkpoint_carrying_its_config(tmp_path, small_config, small_state_dict):
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, checkpoint)
+    result = convert_file(checkpoint, tmp_path / "m.tarn")
+    assert result.config == small_config
+    f = read_tarn(tmp_path / "m.tarn")
+    assert f.metadata["source"] == str(checkpoint) and f.metadata["arch"] == "tarn"
+
+
+def test_tarn_checkpoint_without_config_needs_one(tmp_path, small_config, small_state_dict):
+    checkpoint = tmp_path / "model.pt"
+    torch.save(small_state_dict, checkpoint)
+    with pytest.raises(ConversionError, match="carries no `config`; pass --config"):
+        convert_file(checkpoint, tmp_path / "m.tarn")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(small_config.to_dict()))
+    assert convert_file(checkpoint, tmp_path / "m.tarn", config=config).config == small_config
+
+
+# -- fast-transformers ---------------------------------------------------------
+
+FT_CASES = ["causal_linear", "causal_relu", "causal_favor", "causal_favor_stabilize", "linear"]
+
+
+def _fast_transformers_names(state_dict: dict) -> dict:
+    return {k.replace(".attention.feature_map.", ".attention.inner_attention.feature_map."): v for k, v in state_dict.items()}
+
+
+def test_fast_transformers_mapping_without_fixtures(tmp_path):
+    """A fast-transformers-named state dict made from a reference model with
+    fast-transformers' shape (frames of d_model, no projection, no head)."""
+    config = ModelConfig(
+        d_model=32, num_layers=2, num_heads=4, d_key=6, d_value=8, d_ff=40, input_kind="frames", input_dim=32,
+        input_projection=False, feature_map="favor+", feature_dim=12, favor_softmax_temp=0.3, final_norm=True,
+    )
+    model = make_model(config)
+    checkpoint = tmp_path / "ft.pt"
+    torch.save(_fast_transformers_names(model.state_dict()), checkpoint)
+    ft_config = {"n_heads": 4, "attention_type": "causal-linear", "feature_map": {"name": "favor", "softmax_temp": 0.3}}
+    result = convert_file(checkpoint, tmp_path / "m.tarn", arch="fast-transformers", config=ft_config)
+    assert result.config == config  # everything else read from the tensors
+    f = read_tarn(tmp_path / "m.tarn")
+    for name, tensor in model.state_dict().items():
+        np.testing.assert_array_equal(f.tensors[name], tensor.numpy())
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"n_heads": None}, "needs n_heads"),
+        ({"attention_type": "full"}, "attention_type must be one of"),
+        ({"causal": False}, "contradicts attention_type"),
+        ({"d_model": 30}, "d_model = 30, but n_heads \\* value_dimensions = 64"),
+        ({"feature_map": {"name": "elu+1", "stabilize": True}}, "apply to the favor feature map only"),
+        ({"activaton": "gelu"}, "unknown fast-transformers config keys \\['activaton'\\]"),
+        ({"n_heads": 3}, "64 rows do not split into n_heads = 3 heads"),
+        ({"n_layers": 3}, "missing tensors: layers.2.attention"),
+    ],
+)
+def test_fast_transformers_config_errors(change, message):
+    config = {"n_heads": 4, "attention_type": "causal-linear", "feature_map": {"name": "elu+1"}, "d_model": 64}
+    config.update(change)
+    config = {k: v for k, v in config.items() if v is not None}
+    model = make_model(
+        ModelConfig(
+            d_model=64, num_layers=2, num_heads=4, d_key=16, d_value=16, d_ff=128, input_kind="frames",
+            input_dim=64, input_projection=False, final_norm=True,
+        )
+    )
+    checkpoint = Checkpoint({k: v.numpy() for k, v in model.state_dict().items()})
+    with pytest.raises(ConversionError, match=message):
+        model_config, tensors = fast_transformers.map_checkpoint(checkpoint, config)
+        check_tensors(tensors, model_config)
+
+
+def _fixture(case):
+    directory = FAST_TRANSFORMERS_DATA / case
+    if not (directory / "model.pt").is_file():
+        pytest.skip(f"fast-transformers fixture {directory} not present yet")
+    return directory
+
+
+@pytest.mark.parametrize("case", FT_CASES)
+def test_fast_transformers_fixtures(tmp_path, case):
+    """The converted fixture, run by the reference model, reproduces what
+    fast-transformers itself computed: outputs and final states."""
+    directory = _fixture(case)
+    ft = json.loads((directory / "config.json").read_text())
+    out = tmp_path / "m.tarn"
+    convert_file(directory / "model.pt", out, arch="fast-transformers", config=directory / "config.json")
+    f = read_tarn(out)
+    c = f.config
+    assert (c.num_layers, c.num_heads, c.d_key, c.d_value, c.d_ff) == (
+        ft["n_layers"], ft["n_heads"], ft["query_dimensions"], ft["value_dimensions"], ft["feed_forward_dimensions"]
+    )
+    assert (c.input_kind, c.input_dim, c.input_projection, c.position, c.output_dim) == ("frames", ft["d_model"], False, "none", 0)
+    assert c.feature_dim == ft["feature_map"]["feature_dim"]
+
+    model = LinearTransformer(c).eval()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in f.tensors.items()})
+    inputs = torch.from_numpy(np.load(directory / "input.npy"))
+    expected = np.load(directory / "output.npy")
+    if c.attention == "causal":
+        output, state = model.run_recurrent(inputs)
+        np.testing.assert_allclose(state["S"][:, 0].numpy(), np.load(directory / "state_S.npy"), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(state["z"][:, 0].numpy(), np.load(directory / "state_z.npy"), rtol=1e-5, atol=1e-5)
+    else:
+        with torch.no_grad():
+            output = model(inputs[None])[0]
+    np.testing.assert_allclose(output.numpy(), expected, rtol=0, atol=1e-5)
