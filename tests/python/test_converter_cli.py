@@ -7,7 +7,7 @@ import torch
 
 from converter import read_tarn
 
-from conftest import FAST_TRANSFORMERS_DATA, make_model, run_cli
+from converter_testing import FAST_TRANSFORMERS_DATA, make_model, run_cli
 
 
 def test_convert_then_inspect(tmp_path, small_config, small_state_dict):

@@ -11,7 +11,7 @@ import torch
 import converter.schema_code as schema_code
 from converter import ConversionError, read_tarn
 
-from conftest import REPO_ROOT
+from converter_testing import REPO_ROOT
 
 needs_flatc = pytest.mark.skipif(shutil.which("flatc") is None, reason="flatc not installed")
 

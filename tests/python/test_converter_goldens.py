@@ -8,7 +8,7 @@ import torch
 
 from converter import goldens, read_tarn
 
-from conftest import run_cli
+from converter_testing import run_cli
 
 
 @pytest.mark.parametrize("case", sorted(goldens.CASES))

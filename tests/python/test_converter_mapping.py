@@ -12,7 +12,7 @@ from converter.checkpoints import Checkpoint
 from converter.reference import LinearTransformer, ModelConfig
 from converter.shapes import check_tensors
 
-from conftest import FAST_TRANSFORMERS_DATA, make_model
+from converter_testing import FAST_TRANSFORMERS_DATA, make_model
 
 # -- the shape check -----------------------------------------------------------
 

@@ -13,7 +13,7 @@ from converter.fields import model_fields
 from converter.reference import LinearTransformer
 from converter.shapes import expected_shapes
 
-from conftest import CONFIGS, make_model
+from converter_testing import CONFIGS, make_model
 
 AUDIO = dict(
     sample_rate=16000,

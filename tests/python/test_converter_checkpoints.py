@@ -15,7 +15,7 @@ import torch
 import converter.checkpoints as checkpoints
 from converter import ConversionError, load_checkpoint, read_safetensors
 
-from conftest import REPO_ROOT, write_safetensors
+from converter_testing import REPO_ROOT, write_safetensors
 
 
 def assert_same_tensors(loaded: dict, state_dict: dict):
