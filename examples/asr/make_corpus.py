@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Synthesises the speech corpus of the ASR example (no corpus can be downloaded).
+
+Utterances are 1-8 words drawn from a 40-word vocabulary, spoken by espeak-ng
+(English accents x voice variants, speed, pitch, word gap) and flite (voices
+kal16, awb, rms, with speed, pitch and a sox pitch shift for variety), written
+as 16 kHz mono 16-bit WAV. Gain and noise augmentation happen at training time
+(train.py), so every file here is the clean synthesiser output.
+
+Splits (column `split` of manifest.tsv):
+  train         training voices only;
+  dev           training voices, word sequences not in train (progress check);
+  eval_espeak   held-out espeak-ng variants m3 m8 f2 f5 klatt2 klatt4 john
+                belinda, word sequences not in train;
+  eval_slt      held-out flite voice slt, word sequences not in train.
+No held-out voice is used for train or dev. Every variant name is checked
+against espeak-ng's voice files and by synthesis (espeak-ng silently falls back
+to its default voice on an unknown variant), every flite voice against
+`flite -lv`.
+
+Usage: make_corpus.py [--out /work/data/asr] [--train 12000] [--jobs 2]
+Writes OUT/wav/<split>/<n>.wav and OUT/manifest.tsv (header: path, transcript,
+voice, split, settings; paths relative to OUT).
+"""
+
+import argparse
+import hashlib
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+import time
+
+VOCABULARY = (
+    "zero one two three four five six seven eight nine yes no up down left right "
+    "on off stop go hello world open close play pause next back call home light "
+    "music turn the please what time is it's don't"
+).split()
+assert len(VOCABULARY) == 40
+
+ESPEAK_LANGUAGES = (
+    "en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-gb-x-gbclan",
+    "en-gb-x-gbcwmd", "en-029", "en-us-nyc",
+)
+ESPEAK_HELD_OUT = ("m3", "m8", "f2", "f5", "klatt2", "klatt4", "john", "belinda")
+# Every other variant except those that are not ordinary speech (whispering,
+# the "demonic" effect, the speed test) and one whose name holds a space.
+ESPEAK_EXCLUDED = ("whisper", "whisperf", "Demonic", "fast", "Mr serious")
+FLITE_TRAIN = ("kal16", "awb", "rms")
+FLITE_HELD_OUT = ("slt",)
+FLITE_PITCH_VOICES = ("kal16", "awb")  # rms ignores int_f0_target_mean
+
+SAMPLE_RATE = 16000
+CHECK_TEXT = "hello world"
+
+
+def espeak_data_dir():
+    out = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout
+    # "eSpeak NG text-to-speech: 1.51  Data at: /usr/lib/.../espeak-ng-data"
+    return out.split("Data at:")[1].strip()
+
+
+def espeak_raw(voice, text, speed=175, pitch=50, gap=0):
+    cmd = ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-g", str(gap), "--stdout", text]
+    return subprocess.run(cmd, capture_output=True, check=True).stdout
+
+
+def espeak_variants():
+    """All variant names (file names under voices/!v), each verified to load."""
+    directory = os.path.join(espeak_data_dir(), "voices", "!v")
+    names = sorted(os.listdir(directory))
+    listed = subprocess.run(["espeak-ng", "--voices=variant"], capture_output=True, text=True).stdout
+    listed_files = {token for line in listed.splitlines() for token in line.split() if token.startswith("!v/")}
+    fallback = {
+        hashlib.sha1(espeak_raw("en-us", CHECK_TEXT)).hexdigest(),
+        hashlib.sha1(espeak_raw("en-us+no_such_variant_xyz", CHECK_TEXT)).hexdigest(),
+    }
+    verified = []
+    for name in names:
+        if " " in name:
+            continue
+        digest = hashlib.sha1(espeak_raw("en-us+" + name, CHECK_TEXT)).hexdigest()
+        if "!v/" + name not in listed_files or digest in fallback:
+            print(f"variant {name!r}: not listed or sounds like the default voice; skipped", file=sys.stderr)
+            continue
+        verified.append(name)
+    missing = [v for v in ESPEAK_HELD_OUT if v not in verified]
+    if missing:
+        sys.exit(f"held-out espeak-ng variants missing or falling back to the default: {missing}")
+    return verified
+
+
+def check_espeak_languages():
+    listed = subprocess.run(["espeak-ng", "--voices=en"], capture_output=True, text=True).stdout
+    languages = {line.split()[1] for line in listed.splitlines()[1:] if line.strip()}
+    missing = [lang for lang in ESPEAK_LANGUAGES if lang not in languages]
+    if missing:
+        sys.exit(f"espeak-ng languages missing: {missing}")
+
+
+def check_flite_voices():
+    listed = subprocess.run(["flite", "-lv"], capture_output=True, text=True).stdout
+    voices = listed.split(":", 1)[1].split()
+    missing = [v for v in FLITE_TRAIN + FLITE_HELD_OUT if v not in voices]
+    if missing:
+        sys.exit(f"flite voices missing: {missing} (flite -lv: {voices})")
+
+
+# -- utterance specifications ---------------------------------------------------
+
+
+def random_words(rng, min_words=1):
+    return " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(min_words, 8)))
+
+
+def espeak_spec(rng, variants):
+    voice = f"{rng.choice(ESPEAK_LANGUAGES)}+{rng.choice(variants)}"
+    return {
+        "engine": "espeak-ng",
+        "voice": voice,
+        "speed": rng.randint(130, 200),
+        "pitch": rng.randint(20, 80),
+        "gap": rng.choice((0, 0, 1, 2, 3, 5, 8)),
+    }
+
+
+def flite_spec(rng, voices, shift=True):
+    voice = rng.choice(voices)
+    spec = {"engine": "flite", "voice": voice, "stretch": round(rng.uniform(0.8, 1.25), 3), "f0": 0, "cents": 0}
+    if voice in FLITE_PITCH_VOICES:
+        spec["f0"] = rng.randint(90, 180)
+    if shift and rng.random() < 0.4:  # raise pitch and formants: a higher, smaller voice
+        spec["cents"] = rng.randint(150, 500)
+    return spec
+
+
+def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants):
+    rng = random.Random(seed)
+    items = []
+    seen = set()
+    for _ in range(n_train):
+        words = random_words(rng)
+        seen.add(words)
+        spec = espeak_spec(rng, train_variants) if rng.random() < 0.75 else flite_spec(rng, FLITE_TRAIN)
+        items.append(("train", words, spec))
+
+    def unseen_words():
+        while True:
+            words = random_words(rng, min_words=2)
+            if words not in seen:
+                seen.add(words)  # also unique across the held-out sets
+                return words
+
+    for _ in range(n_dev):
+        spec = espeak_spec(rng, train_variants) if rng.random() < 0.75 else flite_spec(rng, FLITE_TRAIN)
+        items.append(("dev", unseen_words(), spec))
+    for i in range(n_eval_espeak):
+        spec = espeak_spec(rng, [ESPEAK_HELD_OUT[i % len(ESPEAK_HELD_OUT)]])
+        items.append(("eval_espeak", unseen_words(), spec))
+    for _ in range(n_eval_slt):
+        spec = flite_spec(rng, FLITE_HELD_OUT, shift=False)
+        spec["stretch"] = round(rng.uniform(0.9, 1.15), 3)
+        items.append(("eval_slt", unseen_words(), spec))
+    return items
+
+
+# -- synthesis ----------------------------------------------------------------------
+
+SOX_OUT = ["-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", "-e", "signed-integer"]
+
+
+def synthesise(job):
+    path, words, spec = job
+    if spec["engine"] == "espeak-ng":
+        wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
+        subprocess.run(["sox", "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
+    else:
+        cmd = ["flite", "-voice", spec["voice"], "--setf", f"duration_stretch={spec['stretch']}"]
+        if spec["f0"]:
+            cmd += ["--setf", f"int_f0_target_mean={spec['f0']}"]
+        raw = path + ".flite.wav"
+        subprocess.run(cmd + ["-t", words, "-o", raw], check=True, capture_output=True)
+        effects = ["pitch", str(spec["cents"])] if spec["cents"] else []
+        subprocess.run(["sox", raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
+        os.remove(raw)
+    return path
+
+
+def settings_text(spec):
+    return " ".join(f"{k}={v}" for k, v in spec.items() if k not in ("engine", "voice"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="/work/data/asr")
+    parser.add_argument("--train", type=int, default=12000)
+    parser.add_argument("--dev", type=int, default=200)
+    parser.add_argument("--eval-espeak", type=int, default=400)
+    parser.add_argument("--eval-slt", type=int, default=150)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+
+    check_espeak_languages()
+    check_flite_voices()
+    variants = espeak_variants()
+    train_variants = [v for v in variants if v not in ESPEAK_HELD_OUT and v not in ESPEAK_EXCLUDED]
+    print(f"espeak-ng: {len(ESPEAK_LANGUAGES)} languages; {len(train_variants)} training variants: "
+          f"{' '.join(train_variants)}")
+    print(f"espeak-ng held out: {' '.join(ESPEAK_HELD_OUT)}; flite train: {' '.join(FLITE_TRAIN)}; "
+          f"flite held out: {' '.join(FLITE_HELD_OUT)}")
+
+    items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants)
+    jobs, rows = [], []
+    for split in ("train", "dev", "eval_espeak", "eval_slt"):
+        os.makedirs(os.path.join(args.out, "wav", split), exist_ok=True)
+    for n, (split, words, spec) in enumerate(items):
+        relative = os.path.join("wav", split, f"{n:06d}.wav")
+        jobs.append((os.path.join(args.out, relative), words, spec))
+        rows.append((relative, words, f"{spec['engine']}/{spec['voice']}", split, settings_text(spec)))
+
+    start = time.time()
+    with multiprocessing.Pool(args.jobs) as pool:
+        for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):
+            if (i + 1) % 1000 == 0:
+                print(f"{i + 1}/{len(jobs)} utterances, {time.time() - start:.0f} s", flush=True)
+    with open(os.path.join(args.out, "manifest.tsv"), "w") as f:
+        f.write("path\ttranscript\tvoice\tsplit\tsettings\n")
+        for row in rows:
+            f.write("\t".join(row) + "\n")
+    counts = {s: sum(1 for r in rows if r[3] == s) for s in ("train", "dev", "eval_espeak", "eval_slt")}
+    print(f"wrote {len(rows)} utterances {counts} to {args.out} in {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
