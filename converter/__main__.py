@@ -35,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     convert = commands.add_parser("convert", help="convert a checkpoint to a .tarn file")
     convert.add_argument("checkpoint", help=".pt, .pth, .ckpt, .bin or .safetensors")
     convert.add_argument("out", help="the .tarn file to write")
-    convert.add_argument("--arch", choices=sorted(ARCHITECTURES), default="tarn", help="naming of the checkpoint (default tarn)")
+    convert.add_argument(
+        "--arch", choices=sorted(ARCHITECTURES), default="tarn", help="naming of the checkpoint (default tarn)"
+    )
     convert.add_argument("--config", help="model config: a JSON file or JSON text")
     convert.add_argument("--dtype", choices=DTYPES, default="f32", help="f16 stores matrices and embeddings in f16")
     convert.add_argument("--labels", help="output labels: one per line, or a .json list")

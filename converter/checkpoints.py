@@ -47,7 +47,7 @@ def load_checkpoint(path) -> Checkpoint:
     if suffix == SAFETENSORS_SUFFIX:
         tensors, metadata = read_safetensors(path)
         config = None
-        if "config" in metadata:  # tarn's training scripts store it there
+        if "config" in metadata:  # where a torch-free training script can keep its ModelConfig
             try:
                 config = json.loads(metadata["config"])
             except ValueError as e:
@@ -163,7 +163,8 @@ def _rebuild_tensor(storage, offset, size, stride, *unused):
     after checking that every element it reaches lies inside the storage."""
     size, stride = tuple(size), tuple(stride)
     ints = (offset,) + size + stride
-    if not isinstance(storage, np.ndarray) or len(size) != len(stride) or not all(isinstance(v, int) and v >= 0 for v in ints):
+    well_formed = isinstance(storage, np.ndarray) and len(size) == len(stride)
+    if not well_formed or not all(isinstance(v, int) and v >= 0 for v in ints):
         raise pickle.UnpicklingError("malformed tensor record")
     if 0 in size:
         return np.zeros(size, dtype=storage.dtype)
@@ -322,7 +323,9 @@ def _safetensors_tensor(path, name, entry, body) -> Tuple[np.ndarray, Tuple[int,
         or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
         or not 0 <= offsets[0] <= offsets[1] <= len(body)
     ):
-        raise ConversionError(f"{where}: data_offsets {offsets!r} must be [begin, end] within the {len(body)}-byte data section")
+        raise ConversionError(
+            f"{where}: data_offsets {offsets!r} must be [begin, end] within the {len(body)}-byte data section"
+        )
     stored, itemsize = _SAFETENSORS_DTYPES[dtype]
     count = math.prod(shape)
     begin, end = offsets

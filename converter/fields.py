@@ -55,8 +55,9 @@ def camel(name: str) -> str:
 def model_fields():
     """(name, kind) for every ModelConfig field, kind one of uint, float,
     bool, enum, from the dataclass's own annotations."""
-    kinds = {int: "uint", float: "float", bool: "bool", str: "enum", "int": "uint", "float": "float", "bool": "bool", "str": "enum"}
-    return [(f.name, kinds[f.type]) for f in dataclasses.fields(ModelConfig)]
+    kinds = {"int": "uint", "float": "float", "bool": "bool", "str": "enum"}
+    # f.type is the class, or its name under postponed annotations.
+    return [(f.name, kinds[getattr(f.type, "__name__", f.type)]) for f in dataclasses.fields(ModelConfig)]
 
 
 def enum_value(schema, field: str, value: str) -> int:

@@ -45,12 +45,23 @@ class Case:
 
 def _small_tokens(**overrides) -> ModelConfig:
     """The small token model the feature-map cases vary."""
-    fields = dict(d_model=32, num_layers=2, num_heads=2, d_key=16, d_value=16, d_ff=64, vocab_size=64, output_dim=64, position="sinusoidal")
+    fields = dict(d_model=32, num_layers=2, num_heads=2, d_key=16, d_value=16, d_ff=64)
+    fields.update(vocab_size=64, output_dim=64, position="sinusoidal")
     fields.update(overrides)
     return ModelConfig(**fields)
 
 
-_LARGE = dict(d_model=128, num_layers=4, num_heads=4, d_key=32, d_value=32, d_ff=512, position="sinusoidal", norm_placement="post", activation="relu")
+_LARGE = dict(
+    d_model=128,
+    num_layers=4,
+    num_heads=4,
+    d_key=32,
+    d_value=32,
+    d_ff=512,
+    position="sinusoidal",
+    norm_placement="post",
+    activation="relu",
+)
 
 # CTC labels of the speech case: blank, space, a-z, apostrophe.
 _SPEECH_LABELS = ["<blank>", " "] + list(string.ascii_lowercase) + ["'"]
@@ -180,9 +191,8 @@ def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dt
         audio=spec.audio,
         metadata={"source": f"converter.goldens case {case}, seed {seed}"},
     )
-    (out / "case.json").write_text(
-        json.dumps({"case": case, "length": length, "seed": seed, "dtype": dtype, "config": config.to_dict()}, indent=2) + "\n"
-    )
+    summary = {"case": case, "length": length, "seed": seed, "dtype": dtype, "config": config.to_dict()}
+    (out / "case.json").write_text(json.dumps(summary, indent=2) + "\n")
     return out
 
 

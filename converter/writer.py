@@ -99,9 +99,10 @@ def _now() -> str:
 def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta):
     s = schema()
     raw = [array.tobytes() for array in stored.values()]
-    if sum(len(r) for r in raw) > MAX_FILE_BYTES:
-        raise ConversionError(f"the weights take {sum(len(r) for r in raw)} bytes; a .tarn file holds at most {MAX_FILE_BYTES}")
-    b = flatbuffers.Builder(sum(len(r) for r in raw) + ALIGNMENT * (len(raw) + 1) + 65536)
+    weight_bytes = sum(len(r) for r in raw)
+    if weight_bytes > MAX_FILE_BYTES:
+        raise ConversionError(f"the weights take {weight_bytes} bytes; a .tarn file holds at most {MAX_FILE_BYTES}")
+    b = flatbuffers.Builder(weight_bytes + ALIGNMENT * (len(raw) + 1) + 65536)
 
     # Written back to front, so the last buffer goes first: buffers then lie
     # in the file in index order, as a reader streaming them would like.

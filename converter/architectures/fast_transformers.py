@@ -48,7 +48,18 @@ MODEL_KEYS = {
     "stabilize",
 }
 # Keys that describe where the checkpoint came from or how it was trained.
-PROVENANCE_KEYS = {"source", "fast_transformers_commit", "torch_version", "builder", "recurrent_builder", "dropout", "seed", "T", "files", "state_dict"}
+PROVENANCE_KEYS = {
+    "source",
+    "fast_transformers_commit",
+    "torch_version",
+    "builder",
+    "recurrent_builder",
+    "dropout",  # inference has none
+    "seed",
+    "T",
+    "files",
+    "state_dict",
+}
 FEATURE_MAP_KEYS = {"name", "feature_dim", "n_dims", "omega_shape", "softmax_temp", "stabilize"}
 # How omega was drawn and when fast-transformers redraws it: the stored omega
 # is what converts, so these do not matter here.
@@ -93,7 +104,7 @@ def model_config(config: dict, tensors: dict):
         if key in config:
             return config[key]
         if tensor not in tensors:
-            raise ConversionError(f"cannot read {key} from the checkpoint: it has no tensor {tensor}; give {key} in the config")
+            raise ConversionError(f"cannot read {key} from the checkpoint (it has no {tensor}): give {key} in the config")
         n = tensors[tensor].shape[axis]
         if per_head and n % heads:
             raise ConversionError(f"tensor {tensor}: {n} rows do not split into n_heads = {heads} heads")
@@ -148,7 +159,9 @@ def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
         if favor_only:
             raise ConversionError(f"{favor_only} apply to the favor feature map only, not {spec['name']!r}")
         if spec.get("feature_dim", d_key) != d_key:
-            raise ConversionError(f"feature_dim = {spec['feature_dim']}, but {spec['name']} has one feature per query dimension ({d_key})")
+            raise ConversionError(
+                f"feature_dim = {spec['feature_dim']}, but {spec['name']} has one feature per query dimension ({d_key})"
+            )
         return {"feature_map": kind}
 
     omega = "layers.0.attention.feature_map.omega"
@@ -162,8 +175,9 @@ def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
         n_dims = d_key  # the builder's default
     if spec.get("feature_dim", n_dims) != n_dims:
         raise ConversionError(f"favor feature_dim = {spec['feature_dim']} but n_dims = {n_dims}")
-    if "omega_shape" in spec and list(spec["omega_shape"]) != [d_key, n_dims // 2]:
-        raise ConversionError(f"favor omega_shape {spec['omega_shape']} is not [query_dimensions, n_dims/2] = {[d_key, n_dims // 2]}")
+    expected = [d_key, n_dims // 2]
+    if "omega_shape" in spec and list(spec["omega_shape"]) != expected:
+        raise ConversionError(f"favor omega_shape {spec['omega_shape']} is not [query_dimensions, n_dims/2] = {expected}")
     temp = spec.get("softmax_temp")
     return {
         "feature_map": kind,
