@@ -8,6 +8,7 @@
 
 #include "npy.h"
 #include "tarn/tarn.hpp"
+#include "transcribe.h"
 
 namespace tarn::cli {
 namespace {
@@ -168,8 +169,11 @@ int main(int argc, char** argv) {
   run->add_option("--threads", threads, "threads for the dense layers")
       ->check(CLI::Range(1, 256));
 
+  CLI::App* transcribe = tarn::cli::AddTranscribe(&app);
+
   CLI11_PARSE(app, argc, argv);
   if (*info) return tarn::cli::Info(model_path);
+  if (*transcribe) return tarn::cli::RunTranscribe();
   return tarn::cli::Run(model_path, input_path, output_path, state_dir,
                         threads);
 }

@@ -1,0 +1,434 @@
+// `tarn transcribe MODEL AUDIO`: streams AUDIO through a Recognizer in chunks
+// of --chunk-ms, as a live source would arrive.
+//
+// AUDIO is a file libsndfile reads (WAV, FLAC, ...: integer PCM or float),
+// or `-` for raw 16-bit little-endian mono PCM on stdin at the model's rate.
+// A file at another sample rate is refused (the message names both rates
+// and a sox command that converts); a file with several channels is
+// downmixed to their mean. Partial hypotheses go to stderr as they change;
+// stdout gets the whole transcript alone on its last line (or, with --json,
+// one JSON object). With --utterances, stdout instead gets each utterance on
+// its own line as soon as its endpoint is detected, and nothing accumulates:
+// the mode for endless streams.
+
+#include "transcribe.h"
+
+#include <sndfile.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tarn/recognizer.hpp"
+#include "tarn/tarn.hpp"
+
+namespace tarn::cli {
+namespace {
+
+struct TranscribeOptions {
+  std::string model_path;
+  std::string audio_path;
+  int chunk_ms = 100;
+  int beam = -1;  // -1: greedy, or 8 with a word list
+  std::string words_path;
+  bool json = false;
+  bool stats = false;
+  bool quiet = false;
+  bool utterances = false;
+  int endpoint_ms = 500;
+  int max_utterance_ms = 30000;
+  int threads = 1;
+};
+
+TranscribeOptions& Options() {
+  static TranscribeOptions options;
+  return options;
+}
+
+constexpr int kDefaultWordListBeam = 8;
+
+int Fail(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return 1;
+}
+
+// A source of mono float samples.
+class AudioSource {
+ public:
+  virtual ~AudioSource() = default;
+  // Reads up to `max` samples; *count 0 at the end. Returns an error message,
+  // empty on success.
+  virtual std::string Read(float* samples, size_t max, size_t* count) = 0;
+};
+
+// Raw 16-bit little-endian mono PCM on stdin.
+class StdinSource final : public AudioSource {
+ public:
+  std::string Read(float* samples, size_t max, size_t* count) override {
+    bytes_.resize(2 * max);
+    size_t got = carry_ ? 1 : 0;
+    if (carry_) bytes_[0] = carry_byte_;
+    carry_ = false;
+    while (got < 2 * max) {
+      const size_t n = std::fread(bytes_.data() + got, 1, 2 * max - got, stdin);
+      if (n == 0) break;
+      got += n;
+    }
+    if (std::ferror(stdin)) return "reading stdin failed";
+    if (got % 2 != 0) {
+      if (std::feof(stdin)) {
+        std::cerr << "warning: stdin ended in the middle of a 16-bit sample; "
+                     "its last byte was ignored\n";
+      } else {
+        carry_ = true;
+        carry_byte_ = bytes_[got - 1];
+      }
+      --got;
+    }
+    for (size_t i = 0; i < got / 2; ++i) {
+      const int16_t value =
+          static_cast<int16_t>(static_cast<uint16_t>(bytes_[2 * i]) |
+                               static_cast<uint16_t>(bytes_[2 * i + 1]) << 8);
+      samples[i] = value * (1.0f / 32768.0f);
+    }
+    *count = got / 2;
+    return "";
+  }
+
+ private:
+  std::vector<unsigned char> bytes_;
+  bool carry_ = false;
+  unsigned char carry_byte_ = 0;
+};
+
+// A file through libsndfile, downmixed to mono.
+class FileSource final : public AudioSource {
+ public:
+  ~FileSource() override {
+    if (file_ != nullptr) sf_close(file_);
+  }
+
+  std::string Open(const std::string& path, uint32_t sample_rate, bool quiet);
+
+  std::string Read(float* samples, size_t max, size_t* count) override {
+    const size_t channels = static_cast<size_t>(info_.channels);
+    interleaved_.resize(max * channels);
+    const sf_count_t got = sf_readf_float(file_, interleaved_.data(),
+                                          static_cast<sf_count_t>(max));
+    if (got < 0 || sf_error(file_) != SF_ERR_NO_ERROR) {
+      return path_ + ": reading failed: " + sf_strerror(file_);
+    }
+    for (sf_count_t i = 0; i < got; ++i) {
+      float sum = 0;
+      for (size_t c = 0; c < channels; ++c)
+        sum += interleaved_[i * channels + c];
+      samples[i] = channels == 1 ? sum : sum / static_cast<float>(channels);
+    }
+    *count = static_cast<size_t>(got);
+    return "";
+  }
+
+ private:
+  std::string path_;
+  SNDFILE* file_ = nullptr;
+  SF_INFO info_{};
+  std::vector<float> interleaved_;
+};
+
+std::string FormatName(int format, int mask) {
+  SF_FORMAT_INFO info{};
+  info.format = format & mask;
+  if (sf_command(nullptr, SFC_GET_FORMAT_INFO, &info, sizeof(info)) == 0 &&
+      info.name != nullptr) {
+    return info.name;
+  }
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "0x%04x", format & mask);
+  return std::string("format ") + hex;
+}
+
+// libsndfile reads a WAV file whose data chunk is cut short without an
+// error, noting "data : <declared> (should be <present>)" in its log.
+std::string TruncationMessage(SNDFILE* file, const std::string& path) {
+  std::vector<char> log(16384, '\0');
+  sf_command(file, SFC_GET_LOG_INFO, log.data(), static_cast<int>(log.size()));
+  const std::string text(log.data());
+  size_t at = text.find("\ndata : ");
+  if (at == std::string::npos) return "";
+  const size_t line_end = text.find('\n', at + 1);
+  const std::string line = text.substr(at + 1, line_end - at - 1);
+  unsigned long long declared = 0, present = 0;
+  if (std::sscanf(line.c_str(), "data : %llu (should be %llu)", &declared,
+                  &present) != 2) {
+    return "";
+  }
+  // Writers that stream a WAV out leave a placeholder size (0 or ~0).
+  if (declared <= present || declared >= 0xFFFFFFF0ull) return "";
+  return path + ": the file is truncated: its data chunk declares " +
+         std::to_string(declared) + " bytes of audio but only " +
+         std::to_string(present) + " are present";
+}
+
+std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
+                             bool quiet) {
+  path_ = path;
+  file_ = sf_open(path.c_str(), SFM_READ, &info_);
+  if (file_ == nullptr) {
+    return path + ": cannot read it as audio: " + sf_strerror(nullptr);
+  }
+  const int subtype = info_.format & SF_FORMAT_SUBMASK;
+  switch (subtype) {
+    case SF_FORMAT_PCM_S8:
+    case SF_FORMAT_PCM_U8:
+    case SF_FORMAT_PCM_16:
+    case SF_FORMAT_PCM_24:
+    case SF_FORMAT_PCM_32:
+    case SF_FORMAT_FLOAT:
+    case SF_FORMAT_DOUBLE:
+      break;
+    default:
+      return path + ": its encoding (" +
+             FormatName(info_.format, SF_FORMAT_SUBMASK) + " in " +
+             FormatName(info_.format, SF_FORMAT_TYPEMASK) +
+             ") is not supported; use linear PCM (8, 16, 24 or 32-bit) or "
+             "float samples, e.g. sox IN -e signed-integer -b 16 OUT.wav";
+  }
+  const std::string truncated = TruncationMessage(file_, path);
+  if (!truncated.empty()) return truncated;
+  if (info_.channels < 1) return path + ": it has no channels";
+  if (static_cast<uint32_t>(info_.samplerate) != sample_rate) {
+    return path + " is sampled at " + std::to_string(info_.samplerate) +
+           " Hz, but the model expects " + std::to_string(sample_rate) +
+           " Hz; resample it first, e.g. sox " + path + " -r " +
+           std::to_string(sample_rate) + " OUT.wav";
+  }
+  if (info_.channels > 1 && !quiet) {
+    std::cerr << "note: " << path << " has " << info_.channels
+              << " channels; transcribing their mean\n";
+  }
+  return "";
+}
+
+std::vector<std::string> ReadWords(const std::string& path,
+                                   std::string* error) {
+  std::ifstream in(path);
+  std::vector<std::string> words;
+  if (!in) {
+    *error = "cannot read the word list " + path;
+    return words;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos) continue;
+    const size_t end = line.find_last_not_of(" \t\r");
+    words.push_back(line.substr(begin, end - begin + 1));
+  }
+  if (words.empty()) *error = "the word list " + path + " holds no words";
+  return words;
+}
+
+double Round3(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
+nlohmann::json WordsJson(const std::vector<RecognizedWord>& words) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const RecognizedWord& w : words) {
+    list.push_back(
+        {{"word", w.word}, {"start", Round3(w.start)}, {"end", Round3(w.end)}});
+  }
+  return list;
+}
+
+}  // namespace
+
+CLI::App* AddTranscribe(CLI::App* app) {
+  TranscribeOptions& o = Options();
+  CLI::App* command = app->add_subcommand(
+      "transcribe",
+      "Recognise speech in an audio file, or raw PCM on stdin, streaming");
+  command->add_option("model", o.model_path, "a speech .tarn model")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("audio", o.audio_path,
+                   "a WAV/FLAC/... file at the model's sample rate, or - for "
+                   "raw 16-bit little-endian mono PCM on stdin")
+      ->required();
+  command
+      ->add_option("--chunk-ms", o.chunk_ms,
+                   "audio fed per call, in milliseconds")
+      ->check(CLI::Range(10, 100))
+      ->capture_default_str();
+  command
+      ->add_option("--beam", o.beam,
+                   "prefix beam search of this width (0 or 1: greedy; "
+                   "default greedy, or 8 with --words)")
+      ->check(CLI::Range(0, static_cast<int>(kMaxCtcBeamWidth)));
+  command
+      ->add_option("--words", o.words_path,
+                   "a word list, one word per line: the beam search only "
+                   "forms these words")
+      ->check(CLI::ExistingFile);
+  command->add_flag("--json", o.json,
+                    "print a JSON object (text, words with start/end "
+                    "seconds) instead of the plain transcript");
+  command->add_flag("--stats", o.stats,
+                    "print the real-time factor and per-step latency to "
+                    "stderr");
+  command->add_flag("-q,--quiet", o.quiet, "no partial hypotheses on stderr");
+  command->add_flag("--utterances", o.utterances,
+                    "print each utterance to stdout as its endpoint is "
+                    "detected (one line, or one JSON object, each), keeping "
+                    "nothing: for endless streams");
+  command
+      ->add_option("--endpoint-ms", o.endpoint_ms,
+                   "silence after speech that ends an utterance (0: never)")
+      ->check(CLI::Range(0, 600000))
+      ->capture_default_str();
+  command
+      ->add_option("--max-utterance-ms", o.max_utterance_ms,
+                   "longest utterance before a forced endpoint (0: none)")
+      ->check(CLI::Range(0, 3600000))
+      ->capture_default_str();
+  command->add_option("--threads", o.threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+  return command;
+}
+
+int RunTranscribe() {
+  const TranscribeOptions& o = Options();
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(o.model_path, &model);
+  if (!status.ok()) return Fail(status.message());
+
+  RecognizerOptions options;
+  if (!o.words_path.empty()) {
+    std::string error;
+    options.words = ReadWords(o.words_path, &error);
+    if (!error.empty()) return Fail(error);
+    if (o.beam == 0 || o.beam == 1) {
+      return Fail(
+          "--words needs the beam search: give --beam 2 or more (or "
+          "leave --beam out for " +
+          std::to_string(kDefaultWordListBeam) + ")");
+    }
+    options.beam_width =
+        o.beam < 0 ? kDefaultWordListBeam : static_cast<uint32_t>(o.beam);
+  } else {
+    options.beam_width = o.beam < 0 ? 0 : static_cast<uint32_t>(o.beam);
+  }
+  options.endpoint_silence_ms = static_cast<uint32_t>(o.endpoint_ms);
+  options.max_utterance_ms = static_cast<uint32_t>(o.max_utterance_ms);
+  options.num_threads = o.threads;
+  std::unique_ptr<Recognizer> recognizer;
+  status = Recognizer::Create(*model, options, &recognizer);
+  if (!status.ok()) return Fail(status.message());
+
+  const uint32_t rate = recognizer->sample_rate();
+  std::unique_ptr<AudioSource> source;
+  if (o.audio_path == "-") {
+    source = std::make_unique<StdinSource>();
+  } else {
+    auto file = std::make_unique<FileSource>();
+    const std::string error = file->Open(o.audio_path, rate, o.quiet);
+    if (!error.empty()) return Fail(error);
+    source = std::move(file);
+  }
+
+  const size_t chunk = std::max<size_t>(1, size_t{rate} * o.chunk_ms / 1000);
+  std::vector<float> samples(chunk);
+  std::string transcript, last_partial;
+  std::vector<RecognizedWord> all_words;
+  RecognitionResult result;
+  const auto wall_start = std::chrono::steady_clock::now();
+
+  auto emit = [&](const RecognitionResult& utterance) {
+    if (utterance.words.empty()) return;
+    if (o.utterances) {
+      if (o.json) {
+        nlohmann::json j = {{"text", utterance.text},
+                            {"start", Round3(utterance.start)},
+                            {"end", Round3(utterance.end)},
+                            {"words", WordsJson(utterance.words)}};
+        std::cout << j.dump() << std::endl;
+      } else {
+        std::cout << utterance.text << std::endl;
+      }
+      return;
+    }
+    if (!o.quiet) {
+      std::fprintf(stderr, "utterance %.2f-%.2f s: %s\n", utterance.start,
+                   utterance.end, utterance.text.c_str());
+    }
+    if (!transcript.empty()) transcript += ' ';
+    transcript += utterance.text;
+    if (o.json) {
+      all_words.insert(all_words.end(), utterance.words.begin(),
+                       utterance.words.end());
+    }
+  };
+
+  for (;;) {
+    size_t count = 0;
+    const std::string error = source->Read(samples.data(), chunk, &count);
+    if (!error.empty()) return Fail(error);
+    if (count == 0) break;
+    status = recognizer->AcceptWaveform(samples.data(), count);
+    if (!status.ok()) return Fail(status.message());
+    while (recognizer->PopResult(&result)) {
+      emit(result);
+      last_partial.clear();
+    }
+    if (!o.quiet) {
+      const RecognitionResult& partial = recognizer->PartialResult();
+      if (partial.text != last_partial) {
+        std::fprintf(stderr, "partial: %s\n", partial.text.c_str());
+        last_partial = partial.text;
+      }
+    }
+  }
+  emit(recognizer->FinalResult());
+  const double wall = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - wall_start)
+                          .count();
+
+  if (!o.utterances) {
+    if (o.json) {
+      const RecognizerStats s = recognizer->stats();
+      nlohmann::json j = {{"text", transcript},
+                          {"words", WordsJson(all_words)},
+                          {"duration", Round3(s.audio_seconds)}};
+      std::cout << j.dump() << std::endl;
+    } else {
+      std::cout << transcript << std::endl;
+    }
+  }
+  if (o.stats) {
+    const RecognizerStats s = recognizer->stats();
+    const double rtf =
+        s.audio_seconds > 0 ? s.processing_seconds / s.audio_seconds : 0;
+    std::fprintf(stderr,
+                 "stats: audio %.2f s, processing %.4f s (front end + model + "
+                 "decoder, %d thread%s), real-time factor %.5f\n",
+                 s.audio_seconds, s.processing_seconds, o.threads,
+                 o.threads == 1 ? "" : "s", rtf);
+    std::fprintf(stderr,
+                 "stats: %llu steps of %.0f ms: latency per step mean %.1f "
+                 "us, p99 %.1f us, max %.1f us; %llu utterance%s; wall time "
+                 "with audio input %.4f s\n",
+                 static_cast<unsigned long long>(s.steps),
+                 recognizer->step_seconds() * 1000, s.step_mean_us,
+                 s.step_p99_us, s.step_max_us,
+                 static_cast<unsigned long long>(s.utterances),
+                 s.utterances == 1 ? "" : "s", wall);
+  }
+  return 0;
+}
+
+}  // namespace tarn::cli

@@ -1,0 +1,319 @@
+// CtcDecoder::Create, the shared pieces, and the greedy decoder.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "ctc_internal.h"
+
+namespace tarn {
+
+namespace ctc {
+
+namespace {
+
+Status Invalid(const std::string& message) {
+  return Status(StatusCode::kInvalidArgument, message);
+}
+
+bool HasCapitals(const std::vector<std::string>& labels) {
+  for (const std::string& label : labels) {
+    for (char ch : label) {
+      if (ch >= 'A' && ch <= 'Z') return true;
+    }
+  }
+  return false;
+}
+
+std::string Trim(const std::string& text) {
+  const char* space = " \t\r\n\f\v";
+  const size_t begin = text.find_first_not_of(space);
+  if (begin == std::string::npos) return "";
+  const size_t end = text.find_last_not_of(space);
+  return text.substr(begin, end - begin + 1);
+}
+
+}  // namespace
+
+Status MakeLabelSet(const std::vector<std::string>& labels, LabelSet* set) {
+  if (labels.size() < 2) {
+    return Invalid(
+        "a CTC decoder needs at least 2 labels (a blank and "
+        "text); the model has " +
+        std::to_string(labels.size()) +
+        (labels.empty() ? " (it was converted without --labels)" : ""));
+  }
+  if (labels.size() >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return Invalid("too many labels");
+  }
+  set->labels = labels;
+  set->blank = 0;
+  set->separator = -1;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == "<blank>") set->blank = static_cast<int>(i);
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == " " && static_cast<int>(i) != set->blank) {
+      set->separator = static_cast<int>(i);
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status WordTrie::Build(const LabelSet& set,
+                       const std::vector<std::string>& words) {
+  // Text labels by spelling, for a greedy longest match.
+  std::map<std::string, int32_t> spelling;
+  size_t longest = 0;
+  for (size_t i = 0; i < set.labels.size(); ++i) {
+    const int id = static_cast<int>(i);
+    if (id == set.blank || id == set.separator || set.labels[i].empty()) {
+      continue;
+    }
+    spelling.emplace(set.labels[i], id);
+    longest = std::max(longest, set.labels[i].size());
+  }
+  const bool lower = !HasCapitals(set.labels);
+  std::vector<std::map<int32_t, int32_t>> children(1);
+  std::vector<uint8_t> is_word(1, 0);
+  word_count_ = 0;
+  for (const std::string& raw : words) {
+    std::string word = Trim(raw);
+    if (word.empty()) continue;
+    if (word.find_first_of(" \t") != std::string::npos) {
+      return Invalid("word list: \"" + word +
+                     "\" holds a space; give one word per entry");
+    }
+    if (lower) {
+      for (char& ch : word) {
+        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+      }
+    }
+    int32_t node = 0;
+    size_t pos = 0;
+    while (pos < word.size()) {
+      int32_t label = -1;
+      size_t length = std::min(longest, word.size() - pos);
+      for (; length > 0; --length) {
+        auto it = spelling.find(word.substr(pos, length));
+        if (it != spelling.end()) {
+          label = it->second;
+          break;
+        }
+      }
+      if (label < 0) {
+        return Invalid("word list: \"" + word +
+                       "\" cannot be spelled with "
+                       "the model's labels (no label for \"" +
+                       word.substr(pos, 1) + "\" at byte " +
+                       std::to_string(pos) + ")");
+      }
+      auto [it, added] =
+          children[node].emplace(label, static_cast<int32_t>(children.size()));
+      if (added) {
+        children.emplace_back();
+        is_word.push_back(0);
+      }
+      node = it->second;
+      pos += length;
+    }
+    if (!is_word[node]) ++word_count_;
+    is_word[node] = 1;
+  }
+  if (word_count_ == 0) return Invalid("the word list holds no words");
+  edge_begin_.assign(children.size() + 1, 0);
+  edge_label_.clear();
+  edge_child_.clear();
+  for (size_t n = 0; n < children.size(); ++n) {
+    for (const auto& [label, child] : children[n]) {
+      edge_label_.push_back(label);
+      edge_child_.push_back(child);
+    }
+    edge_begin_[n + 1] = static_cast<uint32_t>(edge_label_.size());
+  }
+  is_word_ = std::move(is_word);
+  return Status::Ok();
+}
+
+int32_t WordTrie::Child(int32_t node, int32_t label) const {
+  const int32_t* begin = edge_label_.data() + edge_begin_[node];
+  const int32_t* end = edge_label_.data() + edge_begin_[node + 1];
+  const int32_t* it = std::lower_bound(begin, end, label);
+  if (it == end || *it != label) return -1;
+  return edge_child_[it - edge_label_.data()];
+}
+
+double LogAdd(double a, double b) {
+  if (a < b) std::swap(a, b);
+  if (b == -std::numeric_limits<double>::infinity()) return a;
+  return a + std::log1p(std::exp(b - a));
+}
+
+double LogSoftmax(const float* x, size_t n, double* out) {
+  double max = x[0];
+  for (size_t i = 1; i < n; ++i) max = std::max(max, static_cast<double>(x[i]));
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(x[i] - max);
+  const double log_sum = max + std::log(sum);
+  double best = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = x[i] - log_sum;
+    best = std::max(best, out[i]);
+  }
+  return best;
+}
+
+void Assemble(const LabelSet& set, const int32_t* labels, const uint64_t* steps,
+              size_t n, double log_score, CtcHypothesis* out) {
+  out->text.clear();
+  out->log_score = log_score;
+  size_t count = 0;
+  bool in_word = false;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t label = labels[i];
+    if (label == set.blank) continue;
+    if (label == set.separator) {
+      in_word = false;
+      continue;
+    }
+    if (!in_word) {
+      if (count == out->words.size()) out->words.emplace_back();
+      CtcWord& word = out->words[count++];
+      word.text.clear();
+      word.first_step = steps[i];
+      if (!out->text.empty()) out->text += ' ';
+      in_word = true;
+    }
+    CtcWord& word = out->words[count - 1];
+    word.text += set.labels[label];
+    word.last_step = steps[i];
+    out->text += set.labels[label];
+  }
+  out->words.resize(count);
+}
+
+namespace {
+
+class GreedyDecoder final : public CtcDecoder {
+ public:
+  GreedyDecoder(LabelSet set, const CtcDecoderOptions& options)
+      : set_(std::move(set)),
+        labels_(options.max_labels),
+        steps_(options.max_labels),
+        log_probs_(set_.labels.size()) {}
+
+  Status Step(const float* logits, size_t size) override {
+    if (logits == nullptr || size != set_.labels.size()) {
+      return Invalid("CTC step: " + std::to_string(logits ? size : 0) +
+                     " scores given; the decoder has " +
+                     std::to_string(set_.labels.size()) + " labels");
+    }
+    size_t best = 0;
+    for (size_t i = 0; i < size; ++i) {
+      if (!std::isfinite(logits[i])) {
+        return Invalid("CTC step: score " + std::to_string(i) + " is " +
+                       std::to_string(logits[i]));
+      }
+      if (logits[i] > logits[best]) best = i;
+    }
+    LogSoftmax(logits, size, log_probs_.data());
+    log_score_ += log_probs_[best];
+    const int32_t label = static_cast<int32_t>(best);
+    if (label != set_.blank && label != previous_ && count_ < labels_.size()) {
+      labels_[count_] = label;
+      steps_[count_] = steps_taken_;
+      ++count_;
+    }
+    previous_ = label;
+    ++steps_taken_;
+    return Status::Ok();
+  }
+
+  void Result(bool, CtcHypothesis* hypothesis) const override {
+    Assemble(set_, labels_.data(), steps_.data(), count_, log_score_,
+             hypothesis);
+  }
+
+  void Reset() override {
+    count_ = 0;
+    previous_ = -1;
+    steps_taken_ = 0;
+    log_score_ = 0;
+  }
+
+  uint64_t steps() const override { return steps_taken_; }
+  int blank() const override { return set_.blank; }
+  int separator() const override { return set_.separator; }
+
+ private:
+  const LabelSet set_;
+  std::vector<int32_t> labels_;  // [max_labels] emitted labels
+  std::vector<uint64_t> steps_;  // [max_labels] the step of each
+  std::vector<double> log_probs_;
+  size_t count_ = 0;
+  int32_t previous_ = -1;
+  uint64_t steps_taken_ = 0;
+  double log_score_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CtcDecoder> MakeGreedyDecoder(
+    LabelSet set, const CtcDecoderOptions& options) {
+  return std::make_unique<GreedyDecoder>(std::move(set), options);
+}
+
+}  // namespace ctc
+
+Status CtcDecoder::Create(const std::vector<std::string>& labels,
+                          const CtcDecoderOptions& options,
+                          std::unique_ptr<CtcDecoder>* decoder) {
+  if (decoder == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "decoder is null");
+  }
+  ctc::LabelSet set;
+  Status status = ctc::MakeLabelSet(labels, &set);
+  if (!status.ok()) return status;
+  if (options.beam_width > kMaxCtcBeamWidth) {
+    return Status(StatusCode::kInvalidArgument,
+                  "beam width " + std::to_string(options.beam_width) +
+                      " is above the maximum, " +
+                      std::to_string(kMaxCtcBeamWidth));
+  }
+  if (options.max_labels == 0 || options.max_labels > (1u << 24)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "max_labels " + std::to_string(options.max_labels) +
+                      " is outside [1, 2^24]");
+  }
+  if (!(options.beam_prune > 0)) {
+    return Status(StatusCode::kInvalidArgument, "beam_prune must be positive");
+  }
+  if (options.beam_width <= 1) {
+    if (!options.words.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "a word list needs the beam search (beam width >= 2); "
+                    "greedy decoding cannot be constrained");
+    }
+    *decoder = ctc::MakeGreedyDecoder(std::move(set), options);
+    return Status::Ok();
+  }
+  std::unique_ptr<ctc::WordTrie> trie;
+  if (!options.words.empty()) {
+    if (set.separator < 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "a word list needs a word separator label (\" \"); the "
+                    "model's labels have none");
+    }
+    trie = std::make_unique<ctc::WordTrie>();
+    status = trie->Build(set, options.words);
+    if (!status.ok()) return status;
+  }
+  *decoder = ctc::MakeBeamDecoder(std::move(set), std::move(trie), options);
+  return Status::Ok();
+}
+
+}  // namespace tarn

@@ -1,0 +1,310 @@
+// CTC prefix beam search in the log domain, optionally constrained to a
+// word list, in memory fixed at creation.
+//
+// Hypotheses are label prefixes, nodes of a prefix tree kept in a pool: a
+// node is (parent, label, step), so a prefix costs one node more than its
+// parent. Each beam entry holds a node and the log-probabilities of the
+// prefix's paths ending in blank (pb) and in its last label (pnb). Per step,
+// with y the step's log-probabilities and l the prefix's last label:
+//   P   stays:          pb'(P)   = lse(pb, pnb) + y[blank]
+//                       pnb'(P)  = pnb + y[l]                 (l repeated)
+//   P+c, c != blank:    pnb'(P+c) += (c == l ? pb : lse(pb, pnb)) + y[c]
+// where += is a log-add, and P+c merges with the beam entry that already
+// holds P+c, if any. The beam_width best candidates by lse(pb', pnb')
+// survive. The pool is compacted in place (live nodes keep their order, so a
+// parent always precedes its children) when it cannot hold a step's new
+// nodes; its capacity, 1 + beam_width * (max_labels + 1), always suffices.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ctc_internal.h"
+
+namespace tarn::ctc {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+class BeamDecoder final : public CtcDecoder {
+ public:
+  BeamDecoder(LabelSet set, std::unique_ptr<WordTrie> trie,
+              const CtcDecoderOptions& options)
+      : set_(std::move(set)),
+        trie_(std::move(trie)),
+        width_(options.beam_width),
+        max_labels_(options.max_labels),
+        prune_(options.beam_prune),
+        vocab_(set_.labels.size()),
+        nodes_(1 + size_t{width_} * (max_labels_ + 1)),
+        beam_(width_),
+        next_beam_(width_),
+        candidates_(width_ * vocab_),
+        order_(width_ * vocab_),
+        extension_(width_ * vocab_),
+        remap_(nodes_.size()),
+        log_probs_(vocab_),
+        path_labels_(max_labels_),
+        path_steps_(max_labels_) {
+    Reset();
+  }
+
+  Status Step(const float* logits, size_t size) override;
+  void Result(bool final, CtcHypothesis* hypothesis) const override;
+
+  void Reset() override {
+    nodes_[0] = Node{-1, -1, 0, 0, 0};
+    node_count_ = 1;
+    beam_[0] = Entry{0, 0.0, kNegInf};
+    beam_size_ = 1;
+    steps_taken_ = 0;
+  }
+
+  uint64_t steps() const override { return steps_taken_; }
+  int blank() const override { return set_.blank; }
+  int separator() const override { return set_.separator; }
+
+ private:
+  struct Node {
+    int32_t parent;  // -1 for the root (the empty prefix)
+    int32_t label;
+    int32_t trie;     // word-trie node of the prefix's last word; 0 = root
+    uint32_t length;  // labels in the prefix
+    uint64_t step;    // the step that formed this prefix
+  };
+  struct Entry {
+    int32_t node;
+    double pb, pnb;
+  };
+  struct Candidate {
+    int32_t entry;  // the beam entry it comes from
+    int32_t label;  // -1: that entry's prefix itself; else the extension
+    int32_t trie;   // extensions: the new prefix's trie node
+    double pb, pnb;
+    double total;
+  };
+
+  // May prefix `node` be extended by `label`? Sets *trie to the new
+  // prefix's trie node.
+  bool Allowed(const Node& node, int32_t label, int32_t* trie) const;
+  void Compact(size_t selected);
+  // The entry to report: the best, or (final, constrained) the best that
+  // ends on a complete word; -1 when the beam holds none such.
+  int BestEntry(bool final) const;
+
+  const LabelSet set_;
+  const std::unique_ptr<WordTrie> trie_;  // null: unconstrained
+  const uint32_t width_;
+  const uint32_t max_labels_;
+  const double prune_;
+  const size_t vocab_;
+
+  std::vector<Node> nodes_;  // [capacity] the prefix tree's pool
+  size_t node_count_ = 0;
+  std::vector<Entry> beam_;       // [width] best first
+  std::vector<Entry> next_beam_;  // [width]
+  size_t beam_size_ = 0;
+  std::vector<Candidate> candidates_;  // [width * vocab]
+  std::vector<int32_t> order_;         // [width * vocab]
+  // [width * vocab]: the candidate that holds entry i's prefix extended by
+  // label c, or -1.
+  std::vector<int32_t> extension_;
+  std::vector<int32_t> remap_;  // [capacity] compaction's old -> new index
+  std::vector<double> log_probs_;
+  mutable std::vector<int32_t> path_labels_;  // [max_labels] for Result()
+  mutable std::vector<uint64_t> path_steps_;  // [max_labels]
+  uint64_t steps_taken_ = 0;
+};
+
+bool BeamDecoder::Allowed(const Node& node, int32_t label,
+                          int32_t* trie) const {
+  if (node.length >= max_labels_) return false;
+  if (label == set_.separator) {
+    // Never first, never doubled; with a word list, only after a word.
+    if (node.parent < 0 || node.label == set_.separator) return false;
+    if (trie_ && !trie_->IsWord(node.trie)) return false;
+    *trie = 0;
+    return true;
+  }
+  if (!trie_) {
+    *trie = 0;
+    return true;
+  }
+  *trie = trie_->Child(node.trie, label);
+  return *trie >= 0;
+}
+
+Status BeamDecoder::Step(const float* logits, size_t size) {
+  if (logits == nullptr || size != vocab_) {
+    return Status(StatusCode::kInvalidArgument,
+                  "CTC step: " + std::to_string(logits ? size : 0) +
+                      " scores given; the decoder has " +
+                      std::to_string(vocab_) + " labels");
+  }
+  for (size_t i = 0; i < size; ++i) {
+    if (!std::isfinite(logits[i])) {
+      return Status(StatusCode::kInvalidArgument,
+                    "CTC step: score " + std::to_string(i) + " is " +
+                        std::to_string(logits[i]));
+    }
+  }
+  const double* y = log_probs_.data();
+  const double threshold = LogSoftmax(logits, size, log_probs_.data()) - prune_;
+  const int32_t blank = set_.blank;
+
+  // The beam's own prefixes come first: candidate j is entry j.
+  size_t count = beam_size_;
+  std::fill(extension_.begin(), extension_.begin() + beam_size_ * vocab_, -1);
+  for (size_t j = 0; j < beam_size_; ++j) {
+    const Entry& e = beam_[j];
+    const Node& node = nodes_[e.node];
+    Candidate& c = candidates_[j];
+    c.entry = static_cast<int32_t>(j);
+    c.label = -1;
+    c.trie = node.trie;
+    c.pb = LogAdd(e.pb, e.pnb) + y[blank];
+    c.pnb = node.parent >= 0 ? e.pnb + y[node.label] : kNegInf;
+    // Entry j holds P+c for the entry i that holds P: note it so that
+    // extending i by c merges into j.
+    if (node.parent >= 0) {
+      for (size_t i = 0; i < beam_size_; ++i) {
+        if (beam_[i].node == node.parent) {
+          extension_[i * vocab_ + node.label] = static_cast<int32_t>(j);
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < beam_size_; ++i) {
+    const Entry& e = beam_[i];
+    const Node& node = nodes_[e.node];
+    const double both = LogAdd(e.pb, e.pnb);
+    for (size_t label = 0; label < vocab_; ++label) {
+      const int32_t c = static_cast<int32_t>(label);
+      if (c == blank || y[label] < threshold) continue;
+      int32_t trie = 0;
+      if (!Allowed(node, c, &trie)) continue;
+      const double p = (c == node.label ? e.pb : both) + y[label];
+      if (p == kNegInf) continue;
+      const int32_t j = extension_[i * vocab_ + label];
+      if (j >= 0) {
+        candidates_[j].pnb = LogAdd(candidates_[j].pnb, p);
+        continue;
+      }
+      Candidate& n = candidates_[count];
+      n.entry = static_cast<int32_t>(i);
+      n.label = c;
+      n.trie = trie;
+      n.pb = kNegInf;
+      n.pnb = p;
+      extension_[i * vocab_ + label] = static_cast<int32_t>(count);
+      ++count;
+    }
+  }
+  size_t live = 0;
+  for (size_t k = 0; k < count; ++k) {
+    Candidate& c = candidates_[k];
+    c.total = LogAdd(c.pb, c.pnb);
+    if (c.total > kNegInf) order_[live++] = static_cast<int32_t>(k);
+  }
+  const size_t keep = std::min<size_t>(live, width_);
+  std::partial_sort(order_.begin(), order_.begin() + keep,
+                    order_.begin() + live, [&](int32_t a, int32_t b) {
+                      const double ta = candidates_[a].total;
+                      const double tb = candidates_[b].total;
+                      return ta > tb || (ta == tb && a < b);
+                    });
+  if (keep == 0) {
+    // Every path has probability 0 (a constrained beam that cannot go on):
+    // keep the beam as it was.
+    ++steps_taken_;
+    return Status::Ok();
+  }
+  size_t new_nodes = 0;
+  for (size_t k = 0; k < keep; ++k) {
+    new_nodes += candidates_[order_[k]].label >= 0;
+  }
+  if (node_count_ + new_nodes > nodes_.size()) Compact(keep);
+
+  for (size_t k = 0; k < keep; ++k) {
+    const Candidate& c = candidates_[order_[k]];
+    int32_t node_index = beam_[c.entry].node;
+    if (c.label >= 0) {
+      const Node& parent = nodes_[node_index];
+      nodes_[node_count_] =
+          Node{node_index, c.label, c.trie, parent.length + 1, steps_taken_};
+      node_index = static_cast<int32_t>(node_count_++);
+    }
+    next_beam_[k] = Entry{node_index, c.pb, c.pnb};
+  }
+  std::swap(beam_, next_beam_);
+  beam_size_ = keep;
+  ++steps_taken_;
+  return Status::Ok();
+}
+
+void BeamDecoder::Compact(size_t selected) {
+  std::fill(remap_.begin(), remap_.begin() + node_count_, -1);
+  // Mark every node on the path of an entry a survivor comes from.
+  for (size_t k = 0; k < selected; ++k) {
+    int32_t n = beam_[candidates_[order_[k]].entry].node;
+    while (n >= 0 && remap_[n] < 0) {
+      remap_[n] = 0;
+      n = nodes_[n].parent;
+    }
+  }
+  size_t kept = 0;
+  for (size_t n = 0; n < node_count_; ++n) {
+    if (remap_[n] < 0) continue;
+    Node node = nodes_[n];
+    if (node.parent >= 0) node.parent = remap_[node.parent];
+    remap_[n] = static_cast<int32_t>(kept);
+    nodes_[kept++] = node;
+  }
+  node_count_ = kept;
+  for (size_t i = 0; i < beam_size_; ++i) {
+    beam_[i].node = beam_[i].node >= 0 ? remap_[beam_[i].node] : -1;
+  }
+}
+
+int BeamDecoder::BestEntry(bool final) const {
+  if (!final || !trie_) return 0;
+  for (size_t i = 0; i < beam_size_; ++i) {
+    const Node& node = nodes_[beam_[i].node];
+    if (node.trie == 0 || trie_->IsWord(node.trie)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void BeamDecoder::Result(bool final, CtcHypothesis* hypothesis) const {
+  int best = BestEntry(final);
+  const bool drop_unfinished = best < 0;
+  if (best < 0) best = 0;
+  const Entry& e = beam_[best];
+  size_t n = nodes_[e.node].length;
+  for (int32_t node = e.node; nodes_[node].parent >= 0;
+       node = nodes_[node].parent) {
+    --n;
+    path_labels_[n] = nodes_[node].label;
+    path_steps_[n] = nodes_[node].step;
+  }
+  n = nodes_[e.node].length;
+  if (drop_unfinished) {
+    while (n > 0 && path_labels_[n - 1] != set_.separator) --n;
+  }
+  Assemble(set_, path_labels_.data(), path_steps_.data(), n,
+           LogAdd(e.pb, e.pnb), hypothesis);
+}
+
+}  // namespace
+
+std::unique_ptr<CtcDecoder> MakeBeamDecoder(LabelSet set,
+                                            std::unique_ptr<WordTrie> trie,
+                                            const CtcDecoderOptions& options) {
+  return std::make_unique<BeamDecoder>(std::move(set), std::move(trie),
+                                       options);
+}
+
+}  // namespace tarn::ctc

@@ -1,0 +1,120 @@
+// tarn/ctc.hpp: streaming CTC decoders over a model's per-step scores.
+//
+// A worked example: greedy decoding of a CTC speech model's steps.
+//
+//   tarn::CtcDecoderOptions options;           // beam_width 0: greedy
+//   std::unique_ptr<tarn::CtcDecoder> decoder;
+//   tarn::Status status =
+//       tarn::CtcDecoder::Create(model->config().labels, options, &decoder);
+//   if (!status.ok()) { ... }
+//   ... each time the session steps:
+//   status = decoder->Step(logits.data(), logits.size());
+//   tarn::CtcHypothesis partial;
+//   decoder->Result(/*final=*/false, &partial);   // at any time
+//   ... at the end of the utterance:
+//   decoder->Result(/*final=*/true, &result);
+//   decoder->Reset();                             // next utterance
+//
+// Labels. `labels` are the model's output labels, one per output. The CTC
+// blank is the label "<blank>" (index 0 when no label has that name); the
+// label " " (if any) separates words; every other label is text, appended
+// verbatim. Words are the runs of text labels between separators.
+//
+// Decoders. Greedy (beam_width 0 or 1): the best label of each step,
+// repeats collapsed, blanks dropped. Prefix beam search (beam_width >= 2):
+// CTC prefix beam search in the log domain (Hannun et al. 2014, without a
+// language model), keeping the beam_width most probable label prefixes;
+// a separator is never the first label of a prefix nor follows another
+// separator. With a word list, prefixes are constrained to words of the list
+// (a trie over their spellings in the model's labels): a text label may only
+// extend a prefix of a listed word, a separator may only end a listed word;
+// the final result keeps complete words only, like Vosk's grammars.
+//
+// Times. Steps are counted from creation or Reset(); a word's first and
+// last steps are those at which its first and last labels were emitted (for
+// the beam search: the step at which the prefix ending in that label was
+// first formed).
+//
+// Memory. Everything is allocated by Create(): beam_width hypotheses of at
+// most max_labels labels, a prefix tree of fixed capacity that is compacted
+// in place when full, the word trie. Step() never allocates; a prefix that
+// reaches max_labels stops growing. Result() writes into the caller's
+// hypothesis, reusing its strings' capacity. A decoder is used by one thread
+// at a time.
+
+#ifndef TARN_CTC_HPP_
+#define TARN_CTC_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tarn/tarn.hpp"
+
+namespace tarn {
+
+inline constexpr uint32_t kMaxCtcBeamWidth = 256;
+
+struct CtcDecoderOptions {
+  // 0 or 1: greedy; 2 .. kMaxCtcBeamWidth: prefix beam search.
+  uint32_t beam_width = 0;
+  // Beam search only: when not empty, hypotheses are made of these words
+  // (each spelled with the model's text labels; ASCII letters are lowered
+  // when the labels have no capitals). Duplicates are ignored.
+  std::vector<std::string> words;
+  // The longest hypothesis, in labels; bounds the decoder's memory.
+  uint32_t max_labels = 4096;
+  // Beam search: at each step, labels whose log-probability is below the
+  // step's best by more than this are not tried as extensions.
+  float beam_prune = 20.0f;
+};
+
+struct CtcWord {
+  std::string text;
+  uint64_t first_step = 0;  // step of its first label
+  uint64_t last_step = 0;   // step of its last label
+};
+
+struct CtcHypothesis {
+  std::string text;  // the words joined by single spaces
+  std::vector<CtcWord> words;
+  // Log-probability: of the best path (greedy), of the prefix (beam).
+  double log_score = 0;
+};
+
+class CtcDecoder {
+ public:
+  // Fails for fewer than 2 labels, a beam width above kMaxCtcBeamWidth, a
+  // word list with greedy decoding or without a separator label, or a word
+  // that the labels cannot spell (the message names it).
+  static Status Create(const std::vector<std::string>& labels,
+                       const CtcDecoderOptions& options,
+                       std::unique_ptr<CtcDecoder>* decoder);
+  virtual ~CtcDecoder() = default;
+
+  // Consumes one step's scores: labels.size() logits (or log-probabilities;
+  // a log-softmax is applied). Fails, changing nothing, for a wrong size or
+  // a value that is not finite.
+  virtual Status Step(const float* logits, size_t size) = 0;
+
+  // The best hypothesis so far. final: as at the end of the utterance (with
+  // a word list, only hypotheses that end on a complete word compete, and
+  // an unfinished last word is dropped when none does).
+  virtual void Result(bool final, CtcHypothesis* hypothesis) const = 0;
+
+  // Back to the state of a new decoder (an utterance starts).
+  virtual void Reset() = 0;
+
+  // Steps since creation or Reset().
+  virtual uint64_t steps() const = 0;
+
+  // The blank's index, and the separator's (-1 when there is none).
+  virtual int blank() const = 0;
+  virtual int separator() const = 0;
+};
+
+}  // namespace tarn
+
+#endif  // TARN_CTC_HPP_

@@ -1,0 +1,161 @@
+// tarn/recognizer.hpp: streaming speech recognition with a CTC speech model:
+// audio in, words with times out, in memory that does not grow.
+//
+// A worked example: recognise a stream as it arrives.
+//
+//   std::unique_ptr<tarn::Model> model;
+//   tarn::Status status = tarn::Model::Load("asr.tarn", &model);
+//   tarn::RecognizerOptions options;          // greedy, endpoints after 500 ms
+//   std::unique_ptr<tarn::Recognizer> recognizer;
+//   status = tarn::Recognizer::Create(*model, options, &recognizer);
+//   if (!status.ok()) { ... }                 // e.g. not a speech model
+//
+//   while (/* audio arrives: 16-bit PCM at recognizer->sample_rate() */) {
+//     status = recognizer->AcceptWaveform(pcm, count);
+//     tarn::RecognitionResult result;
+//     while (recognizer->PopResult(&result)) {   // utterances that ended
+//       std::cout << result.text << "\n";
+//     }
+//     std::cerr << recognizer->PartialResult().text << "\r";
+//   }
+//   std::cout << recognizer->FinalResult().text << "\n";   // end of stream
+//
+// Streaming. Each sample is processed once, as it arrives: the front end
+// (tarn/audio.hpp) emits a frame every hop_length samples, the session steps
+// every stack_hop frames, and the decoder (tarn/ctc.hpp) consumes each
+// step. Nothing is ever recomputed.
+//
+// Utterances and endpoints. A step is speech when its most probable label
+// is text (neither the blank nor the word separator). An utterance ends
+// (an endpoint) when endpoint_silence_ms of non-speech steps follow speech,
+// or when it reaches max_utterance_ms. At an endpoint the utterance's final
+// result is queued for PopResult(), and the decoder and the session are
+// reset: the next utterance starts from a fresh recurrent state, as the
+// model saw in training, while the audio clock runs on. Without speech, the
+// session is also reset every reset_after_silence_ms, so that a long silence
+// never accumulates in the model's state. Memory is therefore bounded
+// whatever the stream's length.
+//
+// Times. Seconds since the stream started (creation or Reset()). The step
+// whose first frame is f covers audio from f * hop_length / sample_rate; a
+// word starts at the step that emitted its first label and ends where the
+// step that emitted its last label ends (one step, stack_hop * hop_length
+// samples, later).
+//
+// Memory and lifetime. Create() allocates the session, the front end and
+// the decoder; AcceptWaveform() allocates nothing except when an utterance
+// ends and its result is queued. Results returned by reference stay valid
+// until the next call on the recognizer. The model must outlive the
+// recognizer. A recognizer is used by one thread at a time.
+
+#ifndef TARN_RECOGNIZER_HPP_
+#define TARN_RECOGNIZER_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tarn/audio.hpp"
+#include "tarn/ctc.hpp"
+#include "tarn/tarn.hpp"
+
+namespace tarn {
+
+struct RecognizerOptions {
+  // 0 or 1: greedy decoding; 2 .. kMaxCtcBeamWidth: prefix beam search.
+  uint32_t beam_width = 0;
+  // Constrains the beam search to these words (Vosk-style grammar); needs
+  // beam_width >= 2.
+  std::vector<std::string> words;
+  // Non-speech after speech that ends an utterance; 0: never.
+  uint32_t endpoint_silence_ms = 500;
+  // An utterance this long ends, whatever follows; 0: no limit (a
+  // hypothesis then stops growing at CtcDecoderOptions::max_labels).
+  uint32_t max_utterance_ms = 30000;
+  // Without speech, the session restarts this often; 0: never.
+  uint32_t reset_after_silence_ms = 2000;
+  // Threads for the model's dense layers.
+  int num_threads = 1;
+  // Beam search pruning, as CtcDecoderOptions::beam_prune.
+  float beam_prune = 20.0f;
+};
+
+struct RecognizedWord {
+  std::string word;
+  double start = 0;  // seconds since the stream started
+  double end = 0;
+};
+
+struct RecognitionResult {
+  std::string text;  // the words joined by single spaces
+  std::vector<RecognizedWord> words;
+  double start = 0;  // the utterance's span, seconds since the stream started
+  double end = 0;
+};
+
+struct RecognizerStats {
+  uint64_t samples = 0;  // since creation or Reset()
+  uint64_t steps = 0;
+  uint64_t utterances = 0;  // endpoints, and FinalResult() calls with words
+  double audio_seconds = 0;
+  // Time spent inside AcceptWaveform() and FinalResult().
+  double processing_seconds = 0;
+  // Per model step: its frames' features, the step, the decoder's step.
+  double step_mean_us = 0;
+  double step_p99_us = 0;  // within 2 %
+  double step_max_us = 0;
+};
+
+class Recognizer {
+ public:
+  // Fails for a model that is not a causal frame model with an audio front
+  // end, output labels matching its outputs, and frames as wide as the front
+  // end's features; or for options the decoder refuses (tarn/ctc.hpp).
+  static Status Create(const Model& model, const RecognizerOptions& options,
+                       std::unique_ptr<Recognizer>* recognizer);
+  ~Recognizer();
+  Recognizer(const Recognizer&) = delete;
+  Recognizer& operator=(const Recognizer&) = delete;
+
+  // Feeds audio at sample_rate(), mono: floats in [-1, 1), or 16-bit PCM
+  // (divided by 32768). Any number of samples per call. Fails for samples
+  // that are not finite (the state is then as before the offending frame).
+  Status AcceptWaveform(const float* samples, size_t count);
+  Status AcceptWaveform(const int16_t* samples, size_t count);
+
+  // Moves the oldest queued result of an utterance that ended at an
+  // endpoint into *result; false when none is queued. Drain it after every
+  // AcceptWaveform(): one call over a long stretch of audio may end several
+  // utterances.
+  bool PopResult(RecognitionResult* result);
+  size_t queued_results() const;
+
+  // The utterance in progress, as decoded so far.
+  const RecognitionResult& PartialResult();
+
+  // Ends the utterance in progress (end of stream) and returns its final
+  // result; the decoder and session restart, the clock runs on. Queued
+  // results are not included: PopResult() them first.
+  const RecognitionResult& FinalResult();
+
+  // Back to the state of a new recognizer: audio, queue and clock cleared.
+  void Reset();
+
+  uint32_t sample_rate() const;
+  const AudioFrontEndConfig& audio() const;
+  // Seconds of audio per model step: stack_hop * hop_length / sample_rate.
+  double step_seconds() const;
+  RecognizerStats stats() const;
+
+  class Impl;
+
+ private:
+  explicit Recognizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tarn
+
+#endif  // TARN_RECOGNIZER_HPP_
