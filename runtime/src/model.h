@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dense.h"
+#include "kernels/kernels.h"
 #include "mapped_file.h"
 #include "tarn/tarn.hpp"
 #include "tarn_generated.h"
@@ -70,6 +71,9 @@ class Model::Impl {
 
   MappedFile file;
   const schema::Model* flat = nullptr;
+  // Chosen once per process (cpuinfo); fetched here so that creating a
+  // session never triggers the detection.
+  const kernels::KernelTable& kernels = kernels::Kernels();
   ModelConfig config;
   std::map<std::string, TensorView> tensors;
   size_t parameter_count = 0;

@@ -18,7 +18,7 @@ class Session::Impl {
       : model_(model),
         m_(model.impl()),
         c_(m_.config),
-        k_(kernels::Kernels()),
+        k_(m_.kernels),
         floats_(floats),
         threads_(threads) {
     PrecomputeFrequencies();

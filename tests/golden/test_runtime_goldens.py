@@ -1,0 +1,121 @@
+"""tarn's C++ runtime (through the `tarn` CLI) against independent references:
+the PyTorch reference model (goldens made by `converter.goldens` at test time)
+and fast-transformers itself (fixtures committed under tests/data).
+
+Run by ctest, which sets TARN_BIN (the CLI) and TARN_GOLDENS (the goldens).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TARN = os.environ.get("TARN_BIN")
+GOLDENS = Path(os.environ.get("TARN_GOLDENS", "/nonexistent"))
+FAST_TRANSFORMERS = ROOT / "tests" / "data" / "fast_transformers"
+
+pytestmark = pytest.mark.skipif(not TARN, reason="TARN_BIN is not set: run through ctest")
+
+# Acceptance bound of the end-to-end slice: max |tarn - reference| <= 1e-4,
+# relative to max |reference| where that exceeds 1.
+TOLERANCE = 1e-4
+# f16 weights round every matrix to 11 significant bits; outputs then differ
+# from the f32 reference by about 1e-3 of their scale.
+F16_TOLERANCE = 1e-2
+
+
+def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    return float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
+
+
+def tarn_run(model: Path, inputs: Path, out_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [TARN, "run", str(model), "--input", str(inputs), "--output", str(out_dir / "output.npy"),
+         "--state-dir", str(out_dir), *extra],
+        capture_output=True, text=True)
+
+
+def run_ok(model: Path, inputs: Path, out_dir: Path, *extra: str) -> None:
+    result = tarn_run(model, inputs, out_dir, *extra)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("case", ["tokens", "frames", "speech", "favor", "favor_stabilize", "relu", "learned"])
+def test_steps_match_pytorch_reference(case, tmp_path):
+    golden = GOLDENS / case
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
+    error = scaled_error(np.load(tmp_path / "output.npy"), np.load(golden / "output.npy"))
+    print(f"{case}: max scaled |tarn - pytorch| = {error:.2e}")
+    assert error <= TOLERANCE
+    for state in ("state_S", "state_z"):
+        assert scaled_error(np.load(tmp_path / f"{state}.npy"), np.load(golden / f"{state}.npy")) <= TOLERANCE
+
+
+def test_two_threads_bit_identical_to_one(tmp_path):
+    golden = GOLDENS / "tokens"
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path / "1", "--threads", "1")
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path / "2", "--threads", "2")
+    assert np.array_equal(np.load(tmp_path / "1" / "output.npy"), np.load(tmp_path / "2" / "output.npy"))
+
+
+def test_f16_weights_stay_close_to_f32(tmp_path):
+    golden = GOLDENS / "tokens_f16"
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
+    error = scaled_error(np.load(tmp_path / "output.npy"), np.load(golden / "output.npy"))
+    print(f"f16 weights: max scaled |tarn f16 - pytorch f32| = {error:.2e}")
+    assert error <= F16_TOLERANCE
+
+
+def test_bidirectional_model_refuses_to_step(tmp_path):
+    golden = GOLDENS / "bidirectional"
+    result = tarn_run(golden / "model.tarn", golden / "input.npy", tmp_path)
+    assert result.returncode == 1
+    assert "bidirectional" in result.stderr and "cannot be stepped" in result.stderr
+
+
+def test_info_reports_sizes():
+    result = subprocess.run([TARN, "info", str(GOLDENS / "speech" / "model.tarn")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    info = dict(line.split(None, 1) if " " in line else (line, "") for line in result.stdout.splitlines())
+    assert "layers" in result.stdout and "causal depthwise, kernel 7" in result.stdout
+    config = json.loads((GOLDENS / "speech" / "case.json").read_text())["config"]
+    assert f"{config['num_layers']} x (d_model {config['d_model']}" in result.stdout
+    assert int(result.stdout.split("parameters")[1].split()[0]) > 0
+
+
+# -- fast-transformers ---------------------------------------------------------
+
+CAUSAL_CASES = ["causal_linear", "causal_relu", "causal_favor", "causal_favor_stabilize"]
+
+
+def convert_fast_transformers(case: str, out: Path) -> Path:
+    fixture = FAST_TRANSFORMERS / case
+    model = out / "model.tarn"
+    result = subprocess.run(
+        [sys.executable, "-m", "converter", "convert", str(fixture / "model.pt"), str(model),
+         "--arch", "fast-transformers", "--config", str(fixture / "config.json")],
+        capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return model
+
+
+@pytest.mark.parametrize("case", CAUSAL_CASES)
+def test_fast_transformers_recurrent_model(case, tmp_path):
+    fixture = FAST_TRANSFORMERS / case
+    model = convert_fast_transformers(case, tmp_path)
+    run_ok(model, fixture / "input.npy", tmp_path)
+    output = np.load(tmp_path / "output.npy")
+    assert output.shape[0] >= 256
+    error = scaled_error(output, np.load(fixture / "output.npy"))
+    print(f"{case}: max scaled |tarn - fast-transformers| = {error:.2e}")
+    assert error <= TOLERANCE
+    for state in ("state_S", "state_z"):
+        assert scaled_error(np.load(tmp_path / f"{state}.npy"), np.load(fixture / f"{state}.npy")) <= TOLERANCE

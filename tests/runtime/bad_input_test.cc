@@ -1,0 +1,210 @@
+// Bad input at the runtime's public entries gets a clear error naming the
+// problem, never a crash.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "tarn_generated.h"
+#include "test_models.h"
+
+namespace tarn::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+Status LoadBytes(AlignedBytes& bytes) {
+  std::unique_ptr<Model> model;
+  return Model::FromBuffer(bytes.data(), bytes.size(), &model);
+}
+
+TEST(BadModel, MissingFile) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load("/nonexistent/model.tarn", &model);
+  EXPECT_EQ(status.code(), StatusCode::kIoError);
+  EXPECT_THAT(status.message(),
+              HasSubstr("cannot open '/nonexistent/model.tarn'"));
+}
+
+TEST(BadModel, TruncatedFile) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  for (size_t keep : {size_t{4}, bytes.size() / 2, bytes.size() - 1}) {
+    bytes.resize(keep);
+    Status status = LoadBytes(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel) << keep;
+    EXPECT_THAT(status.message(), HasSubstr("truncated")) << keep;
+  }
+}
+
+TEST(BadModel, TruncatedFileOnDisk) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  const std::string path = ::testing::TempDir() + "truncated.tarn";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size() / 3);
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(path, &model);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr(path));
+  EXPECT_THAT(status.message(), HasSubstr("truncated or corrupt"));
+}
+
+TEST(BadModel, WrongIdentifier) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  std::copy_n("ONNX", 4, bytes.data() + 4);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("file identifier is 'ONNX', expected 'TARN'"));
+}
+
+TEST(BadModel, NewerSchemaMajor) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  schema::GetMutableModel(bytes.data())
+      ->mutable_schema_version()
+      ->mutate_major(2);
+  ASSERT_EQ(schema::GetModel(bytes.data())->schema_version()->major(), 2);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(status.message(), HasSubstr("schema version 2.0"));
+  EXPECT_THAT(status.message(), HasSubstr("upgrade tarn"));
+}
+
+TEST(BadModel, CorruptedWeightByte) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  auto* model = schema::GetMutableModel(bytes.data());
+  auto* data = model->mutable_buffers()->GetMutableObject(3)->mutable_data();
+  data->Mutate(5, data->Get(5) ^ 0x10);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("weights are damaged: checksum"));
+}
+
+TEST(BadModel, ConfigDisagreesWithTensorShapes) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  auto* model = schema::GetMutableModel(bytes.data());
+  ASSERT_TRUE(model->mutate_d_ff(model->d_ff() + 1));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("tensor 'layers.0.linear1.bias': expected shape [65], "
+                        "found [64]"));
+}
+
+TEST(BadModel, TensorPointsPastTheBuffers) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  auto* model = schema::GetMutableModel(bytes.data());
+  ASSERT_TRUE(
+      model->mutable_tensors()->GetMutableObject(1)->mutate_buffer(100000));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("refers to buffer 100000"));
+}
+
+class BadStep : public ::testing::Test {
+ protected:
+  void Open(const char* name) {
+    model_ = LoadGolden(name);
+    ASSERT_TRUE(model_);
+    ASSERT_TRUE(Session::Create(*model_, SessionOptions(), &session_).ok());
+    output_.resize(model_->output_size());
+  }
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Session> session_;
+  std::vector<float> output_;
+};
+
+TEST_F(BadStep, TokenOutOfRange) {
+  Open("tokens");
+  for (int32_t token : {256, 1 << 30, -1}) {
+    Status status = session_->StepToken(token, output_.data(), output_.size());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(),
+                HasSubstr("token " + std::to_string(token) +
+                          " is out of range: the vocabulary has 256 tokens"));
+  }
+  EXPECT_EQ(session_->position(), 0u);
+}
+
+TEST_F(BadStep, FrameOfWrongWidth) {
+  Open("frames");
+  std::vector<float> frame(39);
+  bool stepped = true;
+  Status status = session_->StepFrame(frame.data(), frame.size(),
+                                      output_.data(), output_.size(), &stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("frame holds 39 floats; the model's frames have 40"));
+  EXPECT_FALSE(stepped);
+}
+
+TEST_F(BadStep, NonFiniteFrameRejectedAndStateUntouched) {
+  Open("speech");
+  std::vector<float> frame(40, 0.5f);
+  bool stepped = false;
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    frame[7] = bad;
+    Status status = session_->StepFrame(
+        frame.data(), frame.size(), output_.data(), output_.size(), &stepped);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("frame value 7"));
+    EXPECT_THAT(status.message(), HasSubstr("frames must be finite"));
+  }
+  const float *S, *z;
+  ASSERT_TRUE(session_->AttentionState(0, &S, &z).ok());
+  EXPECT_EQ(z[0], 0.0f);
+}
+
+TEST_F(BadStep, OutputBufferOfWrongSize) {
+  Open("tokens");
+  Status status = session_->StepToken(3, output_.data(), output_.size() - 1);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      status.message(),
+      HasSubstr("output buffer holds 255 floats; the model writes 256"));
+}
+
+TEST_F(BadStep, WrongInputKind) {
+  Open("tokens");
+  bool stepped;
+  Status status = session_->StepFrame(output_.data(), 40, output_.data(),
+                                      output_.size(), &stepped);
+  EXPECT_THAT(status.message(), HasSubstr("takes tokens, not frames"));
+  Open("frames");
+  status = session_->StepToken(1, output_.data(), output_.size());
+  EXPECT_THAT(status.message(), HasSubstr("takes frames, not tokens"));
+}
+
+TEST_F(BadStep, PastLearnedPositions) {
+  Open("learned");
+  const uint32_t max = model_->config().max_positions;
+  for (uint32_t i = 0; i < max; ++i) {
+    ASSERT_TRUE(session_->StepToken(1, output_.data(), output_.size()).ok());
+  }
+  Status status = session_->StepToken(1, output_.data(), output_.size());
+  EXPECT_EQ(status.code(), StatusCode::kOutOfRange);
+  EXPECT_THAT(status.message(),
+              HasSubstr("past the model's learned positions"));
+}
+
+TEST_F(BadStep, BidirectionalModelCannotStep) {
+  Open("bidirectional");
+  Status status = session_->StepToken(1, output_.data(), output_.size());
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(status.message(), HasSubstr("bidirectional"));
+}
+
+TEST(BadSession, ThreadCountOutOfRange) {
+  std::unique_ptr<Model> model = LoadGolden("relu");
+  ASSERT_TRUE(model);
+  SessionOptions options;
+  options.num_threads = 0;
+  std::unique_ptr<Session> session;
+  Status status = Session::Create(*model, options, &session);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("num_threads must be in [1, 256]"));
+}
+
+}  // namespace
+}  // namespace tarn::testing
