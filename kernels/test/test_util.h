@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@
 
 namespace tarn {
 namespace kernels {
+
+// Test names and failure messages say "avx2", not "4-byte object <01 ...>".
+inline void PrintTo(Isa isa, std::ostream* os) { *os << IsaName(isa); }
+
 namespace testing {
 
 // Below, at and above every vector tile (4 for NEON, 8 for AVX2, 16 for
@@ -62,7 +67,9 @@ inline std::vector<float> Uniform(size_t n, float lo, float hi,
 class Guarded {
  public:
   static constexpr size_t kPad = 32;
-  static constexpr uint32_t kSentinel = 0x7fc0beefu;  // a NaN pattern
+  // A finite value that no kernel maps to itself, so that a lane read past
+  // the input and written past the output is caught too.
+  static constexpr uint32_t kSentinel = 0xc7f12065u;  // -123456.79f
 
   explicit Guarded(size_t n, size_t offset = 1)
       : n_(n), offset_(offset), data_(n + offset + 2 * kPad) {

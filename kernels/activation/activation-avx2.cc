@@ -1,0 +1,50 @@
+// GELU (exact erf form), AVX2 + FMA; the method is in gelu-erfc.h.
+#include <immintrin.h>
+
+#include <cassert>
+
+#include "kernels/activation/gelu-erfc.h"
+#include "kernels/variants.h"
+#include "kernels/vector-avx2.h"
+
+namespace tarn {
+namespace kernels {
+namespace avx2 {
+namespace {
+
+__m256 Gelu8(__m256 x) {
+  using gelu_erfc::kCoefficients;
+  using gelu_erfc::kDegree;
+  const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(gelu_erfc::kInvSqrt2));
+  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), z);  // |z|
+  const __m256 e =
+      Exp(_mm256_xor_ps(_mm256_mul_ps(a, a), _mm256_set1_ps(-0.0f)));
+  const __m256 ac = _mm256_min_ps(a, _mm256_set1_ps(gelu_erfc::kMaxArg));
+  __m256 r = _mm256_set1_ps(kCoefficients[kDegree]);
+  for (int k = kDegree - 1; k >= 0; --k) {
+    r = _mm256_fmadd_ps(r, ac, _mm256_set1_ps(kCoefficients[k]));
+  }
+  const __m256 c = _mm256_mul_ps(e, r);  // erfc(|z|)
+  const __m256 one_plus_erf =
+      _mm256_blendv_ps(c, _mm256_sub_ps(_mm256_set1_ps(2.0f), c),
+                       _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GE_OQ));
+  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), one_plus_erf);
+}
+
+}  // namespace
+
+void Gelu(size_t n, const float* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, Gelu8(_mm256_loadu_ps(x + i)));
+  }
+  if (i < n) {
+    const __m256i mask = TailMask(n - i);
+    _mm256_maskstore_ps(y + i, mask, Gelu8(_mm256_maskload_ps(x + i, mask)));
+  }
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace tarn

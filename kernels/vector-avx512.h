@@ -1,0 +1,48 @@
+// Vector helpers shared by the AVX-512 variants (compiled only into sources
+// built with -mavx512f): tail masks, exp.
+#ifndef TARN_KERNELS_VECTOR_AVX512_H_
+#define TARN_KERNELS_VECTOR_AVX512_H_
+
+#include <immintrin.h>
+
+#include <cstddef>
+
+namespace tarn {
+namespace kernels {
+namespace avx512 {
+
+// Lanes [0, rem) set, rem in [1, 15].
+inline __mmask16 TailMask(size_t rem) {
+  return static_cast<__mmask16>((1u << rem) - 1u);
+}
+
+// exp(x) = 2^n e^r with n = round(x log2 e) and r = x - n ln 2, |r| <= ln2/2,
+// as in vector-avx2.h (Cody-Waite split of ln 2, degree-7 Taylor polynomial
+// for e^r, truncation error < 8e-9 relative); here vscalefps applies 2^n with
+// a single rounding, subnormal and infinite results included. x is clamped to
+// [-104, 89] so that n and r stay finite; NaN propagates.
+inline __m512 Exp(__m512 x) {
+  // min/max return their second operand when one is NaN: x goes second.
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f),
+                    _mm512_min_ps(_mm512_set1_ps(89.0f), x));
+  const __m512 n = _mm512_roundscale_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace tarn
+
+#endif  // TARN_KERNELS_VECTOR_AVX512_H_
