@@ -12,7 +12,8 @@ utterances joined in pairs, random gain (peak -30..0 dBFS), white or pink noise
 (SNR 5-40 dB) on most, rounding to 16 bits, then features (features.py) and a
 light SpecAugment. The learning rate follows the clock: linear warm-up over the
 first 5 % of the time budget, cosine decay to the end; training stops when the
-budget is spent, so the recipe fits the machine it runs on.
+budget is spent, so the recipe fits the machine it runs on (or, with --steps,
+over a fixed number of optimiser steps, the same work however busy it is).
 
 Writes OUT (default examples/asr/model/asr.pt): a dict with state_dict, config
 (ModelConfig.to_dict()), labels, recipe (features.RECIPE with the training-set
@@ -26,6 +27,7 @@ import math
 import multiprocessing
 import os
 import random
+import resource
 import sys
 import time
 
@@ -252,6 +254,12 @@ def evaluate(model, data, recipe, frames_per_batch=20000):
 # -- training -------------------------------------------------------------------------
 
 
+def cpu_seconds():
+    """CPU time of this process and its finished children (feature workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def learning_rate(fraction, peak, warmup=0.05, final=0.02):
     if fraction < warmup:
         return peak * fraction / warmup
@@ -264,10 +272,13 @@ def main():
     parser.add_argument("--data", default="/work/data/asr")
     parser.add_argument("--out", default=os.path.join(HERE, "model", "asr.pt"))
     parser.add_argument("--minutes", type=float, default=32.0, help="training time budget (wall clock)")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="budget in optimiser steps instead of minutes (the same work however busy the machine)")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--frames-per-batch", type=int, default=8000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--init", help="asr.pt to start from (its weights and feature statistics)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -280,13 +291,18 @@ def main():
     log(f"loaded {', '.join(f'{k} {len(v)}' for k, v in data.items())} utterances "
         f"({sum(len(s) for s, _ in data['train']) / 16000 / 3600:.1f} h of training audio)")
 
-    mean, std, count = feature_statistics([s for s, _ in data["train"]], args.threads)
-    recipe = dict(features.RECIPE, feature_mean=mean.astype(np.float32).tolist(),
-                  feature_std=std.astype(np.float32).tolist())
-    log(f"feature statistics over {count} frames: mean {mean.min():.2f}..{mean.max():.2f}, "
-        f"std {std.min():.2f}..{std.max():.2f}")
-
     model = LinearTransformer(CONFIG)
+    if args.init:
+        initial = torch.load(args.init, map_location="cpu")
+        model.load_state_dict(initial["state_dict"])
+        recipe = initial["recipe"]
+        log(f"started from {args.init} and its feature statistics")
+    else:
+        mean, std, count = feature_statistics([s for s, _ in data["train"]], args.threads)
+        recipe = dict(features.RECIPE, feature_mean=mean.astype(np.float32).tolist(),
+                      feature_std=std.astype(np.float32).tolist())
+        log(f"feature statistics over {count} frames: mean {mean.min():.2f}..{mean.max():.2f}, "
+            f"std {std.min():.2f}..{std.max():.2f}")
     log(f"model: {sum(p.numel() for p in model.parameters())} parameters")
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     ctc = torch.nn.CTCLoss(blank=0, zero_infinity=True)
@@ -304,7 +320,7 @@ def main():
         )
         losses = []
         for frames, steps, targets, target_lengths, _ in loader:
-            fraction = (time.time() - train_start) / budget
+            fraction = step / args.steps if args.steps else (time.time() - train_start) / budget
             if fraction >= 1.0:
                 done = True
                 break
@@ -320,7 +336,8 @@ def main():
             step += 1
             if step % 50 == 0:
                 log(f"epoch {epoch} step {step} loss {np.mean(losses[-50:]):.3f} "
-                    f"lr {optimizer.param_groups[0]['lr']:.2e} ({time.time() - train_start:.0f} s)")
+                    f"lr {optimizer.param_groups[0]['lr']:.2e} ({time.time() - train_start:.0f} s, "
+                    f"{cpu_seconds():.0f} CPU s)")
         del loader
         cer, wer = evaluate(model, data["dev"], recipe)
         log(f"epoch {epoch} done: {step} steps, dev CER {cer:.2%} WER {wer:.2%} ({time.time() - train_start:.0f} s)")
@@ -349,11 +366,13 @@ def main():
         "recipe": recipe,
         "training": {
             "epochs": epoch, "steps": step, "train_seconds": round(train_seconds),
-            "total_seconds": round(time.time() - start), "threads": args.threads,
+            "total_seconds": round(time.time() - start), "cpu_seconds": round(cpu_seconds()),
+            "threads": args.threads, "init": args.init,
             "train_utterances": len(data["train"]), "peak_lr": args.lr, "greedy": results,
         },
     }, args.out)
-    log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); total {time.time() - start:.0f} s")
+    log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); total {time.time() - start:.0f} s, "
+        f"{cpu_seconds():.0f} CPU s")
 
 
 if __name__ == "__main__":
