@@ -106,10 +106,16 @@ Status WordTrie::Build(const LabelSet& set,
         }
       }
       if (label < 0) {
+        // Name the whole UTF-8 character, not its first byte.
+        const unsigned char lead = static_cast<unsigned char>(word[pos]);
+        const size_t bytes = lead >= 0xf0   ? 4
+                             : lead >= 0xe0 ? 3
+                             : lead >= 0xc0 ? 2
+                                            : 1;
         return Invalid("word list: \"" + word +
                        "\" cannot be spelled with "
                        "the model's labels (no label for \"" +
-                       word.substr(pos, 1) + "\" at byte " +
+                       word.substr(pos, bytes) + "\" at byte " +
                        std::to_string(pos) + ")");
       }
       auto [it, added] =

@@ -13,7 +13,16 @@
 // holds P+c, if any. The beam_width best candidates by lse(pb', pnb')
 // survive. The pool is compacted in place (live nodes keep their order, so a
 // parent always precedes its children) when it cannot hold a step's new
-// nodes; its capacity, 1 + beam_width * (max_labels + 1), always suffices.
+// nodes; its capacity, 1 + beam_width * (max_labels + 2), always suffices:
+// after compaction at most beam_width paths of max_labels nodes and
+// beam_width single nodes live, and a step adds at most beam_width nodes.
+//
+// Times: a node records the step its label was emitted at. When, at a later
+// step, fresh emissions of that label (extensions of the parent prefix
+// merged into the entry) outweigh all the probability the prefix carried
+// in, the most probable alignments emit it now: the entry moves to a copy of
+// its node stamped with this step, whose parent is the parent prefix's
+// current node (the old node stays, with its time, for its children).
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +36,17 @@ namespace tarn::ctc {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr uint64_t kRootHash = 0x6a09e667f3bcc909ull;
+
+// splitmix64's finaliser over (prefix hash, label): 64-bit identities whose
+// collisions, among a beam's few hundred prefixes, are beyond concern.
+uint64_t ExtendHash(uint64_t hash, int32_t label) {
+  uint64_t z =
+      hash + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(label) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 class BeamDecoder final : public CtcDecoder {
  public:
@@ -38,7 +58,7 @@ class BeamDecoder final : public CtcDecoder {
         max_labels_(options.max_labels),
         prune_(options.beam_prune),
         vocab_(set_.labels.size()),
-        nodes_(1 + size_t{width_} * (max_labels_ + 1)),
+        nodes_(1 + size_t{width_} * (max_labels_ + 2)),
         beam_(width_),
         next_beam_(width_),
         candidates_(width_ * vocab_),
@@ -55,7 +75,7 @@ class BeamDecoder final : public CtcDecoder {
   void Result(bool final, CtcHypothesis* hypothesis) const override;
 
   void Reset() override {
-    nodes_[0] = Node{-1, -1, 0, 0, 0};
+    nodes_[0] = Node{-1, -1, 0, 0, 0, kRootHash};
     node_count_ = 1;
     beam_[0] = Entry{0, 0.0, kNegInf};
     beam_size_ = 1;
@@ -72,7 +92,8 @@ class BeamDecoder final : public CtcDecoder {
     int32_t label;
     int32_t trie;     // word-trie node of the prefix's last word; 0 = root
     uint32_t length;  // labels in the prefix
-    uint64_t step;    // the step that formed this prefix
+    uint64_t step;    // the step its label was emitted at (see Times)
+    uint64_t hash;    // of the label sequence: a prefix's identity
   };
   struct Entry {
     int32_t node;
@@ -83,6 +104,9 @@ class BeamDecoder final : public CtcDecoder {
     int32_t label;  // -1: that entry's prefix itself; else the extension
     int32_t trie;   // extensions: the new prefix's trie node
     double pb, pnb;
+    double carried;      // beam prefixes: lse(pb, pnb) before merges
+    double fresh;        // beam prefixes: merged emissions at this step
+    int32_t fresh_from;  // the entry those emissions extend
     double total;
   };
 
@@ -166,11 +190,15 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
     c.trie = node.trie;
     c.pb = LogAdd(e.pb, e.pnb) + y[blank];
     c.pnb = node.parent >= 0 ? e.pnb + y[node.label] : kNegInf;
+    c.carried = LogAdd(c.pb, c.pnb);
+    c.fresh = kNegInf;
     // Entry j holds P+c for the entry i that holds P: note it so that
-    // extending i by c merges into j.
+    // extending i by c merges into j. Prefixes are compared by their label
+    // sequence's hash, as one prefix may live in several nodes.
     if (node.parent >= 0) {
+      const uint64_t parent_hash = nodes_[node.parent].hash;
       for (size_t i = 0; i < beam_size_; ++i) {
-        if (beam_[i].node == node.parent) {
+        if (nodes_[beam_[i].node].hash == parent_hash) {
           extension_[i * vocab_ + node.label] = static_cast<int32_t>(j);
           break;
         }
@@ -190,7 +218,12 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
       if (p == kNegInf) continue;
       const int32_t j = extension_[i * vocab_ + label];
       if (j >= 0) {
-        candidates_[j].pnb = LogAdd(candidates_[j].pnb, p);
+        Candidate& merged = candidates_[j];
+        merged.pnb = LogAdd(merged.pnb, p);
+        if (merged.label < 0) {
+          merged.fresh = LogAdd(merged.fresh, p);
+          merged.fresh_from = static_cast<int32_t>(i);
+        }
         continue;
       }
       Candidate& n = candidates_[count];
@@ -199,6 +232,7 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
       n.trie = trie;
       n.pb = kNegInf;
       n.pnb = p;
+      n.carried = n.fresh = kNegInf;
       extension_[i * vocab_ + label] = static_cast<int32_t>(count);
       ++count;
     }
@@ -224,7 +258,8 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
   }
   size_t new_nodes = 0;
   for (size_t k = 0; k < keep; ++k) {
-    new_nodes += candidates_[order_[k]].label >= 0;
+    const Candidate& c = candidates_[order_[k]];
+    new_nodes += c.label >= 0 || c.fresh > c.carried;
   }
   if (node_count_ + new_nodes > nodes_.size()) Compact(keep);
 
@@ -233,8 +268,15 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
     int32_t node_index = beam_[c.entry].node;
     if (c.label >= 0) {
       const Node& parent = nodes_[node_index];
-      nodes_[node_count_] =
-          Node{node_index, c.label, c.trie, parent.length + 1, steps_taken_};
+      nodes_[node_count_] = Node{
+          node_index,        c.label,      c.trie,
+          parent.length + 1, steps_taken_, ExtendHash(parent.hash, c.label)};
+      node_index = static_cast<int32_t>(node_count_++);
+    } else if (c.fresh > c.carried) {
+      Node retimed = nodes_[node_index];
+      retimed.step = steps_taken_;
+      retimed.parent = beam_[c.fresh_from].node;
+      nodes_[node_count_] = retimed;
       node_index = static_cast<int32_t>(node_count_++);
     }
     next_beam_[k] = Entry{node_index, c.pb, c.pnb};
@@ -247,18 +289,29 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
 
 void BeamDecoder::Compact(size_t selected) {
   std::fill(remap_.begin(), remap_.begin() + node_count_, -1);
-  // Mark every node on the path of an entry a survivor comes from.
-  for (size_t k = 0; k < selected; ++k) {
-    int32_t n = beam_[candidates_[order_[k]].entry].node;
+  // Mark every node on the path a survivor will hang from: its entry's, or
+  // for a survivor about to be retimed, the parent entry's (and its own old
+  // node alone, to be copied).
+  auto mark_path = [&](int32_t n) {
     while (n >= 0 && remap_[n] < 0) {
       remap_[n] = 0;
       n = nodes_[n].parent;
+    }
+  };
+  for (size_t k = 0; k < selected; ++k) {
+    const Candidate& c = candidates_[order_[k]];
+    if (c.label < 0 && c.fresh > c.carried) {
+      mark_path(beam_[c.fresh_from].node);
+      remap_[beam_[c.entry].node] = 0;
+    } else {
+      mark_path(beam_[c.entry].node);
     }
   }
   size_t kept = 0;
   for (size_t n = 0; n < node_count_; ++n) {
     if (remap_[n] < 0) continue;
     Node node = nodes_[n];
+    // A node marked alone may lose its parent: it is only read, then dropped.
     if (node.parent >= 0) node.parent = remap_[node.parent];
     remap_[n] = static_cast<int32_t>(kept);
     nodes_[kept++] = node;

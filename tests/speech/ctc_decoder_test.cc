@@ -1,0 +1,397 @@
+// CTC decoders on hand-made score sequences whose answers were worked out by
+// hand (in the comments) or by brute force over every alignment (here, in
+// test code independent of the decoders).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "allocation_count.h"
+#include "tarn/ctc.hpp"
+
+namespace tarn {
+namespace {
+
+const std::vector<std::string> kAb = {"<blank>", " ", "a", "b"};
+
+// Letters: blank, space, a-z, apostrophe (converter.goldens' speech labels).
+std::vector<std::string> Letters() {
+  std::vector<std::string> labels = {"<blank>", " "};
+  for (char c = 'a'; c <= 'z'; ++c) labels.push_back(std::string(1, c));
+  labels.push_back("'");
+  return labels;
+}
+
+int IndexOf(const std::vector<std::string>& labels, const std::string& l) {
+  return static_cast<int>(std::find(labels.begin(), labels.end(), l) -
+                          labels.begin());
+}
+
+// One step's scores as log-probabilities: `probs` maps labels to
+// probabilities, the rest share what is left.
+std::vector<float> Step(const std::vector<std::string>& labels,
+                        const std::map<std::string, double>& probs) {
+  double total = 0;
+  for (const auto& [label, p] : probs) total += p;
+  const size_t others = labels.size() - probs.size();
+  const double rest = others > 0 ? std::max(1e-12, (1 - total) / others) : 0;
+  std::vector<float> step(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    auto it = probs.find(labels[i]);
+    step[i] =
+        static_cast<float>(std::log(it != probs.end() ? it->second : rest));
+  }
+  return step;
+}
+
+std::unique_ptr<CtcDecoder> Make(const std::vector<std::string>& labels,
+                                 uint32_t beam,
+                                 std::vector<std::string> words = {},
+                                 uint32_t max_labels = 4096) {
+  CtcDecoderOptions options;
+  options.beam_width = beam;
+  options.words = std::move(words);
+  options.max_labels = max_labels;
+  std::unique_ptr<CtcDecoder> decoder;
+  Status status = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return decoder;
+}
+
+CtcHypothesis Decode(CtcDecoder& decoder,
+                     const std::vector<std::vector<float>>& steps,
+                     bool final = true) {
+  decoder.Reset();
+  for (const auto& step : steps) {
+    Status status = decoder.Step(step.data(), step.size());
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+  CtcHypothesis result;
+  decoder.Result(final, &result);
+  return result;
+}
+
+// Best label of each step: a, a, _, a, b, b, ' ', b, _ -> "aab b".
+TEST(CtcGreedy, CollapsesRepeatsDropsBlanksSplitsWords) {
+  const char* path[] = {"a", "a", "<blank>", "a",      "b",
+                        "b", " ", "b",       "<blank>"};
+  std::vector<std::vector<float>> steps;
+  for (const char* best : path) steps.push_back(Step(kAb, {{best, 0.7}}));
+  auto decoder = Make(kAb, 0);
+  CtcHypothesis h = Decode(*decoder, steps);
+  EXPECT_EQ(h.text, "aab b");
+  ASSERT_EQ(h.words.size(), 2u);
+  EXPECT_EQ(h.words[0].text, "aab");
+  EXPECT_EQ(h.words[0].first_step, 0u);  // the first a
+  EXPECT_EQ(h.words[0].last_step, 4u);   // the first b
+  EXPECT_EQ(h.words[1].text, "b");
+  EXPECT_EQ(h.words[1].first_step, 7u);
+  EXPECT_EQ(h.words[1].last_step, 7u);
+  // Best path probability: 0.7^9.
+  EXPECT_NEAR(h.log_score, 9 * std::log(0.7), 1e-5);
+  EXPECT_EQ(decoder->steps(), 9u);
+}
+
+TEST(CtcGreedy, LeadingTrailingAndDoubledSpacesVanish) {
+  const char* path[] = {" ", "a", " ", "<blank>", " ", "b", " "};
+  std::vector<std::vector<float>> steps;
+  for (const char* best : path) steps.push_back(Step(kAb, {{best, 0.9}}));
+  auto decoder = Make(kAb, 1);
+  EXPECT_EQ(Decode(*decoder, steps).text, "a b");
+}
+
+TEST(CtcGreedy, BlankFoundByNameAnywhere) {
+  const std::vector<std::string> labels = {"a", "b", "<blank>", " "};
+  auto decoder = Make(labels, 0);
+  EXPECT_EQ(decoder->blank(), 2);
+  EXPECT_EQ(decoder->separator(), 3);
+  std::vector<std::vector<float>> steps = {Step(labels, {{"a", .9}}),
+                                           Step(labels, {{"<blank>", .9}}),
+                                           Step(labels, {{"a", .9}})};
+  EXPECT_EQ(Decode(*decoder, steps).text, "aa");
+}
+
+// Labels {_, a}, two steps with p(a) = 0.4, p(_) = 0.6. Best path "__":
+// "" with 0.36. Prefixes: P("") = 0.36, P("a") = aa + a_ + _a = 0.16 + 0.24
+// + 0.24 = 0.64. Greedy says "", the beam says "a".
+TEST(CtcBeam, MostProbableLabellingBeatsBestPath) {
+  const std::vector<std::string> labels = {"<blank>", "a"};
+  std::vector<std::vector<float>> steps(2, Step(labels, {{"a", 0.4}}));
+  auto greedy = Make(labels, 0);
+  EXPECT_EQ(Decode(*greedy, steps).text, "");
+  auto beam = Make(labels, 4);
+  CtcHypothesis h = Decode(*beam, steps);
+  EXPECT_EQ(h.text, "a");
+  EXPECT_NEAR(h.log_score, std::log(0.64), 1e-6);
+}
+
+// Labels {_, a}; p(a) = 0.9, 0.4, 0.9 (blank the rest). Greedy path a_a ->
+// "aa". By hand: P("aa") = a_a = .9*.6*.9 = .486; P("a") = aaa .324 + aa_
+// .036 + a__ .054 + _aa .036 + __a .054 + _a_ .004 = .508; P("") = .006.
+TEST(CtcBeam, RepeatsNeedABlankBetween) {
+  const std::vector<std::string> labels = {"<blank>", "a"};
+  std::vector<std::vector<float>> steps = {Step(labels, {{"a", 0.9}}),
+                                           Step(labels, {{"a", 0.4}}),
+                                           Step(labels, {{"a", 0.9}})};
+  auto greedy = Make(labels, 0);
+  EXPECT_EQ(Decode(*greedy, steps).text, "aa");
+  auto beam = Make(labels, 8);
+  CtcHypothesis h = Decode(*beam, steps);
+  EXPECT_EQ(h.text, "a");
+  EXPECT_NEAR(h.log_score, std::log(0.508), 1e-6);
+}
+
+// Every labelling's probability by summing over all |labels|^T alignments.
+std::map<std::vector<int>, double> BruteForce(
+    const std::vector<std::vector<float>>& steps, int blank) {
+  std::map<std::vector<int>, double> out;
+  const size_t T = steps.size(), V = steps[0].size();
+  std::vector<size_t> path(T, 0);
+  for (;;) {
+    double p = 1;
+    std::vector<int> labelling;
+    int previous = -1;
+    for (size_t t = 0; t < T; ++t) {
+      double sum = 0;
+      for (float s : steps[t]) sum += std::exp(s);
+      p *= std::exp(steps[t][path[t]]) / sum;
+      const int l = static_cast<int>(path[t]);
+      if (l != blank && l != previous) labelling.push_back(l);
+      previous = l;
+    }
+    out[labelling] += p;
+    size_t t = 0;
+    while (t < T && ++path[t] == V) path[t++] = 0;
+    if (t == T) break;
+  }
+  return out;
+}
+
+std::string Text(const std::vector<std::string>& labels,
+                 const std::vector<int>& labelling) {
+  std::string text;
+  for (int l : labelling) text += labels[l];
+  return text;
+}
+
+// A beam wide enough to hold every prefix finds the most probable labelling
+// and its probability exactly. Labels {_, a, b}: no separator, so every
+// labelling is reachable.
+TEST(CtcBeam, WideBeamMatchesBruteForce) {
+  const std::vector<std::string> labels = {"<blank>", "a", "b"};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0, 1.5f);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<std::vector<float>> steps(7, std::vector<float>(3));
+    for (auto& step : steps) {
+      for (float& s : step) s = normal(rng);
+    }
+    auto all = BruteForce(steps, 0);
+    auto best = std::max_element(
+        all.begin(), all.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto beam = Make(labels, 256);
+    CtcHypothesis h = Decode(*beam, steps);
+    EXPECT_EQ(h.text, Text(labels, best->first)) << "trial " << trial;
+    EXPECT_NEAR(std::exp(h.log_score), best->second, 1e-6) << "trial " << trial;
+  }
+}
+
+// Word list {cat, dog}. The scores spell "cot" (o 0.6, a 0.3 at the vowel):
+// greedy says "cot", the constrained beam "cat" (the only listed word that
+// fits: P(cat) is what is left once "cot" is forbidden).
+TEST(CtcBeam, WordListCorrectsANearMiss) {
+  const auto labels = Letters();
+  std::vector<std::vector<float>> steps = {
+      Step(labels, {{"c", 0.9}}),
+      Step(labels, {{"<blank>", 0.9}}),
+      Step(labels, {{"o", 0.6}, {"a", 0.3}}),
+      Step(labels, {{"<blank>", 0.9}}),
+      Step(labels, {{"t", 0.9}}),
+      Step(labels, {{"<blank>", 0.9}})};
+  auto greedy = Make(labels, 0);
+  EXPECT_EQ(Decode(*greedy, steps).text, "cot");
+  auto unconstrained = Make(labels, 8);
+  EXPECT_EQ(Decode(*unconstrained, steps).text, "cot");
+  auto constrained = Make(labels, 8, {"cat", "dog"});
+  CtcHypothesis h = Decode(*constrained, steps);
+  EXPECT_EQ(h.text, "cat");
+  ASSERT_EQ(h.words.size(), 1u);
+  EXPECT_EQ(h.words[0].first_step, 0u);
+  EXPECT_EQ(h.words[0].last_step, 4u);
+}
+
+// "dig dog" against {dog, dig-less list}: both words become "dog"; the
+// space between them is only allowed after a complete word.
+TEST(CtcBeam, WordListAcrossWordBoundaries) {
+  const auto labels = Letters();
+  std::vector<std::vector<float>> steps;
+  for (const char* l : {"d", "i", "g", " ", "d", "o", "g"}) {
+    if (std::string(l) == "i") {
+      steps.push_back(Step(labels, {{"i", 0.6}, {"o", 0.3}}));
+    } else {
+      steps.push_back(Step(labels, {{l, 0.9}}));
+    }
+    steps.push_back(Step(labels, {{"<blank>", 0.9}}));
+  }
+  auto constrained = Make(labels, 8, {"dog", "cat"});
+  CtcHypothesis h = Decode(*constrained, steps);
+  EXPECT_EQ(h.text, "dog dog");
+  ASSERT_EQ(h.words.size(), 2u);
+  EXPECT_EQ(h.words[1].first_step, 8u);
+  EXPECT_EQ(h.words[1].last_step, 12u);
+}
+
+// The constrained beam with words that share prefixes, checked against the
+// brute-force most probable labelling among those the constraint admits:
+// listed words separated by single spaces, optionally one trailing space (a
+// finished last word), reported without it. Labels {_, ' ', a, b}; words
+// {a, ab, ba}.
+TEST(CtcBeam, ConstrainedMatchesBruteForce) {
+  const std::vector<std::string> words = {"a", "ab", "ba"};
+  // The text the labelling reads as, or "?" when the constraint forbids it.
+  auto admitted = [&](std::string text) -> std::string {
+    if (!text.empty() && text.back() == ' ') text.pop_back();
+    if (text.empty()) return text;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find(' ', start);
+      if (end == std::string::npos) end = text.size();
+      if (std::find(words.begin(), words.end(),
+                    text.substr(start, end - start)) == words.end()) {
+        return "?";
+      }
+      start = end + 1;
+    }
+    return text;
+  };
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0, 2.0f);
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<std::vector<float>> steps(7, std::vector<float>(4));
+    for (auto& step : steps) {
+      for (float& s : step) s = normal(rng);
+    }
+    std::string best_text = "?";
+    double best_p = -1;
+    for (const auto& [labelling, p] : BruteForce(steps, 0)) {
+      const std::string text = admitted(Text(kAb, labelling));
+      if (text != "?" && p > best_p) {
+        best_p = p;
+        best_text = text;
+      }
+    }
+    auto beam = Make(kAb, 256, words);
+    CtcHypothesis h = Decode(*beam, steps);
+    EXPECT_EQ(h.text, best_text) << "trial " << trial;
+    EXPECT_NEAR(std::exp(h.log_score), best_p, 1e-6) << "trial " << trial;
+  }
+}
+
+TEST(CtcBeam, FinalDropsAnUnfinishedWordPartialKeepsIt) {
+  const auto labels = Letters();
+  std::vector<std::vector<float>> steps;
+  for (const char* l : {"d", "o", "g", " ", "c", "a"}) {
+    steps.push_back(Step(labels, {{l, 0.9}}));
+  }
+  auto beam = Make(labels, 8, {"dog", "cat"});
+  EXPECT_EQ(Decode(*beam, steps, /*final=*/false).text, "dog ca");
+  EXPECT_EQ(Decode(*beam, steps, /*final=*/true).text, "dog");
+}
+
+TEST(CtcBeam, UnlistedWordsNeverAppear) {
+  const auto labels = Letters();
+  std::vector<std::vector<float>> steps;
+  for (const char* l : {"x", "y", "z", " ", "q"}) {
+    steps.push_back(Step(labels, {{l, 0.97}}));
+  }
+  auto beam = Make(labels, 8, {"dog", "cat"});
+  CtcHypothesis h = Decode(*beam, steps);
+  for (const CtcWord& w : h.words) {
+    EXPECT_TRUE(w.text == "dog" || w.text == "cat") << w.text;
+  }
+}
+
+// Long random streams through a small prefix pool: the pool compacts and the
+// decoder never allocates while stepping.
+TEST(CtcBeam, FixedMemoryOverLongStreams) {
+  const auto labels = Letters();
+  for (bool constrained : {false, true}) {
+    auto beam =
+        constrained
+            ? Make(labels, 16, {"hello", "world", "one", "two", "three"}, 64)
+            : Make(labels, 16, {}, 64);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0, 3.0f);
+    std::vector<float> step(labels.size());
+    size_t allocations = 0;
+    for (int t = 0; t < 20000; ++t) {
+      for (float& s : step) s = normal(rng);
+      testing::AllocationCount count;
+      ASSERT_TRUE(beam->Step(step.data(), step.size()).ok());
+      allocations += count.count();
+    }
+    EXPECT_EQ(allocations, 0u);
+    CtcHypothesis h;
+    beam->Result(false, &h);
+    size_t letters = 0;
+    for (const CtcWord& w : h.words) letters += w.text.size() + 1;
+    EXPECT_LE(letters, 64u + 1);
+  }
+}
+
+TEST(CtcGreedy, NeverAllocatesWhileStepping) {
+  const auto labels = Letters();
+  auto greedy = Make(labels, 0, {}, 32);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 3.0f);
+  std::vector<float> step(labels.size());
+  size_t allocations = 0;
+  for (int t = 0; t < 5000; ++t) {
+    for (float& s : step) s = normal(rng);
+    testing::AllocationCount count;
+    ASSERT_TRUE(greedy->Step(step.data(), step.size()).ok());
+    allocations += count.count();
+  }
+  EXPECT_EQ(allocations, 0u);
+}
+
+TEST(CtcDecoder, RefusesWhatItCannotDo) {
+  const auto labels = Letters();
+  std::unique_ptr<CtcDecoder> decoder;
+  CtcDecoderOptions options;
+  EXPECT_FALSE(CtcDecoder::Create({"<blank>"}, options, &decoder).ok());
+  options.words = {"cat"};
+  Status s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("beam"), std::string::npos) << s.message();
+  options.beam_width = 4;
+  options.words = {"cat", "caf\xc3\xa9"};
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("caf"), std::string::npos) << s.message();
+  options.words = {"cat"};
+  EXPECT_FALSE(CtcDecoder::Create({"<blank>", "c", "a", "t"}, options, &decoder)
+                   .ok());           // no separator
+  options.words = {"Cat", " dog "};  // lowered, trimmed
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.beam_width = kMaxCtcBeamWidth + 1;
+  EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+
+  options = CtcDecoderOptions();
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  std::vector<float> step(labels.size(), 0.0f);
+  EXPECT_FALSE(decoder->Step(step.data(), step.size() - 1).ok());
+  step[3] = NAN;
+  EXPECT_FALSE(decoder->Step(step.data(), step.size()).ok());
+  EXPECT_EQ(decoder->steps(), 0u);
+}
+
+}  // namespace
+}  // namespace tarn

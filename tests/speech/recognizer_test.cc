@@ -1,0 +1,294 @@
+// The Recognizer: streaming invariance, endpoints, times, fixed memory.
+// energy.tarn (make_fixtures.py) is a hand-set model whose best label is "a"
+// on speech and the blank on silence, so its transcripts are known: each
+// stretch of speech reads "a".
+
+#include "tarn/recognizer.hpp"
+
+#include <gtest/gtest.h>
+#include <sndfile.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "allocation_count.h"
+#include "endpointer.h"
+
+namespace tarn {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  const char* dir = std::getenv("TARN_SPEECH_FIXTURES");
+  return std::string(dir ? dir : "speech-fixtures") + "/" + name;
+}
+
+std::vector<float> ReadAudio(const std::string& name) {
+  SF_INFO info{};
+  SNDFILE* file = sf_open(Fixture(name).c_str(), SFM_READ, &info);
+  EXPECT_NE(file, nullptr) << Fixture(name);
+  if (file == nullptr) return {};
+  std::vector<float> samples(static_cast<size_t>(info.frames));
+  sf_readf_float(file, samples.data(), info.frames);
+  sf_close(file);
+  return samples;
+}
+
+std::unique_ptr<Model> LoadModel(const std::string& name) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(Fixture(name), &model);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return model;
+}
+
+std::unique_ptr<Recognizer> Make(const Model& model,
+                                 const RecognizerOptions& options) {
+  std::unique_ptr<Recognizer> recognizer;
+  Status status = Recognizer::Create(model, options, &recognizer);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return recognizer;
+}
+
+// Feeds `audio` in chunks; returns the utterances (queued, then final).
+std::vector<RecognitionResult> Recognize(Recognizer& recognizer,
+                                         const std::vector<float>& audio,
+                                         size_t chunk) {
+  std::vector<RecognitionResult> out;
+  RecognitionResult result;
+  for (size_t at = 0; at < audio.size(); at += chunk) {
+    const size_t n = std::min(chunk, audio.size() - at);
+    Status status = recognizer.AcceptWaveform(audio.data() + at, n);
+    EXPECT_TRUE(status.ok()) << status.message();
+    while (recognizer.PopResult(&result)) out.push_back(result);
+  }
+  const RecognitionResult& last = recognizer.FinalResult();
+  if (!last.words.empty()) out.push_back(last);
+  return out;
+}
+
+std::string Describe(const std::vector<RecognitionResult>& results) {
+  std::string text;
+  for (const auto& r : results) {
+    text += "[" + std::to_string(r.start) + "-" + std::to_string(r.end) + "]";
+    for (const auto& w : r.words) {
+      text += " " + w.word + "@" + std::to_string(w.start) + "-" +
+              std::to_string(w.end);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+TEST(Recognizer, RefusesModelsThatCannotListen) {
+  RecognizerOptions options;
+  std::unique_ptr<Recognizer> recognizer;
+  auto no_audio = LoadModel("noaudio.tarn");
+  Status status = Recognizer::Create(*no_audio, options, &recognizer);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("no audio front end"), std::string::npos)
+      << status.message();
+  auto no_labels = LoadModel("nolabels.tarn");
+  status = Recognizer::Create(*no_labels, options, &recognizer);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("labels"), std::string::npos)
+      << status.message();
+  auto model = LoadModel("hamming.tarn");
+  options.words = {"hello"};
+  status = Recognizer::Create(*model, options, &recognizer);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("beam"), std::string::npos)
+      << status.message();
+}
+
+// Two stretches of speech 1.5 s apart: two utterances, each "a", with times
+// where the speech is (0.3 s of silence, "play music", 1.5 s, "stop", 1 s).
+TEST(Recognizer, EndpointsSplitUtterances) {
+  auto model = LoadModel("energy.tarn");
+  auto recognizer = Make(*model, RecognizerOptions());
+  const auto audio = ReadAudio("two.wav");
+  const auto results = Recognize(*recognizer, audio, 1600);
+  ASSERT_EQ(results.size(), 2u) << Describe(results);
+  for (const auto& r : results) {
+    ASSERT_EQ(r.words.size(), 1u);
+    EXPECT_EQ(r.text, "a");
+  }
+  // Speech begins at 0.3 s; the step covering it starts up to 90 ms before.
+  EXPECT_NEAR(results[0].words[0].start, 0.3, 0.1) << Describe(results);
+  EXPECT_NEAR(results[0].words[0].end - results[0].words[0].start, 0.03, 1e-9);
+  EXPECT_GT(results[1].words[0].start, results[0].end) << Describe(results);
+  EXPECT_GT(results[1].words[0].start, 0.3 + 0.5 + 1.4) << Describe(results);
+  // The first utterance ended 500 ms (17 steps of 30 ms) after its speech.
+  EXPECT_LT(results[0].end, results[1].start + 1e-9);
+  EXPECT_EQ(recognizer->stats().utterances, 2u);
+}
+
+TEST(Recognizer, WithoutEndpointsOneUtterance) {
+  auto model = LoadModel("energy.tarn");
+  RecognizerOptions options;
+  options.endpoint_silence_ms = 0;
+  auto recognizer = Make(*model, options);
+  const auto results = Recognize(*recognizer, ReadAudio("two.wav"), 800);
+  ASSERT_EQ(results.size(), 1u) << Describe(results);
+  EXPECT_EQ(results[0].text, "aa");  // no separator between
+}
+
+TEST(Recognizer, ChunkSizesChangeNothing) {
+  auto model = LoadModel("hamming.tarn");
+  const auto audio = ReadAudio("two.wav");
+  for (uint32_t beam : {0u, 6u}) {
+    RecognizerOptions options;
+    options.beam_width = beam;
+    auto reference = Make(*model, options);
+    const std::string expected =
+        Describe(Recognize(*reference, audio, audio.size()));
+    EXPECT_FALSE(expected.empty());
+    for (size_t chunk : {1, 7, 160, 1000, 1600}) {
+      auto recognizer = Make(*model, options);
+      EXPECT_EQ(Describe(Recognize(*recognizer, audio, chunk)), expected)
+          << "beam " << beam << ", chunk " << chunk;
+    }
+  }
+}
+
+TEST(Recognizer, ResetStartsOver) {
+  auto model = LoadModel("hamming.tarn");
+  auto recognizer = Make(*model, RecognizerOptions());
+  const auto speech = ReadAudio("speech.wav");
+  const std::string first = Describe(Recognize(*recognizer, speech, 333));
+  Recognize(*recognizer, ReadAudio("two.wav"), 500);
+  recognizer->Reset();
+  EXPECT_EQ(recognizer->stats().samples, 0u);
+  EXPECT_EQ(Describe(Recognize(*recognizer, speech, 333)), first);
+}
+
+TEST(Recognizer, Int16EqualsFloat) {
+  auto model = LoadModel("hamming.tarn");
+  const auto audio = ReadAudio("speech.wav");
+  std::vector<int16_t> pcm(audio.size());
+  for (size_t i = 0; i < audio.size(); ++i) {
+    pcm[i] = static_cast<int16_t>(audio[i] * 32768);
+  }
+  auto a = Make(*model, RecognizerOptions());
+  auto b = Make(*model, RecognizerOptions());
+  const std::string expected = Describe(Recognize(*a, audio, 1600));
+  for (size_t at = 0; at < pcm.size(); at += 1600) {
+    ASSERT_TRUE(b->AcceptWaveform(pcm.data() + at,
+                                  std::min<size_t>(1600, pcm.size() - at))
+                    .ok());
+  }
+  std::vector<RecognitionResult> results;
+  RecognitionResult r;
+  while (b->PopResult(&r)) results.push_back(r);
+  const RecognitionResult& last = b->FinalResult();
+  if (!last.words.empty()) results.push_back(last);
+  EXPECT_EQ(Describe(results), expected);
+}
+
+// Steps: frames = 1 + (N - 400) / 160, steps = (frames - 9) / 3 + 1 while
+// the session is never reset.
+TEST(Recognizer, EachSampleProcessedOnce) {
+  auto model = LoadModel("hamming.tarn");
+  RecognizerOptions options;
+  options.endpoint_silence_ms = 0;
+  options.reset_after_silence_ms = 0;
+  options.max_utterance_ms = 0;
+  auto recognizer = Make(*model, options);
+  const auto audio = ReadAudio("speech.wav");
+  Recognize(*recognizer, audio, 7);
+  const RecognizerStats s = recognizer->stats();
+  const uint64_t frames = 1 + (audio.size() - 400) / 160;
+  EXPECT_EQ(s.samples, audio.size());
+  EXPECT_EQ(s.steps, (frames - 9) / 3 + 1);
+  EXPECT_NEAR(s.audio_seconds, audio.size() / 16000.0, 1e-9);
+  EXPECT_GT(s.processing_seconds, 0);
+  EXPECT_GT(s.step_mean_us, 0);
+  EXPECT_GE(s.step_p99_us, s.step_mean_us * 0.5);
+  EXPECT_LE(s.step_p99_us, s.step_max_us);
+  EXPECT_DOUBLE_EQ(recognizer->step_seconds(), 0.03);
+}
+
+TEST(Recognizer, NoAllocationWhileListening) {
+  auto model = LoadModel("hamming.tarn");
+  for (uint32_t beam : {0u, 8u}) {
+    RecognizerOptions options;
+    options.beam_width = beam;
+    options.endpoint_silence_ms = 0;
+    options.reset_after_silence_ms = 0;
+    auto recognizer = Make(*model, options);
+    const auto audio = ReadAudio("speech.wav");
+    ASSERT_TRUE(recognizer->AcceptWaveform(audio.data(), 8000).ok());
+    size_t allocations = 0;
+    for (size_t at = 8000; at + 160 <= audio.size(); at += 160) {
+      testing::AllocationCount count;
+      ASSERT_TRUE(recognizer->AcceptWaveform(audio.data() + at, 160).ok());
+      allocations += count.count();
+    }
+    EXPECT_EQ(allocations, 0u) << "beam " << beam;
+  }
+}
+
+TEST(Recognizer, RefusesNonFiniteSamplesConsumingNothing) {
+  auto model = LoadModel("hamming.tarn");
+  auto recognizer = Make(*model, RecognizerOptions());
+  std::vector<float> audio(1000, 0.01f);
+  audio[500] = NAN;
+  Status status = recognizer->AcceptWaveform(audio.data(), audio.size());
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("sample 500"), std::string::npos)
+      << status.message();
+  EXPECT_EQ(recognizer->stats().samples, 0u);
+}
+
+// A long stream: the same two utterances 150 times (about 11.5 minutes).
+// Every utterance comes out, times keep counting, nothing accumulates.
+TEST(Recognizer, LongStreamKeepsGoing) {
+  auto model = LoadModel("energy.tarn");
+  auto recognizer = Make(*model, RecognizerOptions());
+  const auto audio = ReadAudio("two.wav");
+  const double length = audio.size() / 16000.0;
+  RecognitionResult result;
+  size_t utterances = 0;
+  double last_start = -1;
+  for (int round = 0; round < 150; ++round) {
+    for (size_t at = 0; at < audio.size(); at += 1600) {
+      ASSERT_TRUE(
+          recognizer
+              ->AcceptWaveform(audio.data() + at,
+                               std::min<size_t>(1600, audio.size() - at))
+              .ok());
+      while (recognizer->PopResult(&result)) {
+        EXPECT_EQ(result.text, "a");
+        EXPECT_GT(result.words[0].start, last_start);
+        last_start = result.words[0].start;
+        ++utterances;
+      }
+      EXPECT_EQ(recognizer->queued_results(), 0u);
+    }
+  }
+  EXPECT_EQ(utterances, 300u);
+  EXPECT_NEAR(last_start, 149 * length + 2.85, 0.2);
+}
+
+TEST(Endpointer, Rules) {
+  Endpointer e(/*silence_steps=*/3, /*max_steps=*/10, /*idle_steps=*/5);
+  using E = Endpointer::Event;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(e.Step(false), E::kNone);
+  EXPECT_EQ(e.Step(false), E::kIdle);  // 5 steps, no speech
+  e.Reset();
+  EXPECT_EQ(e.Step(true), E::kNone);
+  EXPECT_EQ(e.Step(false), E::kNone);
+  EXPECT_EQ(e.Step(false), E::kNone);
+  EXPECT_EQ(e.Step(true), E::kNone);  // speech again: the count restarts
+  EXPECT_EQ(e.Step(false), E::kNone);
+  EXPECT_EQ(e.Step(false), E::kNone);
+  EXPECT_EQ(e.Step(false), E::kEndpoint);
+  e.Reset();
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(e.Step(true), E::kNone);
+  EXPECT_EQ(e.Step(true), E::kMaxLength);
+  Endpointer never(0, 0, 0);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(never.Step(i % 7 == 0), E::kNone);
+}
+
+}  // namespace
+}  // namespace tarn

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""`tarn transcribe`: outputs, input checks, options.
+
+    /usr/bin/python3 tests/speech/test_transcribe.py FIXTURES_DIR TARN
+
+energy.tarn (make_fixtures.py) reads every stretch of speech as "a";
+hamming.tarn is a random model whose (meaningless but deterministic) output
+shows that different routes to the same samples agree.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(sys.argv[1])
+TARN = sys.argv[2]
+failures = []
+
+
+def transcribe(*args, stdin=None):
+    return subprocess.run(
+        [TARN, "transcribe", *map(str, args)], input=stdin, capture_output=True, timeout=120
+    )
+
+
+def check(name, condition, detail=""):
+    print(("ok   " if condition else "FAIL ") + name)
+    if not condition:
+        failures.append(name)
+        if detail:
+            print("     " + str(detail).replace("\n", "\n     "))
+
+
+def stdout(result):
+    return result.stdout.decode()
+
+
+def last_line(result):
+    lines = stdout(result).rstrip("\n").split("\n")
+    return lines[-1]
+
+
+def error_case(name, args, *needles, stdin=None):
+    r = transcribe(*args, stdin=stdin)
+    err = r.stderr.decode(errors="replace")
+    check(name, r.returncode != 0 and all(n in err for n in needles), f"rc {r.returncode}: {err}")
+
+
+def main() -> int:
+    energy, random_model = FIXTURES / "energy.tarn", FIXTURES / "hamming.tarn"
+    speech, two = FIXTURES / "speech.wav", FIXTURES / "two.wav"
+
+    # Output shape.
+    r = transcribe(energy, speech, "-q")
+    check("the transcript alone on the last line of stdout", r.returncode == 0 and stdout(r) == "a\n", stdout(r))
+    r = transcribe(energy, two)
+    err = r.stderr.decode()
+    check("two utterances, one transcript", stdout(r) == "a a\n", stdout(r))
+    check("partials and utterances on stderr", "partial: a" in err and "utterance" in err, err)
+    r = transcribe(energy, two, "--json", "-q")
+    j = json.loads(stdout(r))
+    check("--json: text, words with times, duration",
+          j["text"] == "a a" and [w["word"] for w in j["words"]] == ["a", "a"]
+          and 0.2 < j["words"][0]["start"] < 0.45 and j["words"][0]["end"] > j["words"][0]["start"]
+          and abs(j["duration"] - 4.6) < 0.01, j)
+    r = transcribe(energy, two, "--utterances", "-q")
+    check("--utterances: a line per utterance", stdout(r) == "a\na\n", stdout(r))
+    r = transcribe(energy, two, "--utterances", "--json", "-q")
+    lines = [json.loads(line) for line in stdout(r).splitlines()]
+    check("--utterances --json: an object per utterance",
+          len(lines) == 2 and all(u["text"] == "a" and u["end"] > u["start"] for u in lines), lines)
+    r = transcribe(energy, two, "--endpoint-ms", "0", "--utterances", "-q")
+    check("--endpoint-ms 0: one utterance", stdout(r) == "aa\n", stdout(r))
+    r = transcribe(energy, two, "--stats", "-q")
+    err = r.stderr.decode()
+    check("--stats: real-time factor and step latency", "real-time factor" in err and "p99" in err and "mean" in err, err)
+
+    # Every route to the same samples gives the same result.
+    reference = transcribe(random_model, speech, "--json", "-q")
+    check("random model runs", reference.returncode == 0, reference.stderr.decode())
+    for name, args, stdin in [
+        ("raw PCM on stdin", [random_model, "-", "--json", "-q"], (FIXTURES / "speech.raw").read_bytes()),
+        ("stereo, downmixed", [random_model, FIXTURES / "stereo.wav", "--json", "-q"], None),
+        ("32-bit float WAV", [random_model, FIXTURES / "float.wav", "--json", "-q"], None),
+        ("FLAC", [random_model, FIXTURES / "speech.flac", "--json", "-q"], None),
+        ("--chunk-ms 10", [random_model, speech, "--json", "-q", "--chunk-ms", "10"], None),
+        ("--chunk-ms 37", [random_model, speech, "--json", "-q", "--chunk-ms", "37"], None),
+    ]:
+        r = transcribe(*args, stdin=stdin)
+        check(f"same result: {name}", r.returncode == 0 and r.stdout == reference.stdout,
+              f"{r.stdout!r} vs {reference.stdout!r}\n{r.stderr.decode()}")
+    r = transcribe(random_model, FIXTURES / "stereo.wav")
+    check("stereo: a note says so", "2 channels" in r.stderr.decode(), r.stderr.decode())
+    r = transcribe(random_model, "-", stdin=(FIXTURES / "speech.raw").read_bytes() + b"\x01")
+    check("stdin: an odd last byte is reported", r.returncode == 0 and "last byte" in r.stderr.decode(), r.stderr.decode())
+    r = transcribe(random_model, "-", "-q", stdin=b"")
+    check("empty stdin: an empty transcript", r.returncode == 0 and stdout(r) == "\n", r)
+
+    # Decoding options.
+    words = FIXTURES / "words.txt"
+    words.write_text("hello\nworld\n\nopen\nthe\ndoor\n")
+    r = transcribe(random_model, speech, "--words", words, "-q")
+    listed = {"hello", "world", "open", "the", "door"}
+    check("--words: only listed words", r.returncode == 0 and set(last_line(r).split()) <= listed, stdout(r) + r.stderr.decode())
+    r = transcribe(random_model, speech, "--beam", "4", "-q")
+    check("--beam 4 runs", r.returncode == 0, r.stderr.decode())
+    error_case("--words with --beam 1", [random_model, speech, "--words", words, "--beam", "1"], "--beam")
+    bad_words = FIXTURES / "bad_words.txt"
+    bad_words.write_text("hello\nna\u00efve\n")
+    error_case("--words with an unspellable word", [random_model, speech, "--words", bad_words], "na\u00efve", "\u00ef")
+    error_case("--chunk-ms below 10", [energy, speech, "--chunk-ms", "5"], "chunk-ms")
+    error_case("--chunk-ms above 100", [energy, speech, "--chunk-ms", "150"], "chunk-ms")
+
+    # Inputs it refuses, and why.
+    error_case("wrong sample rate names both rates", [energy, FIXTURES / "speech22.wav"], "22050 Hz", "16000 Hz")
+    error_case("u-law WAV", [energy, FIXTURES / "ulaw.wav"], "not supported", "Law")
+    error_case("ADPCM WAV", [energy, FIXTURES / "adpcm.wav"], "not supported", "ADPCM")
+    error_case("truncated WAV", [energy, FIXTURES / "truncated.wav"], "truncated")
+    error_case("header-only WAV", [energy, FIXTURES / "header_only.wav"], "truncated")
+    error_case("garbage", [energy, FIXTURES / "garbage.wav"], "cannot read it as audio")
+    error_case("missing file", [energy, FIXTURES / "no-such.wav"], "cannot read it as audio")
+    error_case("model without a front end", [FIXTURES / "noaudio.tarn", speech], "no audio front end")
+    error_case("model without labels", [FIXTURES / "nolabels.tarn", speech], "labels")
+
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
