@@ -13,11 +13,13 @@ namespace {
 
 // Columns [j, j + 8 * kVectors) of the update and read-out, for every row:
 // v and the y accumulators stay in registers while the rows stream past, so
-// each element of S is loaded and stored exactly once.
+// each element of S is loaded and stored exactly once. The loops over u are
+// unrolled so that vv and acc live in registers, not on the stack.
 template <int kVectors>
 void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
              const float* phi_q, float* S, float* y) {
   __m256 vv[kVectors], acc[kVectors];
+#pragma GCC unroll 4
   for (int u = 0; u < kVectors; ++u) {
     vv[u] = _mm256_loadu_ps(v + j + 8 * u);
     acc[u] = _mm256_setzero_ps();
@@ -26,12 +28,14 @@ void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
   for (size_t c = 0; c < C; ++c, row += dv) {
     const __m256 k = _mm256_broadcast_ss(phi_k + c);
     const __m256 q = _mm256_broadcast_ss(phi_q + c);
+#pragma GCC unroll 4
     for (int u = 0; u < kVectors; ++u) {
       const __m256 s = _mm256_fmadd_ps(k, vv[u], _mm256_loadu_ps(row + 8 * u));
       _mm256_storeu_ps(row + 8 * u, s);
       acc[u] = _mm256_fmadd_ps(q, s, acc[u]);
     }
   }
+#pragma GCC unroll 4
   for (int u = 0; u < kVectors; ++u) _mm256_storeu_ps(y + j + 8 * u, acc[u]);
 }
 

@@ -13,11 +13,13 @@ namespace {
 
 // Columns [j, j + 16 * kVectors) of the update and read-out, for every row:
 // v and the y accumulators stay in registers while the rows stream past, so
-// each element of S is loaded and stored exactly once.
+// each element of S is loaded and stored exactly once. The loops over u are
+// unrolled so that vv and acc live in registers, not on the stack.
 template <int kVectors>
 void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
              const float* phi_q, float* S, float* y) {
   __m512 vv[kVectors], acc[kVectors];
+#pragma GCC unroll 4
   for (int u = 0; u < kVectors; ++u) {
     vv[u] = _mm512_loadu_ps(v + j + 16 * u);
     acc[u] = _mm512_setzero_ps();
@@ -26,12 +28,14 @@ void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
   for (size_t c = 0; c < C; ++c, row += dv) {
     const __m512 k = _mm512_set1_ps(phi_k[c]);
     const __m512 q = _mm512_set1_ps(phi_q[c]);
+#pragma GCC unroll 4
     for (int u = 0; u < kVectors; ++u) {
       const __m512 s = _mm512_fmadd_ps(k, vv[u], _mm512_loadu_ps(row + 16 * u));
       _mm512_storeu_ps(row + 16 * u, s);
       acc[u] = _mm512_fmadd_ps(q, s, acc[u]);
     }
   }
+#pragma GCC unroll 4
   for (int u = 0; u < kVectors; ++u) _mm512_storeu_ps(y + j + 16 * u, acc[u]);
 }
 

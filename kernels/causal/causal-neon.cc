@@ -13,11 +13,13 @@ namespace {
 
 // Columns [j, j + 4 * kVectors) of the update and read-out, for every row:
 // v and the y accumulators stay in registers while the rows stream past, so
-// each element of S is loaded and stored exactly once.
+// each element of S is loaded and stored exactly once. The loops over u are
+// unrolled so that vv and acc live in registers, not on the stack.
 template <int kVectors>
 void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
              const float* phi_q, float* S, float* y) {
   float32x4_t vv[kVectors], acc[kVectors];
+#pragma GCC unroll 4
   for (int u = 0; u < kVectors; ++u) {
     vv[u] = vld1q_f32(v + j + 4 * u);
     acc[u] = vdupq_n_f32(0.0f);
@@ -26,12 +28,14 @@ void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
   for (size_t c = 0; c < C; ++c, row += dv) {
     const float k = phi_k[c];
     const float q = phi_q[c];
+#pragma GCC unroll 4
     for (int u = 0; u < kVectors; ++u) {
       const float32x4_t s = vfmaq_n_f32(vld1q_f32(row + 4 * u), vv[u], k);
       vst1q_f32(row + 4 * u, s);
       acc[u] = vfmaq_n_f32(acc[u], s, q);
     }
   }
+#pragma GCC unroll 4
   for (int u = 0; u < kVectors; ++u) vst1q_f32(y + j + 4 * u, acc[u]);
 }
 

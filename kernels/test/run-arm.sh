@@ -2,8 +2,20 @@
 # Cross-builds the kernels for AArch64 and runs their tests under qemu-user,
 # so the NEON variants are exercised on an x86 machine.
 #   kernels/test/run-arm.sh [build-dir] [gtest args...]
-# Needs g++-aarch64-linux-gnu, qemu-user and libgtest-dev (for its sources).
+# Needs g++-aarch64-linux-gnu, qemu-user and libgtest-dev (for its sources);
+# exits 77 (ctest's SKIP_RETURN_CODE convention) when one is missing.
 set -euo pipefail
+
+for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "run-arm.sh: $tool not found; skipping the AArch64 kernel tests" >&2
+    exit 77
+  fi
+done
+if [ ! -f /usr/src/googletest/CMakeLists.txt ]; then
+  echo "run-arm.sh: /usr/src/googletest missing (libgtest-dev); skipping" >&2
+  exit 77
+fi
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-${TMPDIR:-/tmp}/tarn-kernels-arm}"
