@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Word and character error rates of `tarn transcribe` (the C++ path: front
+end, model and decoder all in tarn) over a corpus manifest, for greedy
+decoding and for the beam search constrained to the word list, per voice.
+
+    /usr/bin/python3 examples/asr/eval.py --model examples/asr/model/asr.tarn \\
+        [--manifest /work/data/asr/manifest.tsv] [--splits eval_espeak eval_slt] \\
+        [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--jobs 2]
+
+The manifest is make_corpus.py's TSV (path, transcript, voice, split, ...;
+paths relative to the manifest's directory). Every utterance is transcribed
+once per decoder, by its own `tarn transcribe` process, and the transcript is
+the last line of its stdout. Error rates are summed over a group, as
+train.py computes them: CER = character edits / reference characters (spaces
+count), WER = word edits / reference words. Groups: each voice (espeak-ng
+variant across accents, or flite voice) within each split, then each split.
+--json writes every hypothesis and the tables for later comparison.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VOCABULARY = (
+    "zero one two three four five six seven eight nine yes no up down left right on off stop go hello world "
+    "open close play pause next back call home light music turn the please what time is it's don't"
+).split()
+
+
+def edit_distance(a, b):
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
+def find_tarn():
+    root = HERE.parents[1]
+    for candidate in sorted(root.glob("build*/runtime/tarn")):
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return "tarn"
+
+
+def voice_group(voice: str) -> str:
+    """espeak-ng/en-gb-x-rp+belinda -> espeak-ng +belinda; flite/slt stays."""
+    if voice.startswith("espeak-ng/") and "+" in voice:
+        return "espeak-ng +" + voice.split("+", 1)[1]
+    return voice
+
+
+def transcribe(tarn, model, wav, extra):
+    command = [tarn, "transcribe", model, wav, "-q", *extra]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
+    lines = result.stdout.rstrip("\n").split("\n")
+    return " ".join(lines[-1].split())
+
+
+class Tally:
+    def __init__(self):
+        self.utterances = self.char_errors = self.chars = self.word_errors = self.words = 0
+
+    def add(self, hypothesis, reference):
+        self.utterances += 1
+        self.char_errors += edit_distance(hypothesis, reference)
+        self.chars += len(reference)
+        self.word_errors += edit_distance(hypothesis.split(), reference.split())
+        self.words += len(reference.split())
+
+    def cer(self):
+        return self.char_errors / max(1, self.chars)
+
+    def wer(self):
+        return self.word_errors / max(1, self.words)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="the speech .tarn model")
+    parser.add_argument("--manifest", default="/work/data/asr/manifest.tsv")
+    parser.add_argument("--splits", nargs="+", default=["eval_espeak", "eval_slt"])
+    parser.add_argument("--tarn", default=None, help="the tarn binary (default: build*/runtime/tarn, else PATH)")
+    parser.add_argument("--beam", type=int, default=8, help="beam width of the word-list decoder")
+    parser.add_argument("--words", help="word list, one per line (default: the corpus's 40 words)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--limit", type=int, default=0, help="at most this many utterances per split (0: all)")
+    parser.add_argument("--json", help="write hypotheses and tables here")
+    args = parser.parse_args()
+
+    tarn = args.tarn or find_tarn()
+    manifest = Path(args.manifest)
+    with open(manifest, newline="") as f:
+        rows = [r for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if r["split"] in args.splits]
+    if args.limit:
+        per_split = collections.Counter()
+        kept = []
+        for r in rows:
+            per_split[r["split"]] += 1
+            if per_split[r["split"]] <= args.limit:
+                kept.append(r)
+        rows = kept
+    if not rows:
+        print(f"no utterances of splits {args.splits} in {manifest}", file=sys.stderr)
+        return 1
+
+    words_file = args.words
+    if words_file is None:
+        handle = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+        handle.write("\n".join(VOCABULARY) + "\n")
+        handle.close()
+        words_file = handle.name
+    decoders = {"greedy": [], f"words, beam {args.beam}": ["--words", words_file, "--beam", str(args.beam)]}
+
+    print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
+    start = time.time()
+    jobs = [(row, name, extra) for row in rows for name, extra in decoders.items()]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(transcribe, tarn, args.model, str(manifest.parent / row["path"]), extra) for row, _, extra in jobs]
+        hypotheses = [f.result() for f in futures]
+    print(f"transcribed in {time.time() - start:.0f} s", file=sys.stderr)
+
+    tallies = collections.defaultdict(Tally)  # (split, group, decoder)
+    records = []
+    for (row, name, _), hypothesis in zip(jobs, hypotheses):
+        reference = " ".join(row["transcript"].split())
+        for group in (voice_group(row["voice"]), "all"):
+            tallies[(row["split"], group, name)].add(hypothesis, reference)
+        records.append({"path": row["path"], "split": row["split"], "voice": row["voice"], "decoder": name, "reference": reference, "hypothesis": hypothesis})
+
+    names = list(decoders)
+    header = f"{'split':12} {'voice':22} {'utts':>5}" + "".join(f" {n + ' WER':>18} {n + ' CER':>18}" for n in names)
+    print(header)
+    table = []
+    for split in args.splits:
+        groups = sorted({g for (s, g, _) in tallies if s == split and g != "all"}) + ["all"]
+        for group in groups:
+            if (split, group, names[0]) not in tallies:
+                continue
+            line = f"{split:12} {group:22} {tallies[(split, group, names[0])].utterances:5}"
+            entry = {"split": split, "voice": group, "utterances": tallies[(split, group, names[0])].utterances}
+            for n in names:
+                t = tallies[(split, group, n)]
+                line += f" {t.wer():18.2%} {t.cer():18.2%}"
+                entry[n] = {"wer": t.wer(), "cer": t.cer()}
+            print(line)
+            table.append(entry)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"model": args.model, "table": table, "utterances": records}, indent=1) + "\n")
+    if args.words is None:
+        os.unlink(words_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
