@@ -21,11 +21,12 @@ struct PrefillArgs {
   float* y;
 };
 
-// Floats of shared memory for a chunk of L positions: phi_q, phi_k [L][C],
-// v [L][dv], A [L][L], xs [L][d_key], norms [L][heads], den [L].
-size_t PrefillShared(const AttentionShape& s, size_t L) {
-  return sizeof(float) * L *
-         (2 * s.feature_dim + s.d_value + L + s.d_key + s.heads + 1);
+// Bytes of shared memory for a chunk of L positions: phi_q, phi_k [L][C],
+// v [L][dv], A [L][L], den [L]; favor+ also xs [L][d_key] and norms
+// [L][heads].
+size_t PrefillShared(const AttentionShape& s, FeatureMapKind map, size_t L) {
+  const size_t favor = map == FeatureMapKind::kFavor ? s.d_key + s.heads : 0;
+  return sizeof(float) * L * (2 * s.feature_dim + s.d_value + L + 1 + favor);
 }
 
 template <int DV>
@@ -38,9 +39,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
   float* phi_k = phi_q + L * C;
   float* v = phi_k + L * C;
   float* A = v + L * DV;
-  float* xs = A + L * L;
+  float* den = A + L * L;
+  float* xs = den + L;  // favor+ only, as norms
   float* norms = xs + L * d_key;
-  float* den = norms + L * heads;
 
   const size_t s = blockIdx.x;
   const int h = blockIdx.y;
@@ -96,11 +97,12 @@ KernelStatus Launch(cudaStream_t stream, size_t streams, size_t shared,
 
 }  // namespace
 
-size_t PrefillChunk(const AttentionShape& shape, size_t max_chunk) {
+size_t PrefillChunk(const AttentionShape& shape, FeatureMapKind map,
+                    size_t max_chunk) {
   size_t L = 1;
   while (L * 2 <= max_chunk) L *= 2;
   for (; L >= 1; L /= 2) {
-    if (PrefillShared(shape, L) <= kSharedBytes) return L;
+    if (PrefillShared(shape, map, L) <= kSharedBytes) return L;
   }
   return 0;
 }
@@ -117,7 +119,7 @@ KernelStatus CausalPrefill(cudaStream_t stream, size_t streams, size_t T,
                                " streams of " + std::to_string(shape.heads) +
                                " heads exceed the grid");
   }
-  const size_t L = PrefillChunk(shape, max_chunk);
+  const size_t L = PrefillChunk(shape, map.kind, max_chunk);
   if (L == 0) {
     return KernelStatus::Error("CausalPrefill: not even one position of C " +
                                std::to_string(shape.feature_dim) + ", d_key " +
@@ -143,7 +145,7 @@ KernelStatus CausalPrefill(cudaStream_t stream, size_t streams, size_t T,
   args.eps = eps;
   args.state = state;
   args.y = y;
-  const size_t shared = PrefillShared(shape, L);
+  const size_t shared = PrefillShared(shape, map.kind, L);
   switch (shape.d_value) {
     case 16:
       return Launch<16>(stream, streams, shared, args);

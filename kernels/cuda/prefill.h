@@ -14,9 +14,11 @@
 namespace tarn {
 namespace cuda {
 
-// The chunk length CausalPrefill uses for this shape: the largest power of
-// two <= max_chunk whose chunk fits in shared memory; 0 if none does.
-size_t PrefillChunk(const AttentionShape& shape, size_t max_chunk);
+// The chunk length CausalPrefill uses for this shape and feature map: the
+// largest power of two <= max_chunk whose chunk fits in shared memory; 0 if
+// none does.
+size_t PrefillChunk(const AttentionShape& shape, FeatureMapKind map,
+                    size_t max_chunk);
 
 // qkv: [streams][T][shape.row_width()], the positions of stream s (in slot
 // state.slots[s], slots distinct) in order. y: [streams][T][heads][d_value].

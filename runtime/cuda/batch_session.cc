@@ -1,0 +1,745 @@
+// BatchSession: many streams' state in GPU memory, stepped together (the
+// step of runtime/src/session.cc with every matrix-vector product a
+// matrix-matrix product over the rows of a call).
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_util.h"
+#include "device_model.h"
+#include "kernels/cuda/activation.h"
+#include "kernels/cuda/causal_step.h"
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/dense.h"
+#include "kernels/cuda/input.h"
+#include "kernels/cuda/layer_norm.h"
+#include "kernels/cuda/prefill.h"
+#include "tarn/cuda.hpp"
+
+namespace tarn {
+namespace cuda {
+namespace {
+
+Status InvalidArgument(const std::string& message) {
+  return Status(StatusCode::kInvalidArgument, message);
+}
+
+constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'G', 'P', 'U', 0};
+constexpr uint32_t kSnapshotLayout = 1;
+
+// The start of a snapshot; the stream's floats follow: S [layers][heads][C]
+// [d_value], z [layers][heads][C], the convolution ring [layers][k - 1]
+// [d_model] (oldest entry at position % (k - 1)), the frame window
+// [stack_window][input_dim] (oldest first).
+struct SnapshotHeader {
+  char magic[8];
+  uint32_t layout;
+  uint32_t header_bytes;
+  uint64_t model_identity;
+  uint64_t position;
+  uint64_t frames_seen;
+  uint64_t floats;
+};
+
+}  // namespace
+
+class BatchSession::Impl {
+ public:
+  Impl(std::shared_ptr<const DeviceModel> model, const BatchOptions& options)
+      : model_(std::move(model)),
+        m_(model_->impl()),
+        c_(m_.config),
+        max_streams_(options.max_streams),
+        prefill_rows_(options.max_prefill_positions) {}
+  ~Impl() {
+    cudaSetDevice(m_.device);
+    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  Status Init();
+  Status StepTokens(size_t n, const uint32_t* streams, const int32_t* tokens,
+                    float* outputs);
+  Status StepFrames(size_t n, const uint32_t* streams, const float* frames,
+                    float* outputs, bool* stepped);
+  Status Prefill(uint32_t stream, const int32_t* tokens, size_t count,
+                 float* outputs);
+  Status Reset(uint32_t stream);
+  size_t snapshot_bytes() const {
+    return sizeof(SnapshotHeader) + slot_floats() * sizeof(float);
+  }
+  Status Snapshot(uint32_t stream, void* bytes, size_t size) const;
+  Status Restore(uint32_t stream, const void* bytes, size_t size);
+  Status AttentionState(uint32_t stream, uint32_t layer, float* S,
+                        float* z) const;
+
+  std::shared_ptr<const DeviceModel> model_;
+  const DeviceModel::Impl& m_;
+  const ModelConfig& c_;
+  const uint32_t max_streams_;
+  const uint32_t prefill_rows_;
+  std::vector<uint64_t> positions_;    // per stream
+  std::vector<uint64_t> frames_seen_;  // per stream
+
+ private:
+  size_t rows_capacity() const {
+    return std::max<size_t>(max_streams_, prefill_rows_);
+  }
+  // Floats of one stream's state in each region.
+  size_t S_floats() const {
+    return size_t{c_.num_layers} * c_.num_heads * c_.feature_dim * c_.d_value;
+  }
+  size_t z_floats() const {
+    return size_t{c_.num_layers} * c_.num_heads * c_.feature_dim;
+  }
+  size_t ring_floats() const {
+    return c_.conv_kernel > 1
+               ? size_t{c_.num_layers} * (c_.conv_kernel - 1) * c_.d_model
+               : 0;
+  }
+  size_t window_floats() const {
+    return c_.input_kind == InputKind::kFrames
+               ? size_t{c_.stack_window} * c_.input_dim
+               : 0;
+  }
+  size_t slot_floats() const {
+    return S_floats() + z_floats() + ring_floats() + window_floats();
+  }
+  // A stream's regions: {device pointer, floats}.
+  std::vector<std::pair<float*, size_t>> SlotRegions(uint32_t stream) const {
+    return {{S_ + stream * S_floats(), S_floats()},
+            {z_ + stream * z_floats(), z_floats()},
+            {ring_ + stream * ring_floats(), ring_floats()},
+            {window_ + stream * window_floats(), window_floats()}};
+  }
+
+  Status CheckStep(size_t n, const uint32_t* streams) const;
+  Status CheckStreams(size_t n, const uint32_t* streams);
+  Status Upload(size_t rows, bool frames, bool step_slots);
+  // Rows [streams][T] of x (embedded, before the position) through the
+  // layers to the outputs, read back into host_output_ [rows][output_size].
+  Status Forward(size_t streams, size_t T, const int32_t* slots);
+  Status Download(size_t rows);
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  DeviceMemory state_, scratch_, device_inputs_;
+  PinnedMemory host_inputs_, host_output_;
+  std::vector<uint8_t> listed_;  // per stream: named twice in one call?
+
+  // State, [max_streams][...] each (slot_floats() per stream in all).
+  float *S_ = nullptr, *z_ = nullptr, *ring_ = nullptr, *window_ = nullptr;
+  // Scratch, rows_capacity() rows each.
+  float *x_ = nullptr, *normed_ = nullptr, *qkv_ = nullptr,
+        *attention_ = nullptr, *branch_ = nullptr, *hidden_ = nullptr,
+        *output_ = nullptr, *stacked_ = nullptr;
+  // Per-call inputs, the same layout on the host (pinned) and the device:
+  // slots, step slots, tokens, destinations [rows] int32, positions [rows]
+  // int64, frames [rows][input_dim].
+  struct Inputs {
+    int32_t* slots;
+    int32_t* step_slots;
+    int32_t* tokens;
+    int32_t* dest;
+    int64_t* positions;
+    float* frames;
+  };
+  Inputs Layout(void* base) const;
+  Inputs host_{}, device_{};
+};
+
+BatchSession::Impl::Inputs BatchSession::Impl::Layout(void* base) const {
+  const size_t rows = rows_capacity(), ints = AlignedFloats(rows);
+  auto* p = static_cast<float*>(base);
+  Inputs in;
+  in.slots = reinterpret_cast<int32_t*>(p);
+  in.step_slots = reinterpret_cast<int32_t*>(p + ints);
+  in.tokens = reinterpret_cast<int32_t*>(p + 2 * ints);
+  in.dest = reinterpret_cast<int32_t*>(p + 3 * ints);
+  in.positions = reinterpret_cast<int64_t*>(p + 4 * ints);
+  in.frames = p + 6 * ints;
+  return in;
+}
+
+Status BatchSession::Impl::Init() {
+  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  status = FromCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                    "cudaStreamCreate");
+  if (!status.ok()) return status;
+  status = FromKernel(FromCublas(cublasCreate(&cublas_), "cublasCreate"));
+  if (!status.ok()) return status;
+  cublasSetMathMode(cublas_, m_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                           : CUBLAS_DEFAULT_MATH);
+
+  const size_t slots = max_streams_;
+  const size_t S = AlignedFloats(slots * S_floats()),
+               z = AlignedFloats(slots * z_floats()),
+               ring = AlignedFloats(slots * ring_floats()),
+               window = AlignedFloats(slots * window_floats());
+  status = AllocateDevice((S + z + ring + window) * sizeof(float),
+                          "the streams' state", &state_);
+  if (!status.ok()) return status;
+  S_ = static_cast<float*>(state_.get());
+  z_ = S_ + S;
+  ring_ = z_ + z;
+  window_ = ring_ + ring;
+
+  const size_t rows = rows_capacity(), d = c_.d_model;
+  const size_t widths[] = {
+      d, d,       m_.attention.row_width(), size_t{c_.num_heads} * c_.d_value,
+      d, c_.d_ff, m_.output_size,           window_floats()};
+  size_t scratch_floats = 0;
+  for (size_t w : widths) scratch_floats += AlignedFloats(rows * w);
+  status = AllocateDevice(scratch_floats * sizeof(float), "scratch", &scratch_);
+  if (!status.ok()) return status;
+  float* next = static_cast<float*>(scratch_.get());
+  float** regions[] = {&x_,      &normed_, &qkv_,    &attention_,
+                       &branch_, &hidden_, &output_, &stacked_};
+  for (size_t i = 0; i < 8; ++i) {
+    *regions[i] = next;
+    next += AlignedFloats(rows * widths[i]);
+  }
+
+  const size_t input_bytes =
+      (6 * AlignedFloats(rows) + rows * std::max<size_t>(c_.input_dim, 1)) *
+      sizeof(float);
+  status = AllocateDevice(input_bytes, "per-call inputs", &device_inputs_);
+  if (status.ok())
+    status = AllocatePinned(input_bytes, "per-call inputs", &host_inputs_);
+  if (status.ok()) {
+    status = AllocatePinned(rows * m_.output_size * sizeof(float), "outputs",
+                            &host_output_);
+  }
+  if (!status.ok()) return status;
+  host_ = Layout(host_inputs_.get());
+  device_ = Layout(device_inputs_.get());
+
+  positions_.assign(slots, 0);
+  frames_seen_.assign(slots, 0);
+  listed_.assign(slots, 0);
+  status = FromCuda(
+      cudaMemsetAsync(S_, 0, (S + z + ring + window) * sizeof(float), stream_),
+      "clearing the state");
+  if (status.ok())
+    status = FromCuda(cudaStreamSynchronize(stream_), "clearing the state");
+  return status;
+}
+
+// What every stepping call checks first, as Session::Impl::CheckStep.
+Status BatchSession::Impl::CheckStep(size_t n, const uint32_t* streams) const {
+  if (!c_.causal) {
+    return Status(StatusCode::kUnsupported,
+                  "this model's attention is bidirectional: it encodes whole "
+                  "sequences and cannot be stepped");
+  }
+  if (n == 0 || n > max_streams_ || streams == nullptr) {
+    return InvalidArgument("a call steps 1 to " + std::to_string(max_streams_) +
+                           " streams, not " + std::to_string(n));
+  }
+  return Status::Ok();
+}
+
+// Every stream in range and listed once; learned positions not exhausted.
+Status BatchSession::Impl::CheckStreams(size_t n, const uint32_t* streams) {
+  Status status;
+  size_t i = 0;
+  for (; i < n && status.ok(); ++i) {
+    const uint32_t s = streams[i];
+    if (s >= max_streams_) {
+      status = InvalidArgument("stream " + std::to_string(s) +
+                               " is out of range: the batch has " +
+                               std::to_string(max_streams_) + " streams");
+    } else if (listed_[s]) {
+      status = InvalidArgument("stream " + std::to_string(s) +
+                               " is listed twice in one call");
+    } else if (c_.position == "learned" && positions_[s] >= c_.max_positions) {
+      status = Status(StatusCode::kOutOfRange,
+                      "stream " + std::to_string(s) + ": step " +
+                          std::to_string(positions_[s]) +
+                          " is past the model's learned positions (" +
+                          std::to_string(c_.max_positions) + ")");
+    } else {
+      listed_[s] = 1;
+    }
+  }
+  for (size_t j = 0; j < i; ++j) {
+    if (streams[j] < max_streams_) listed_[streams[j]] = 0;
+  }
+  return status;
+}
+
+Status BatchSession::Impl::Upload(size_t rows, bool frames, bool step_slots) {
+  struct Part {
+    void* device;
+    const void* host;
+    size_t bytes;
+  };
+  const Part parts[] = {
+      {device_.slots, host_.slots, rows * sizeof(int32_t)},
+      {device_.step_slots, host_.step_slots,
+       step_slots ? rows * sizeof(int32_t) : 0},
+      {device_.tokens, host_.tokens, frames ? 0 : rows * sizeof(int32_t)},
+      {device_.dest, host_.dest, frames ? rows * sizeof(int32_t) : 0},
+      {device_.positions, host_.positions, rows * sizeof(int64_t)},
+      {device_.frames, host_.frames,
+       frames ? rows * c_.input_dim * sizeof(float) : 0}};
+  for (const Part& part : parts) {
+    if (part.bytes == 0) continue;
+    Status status = FromCuda(cudaMemcpyAsync(part.device, part.host, part.bytes,
+                                             cudaMemcpyHostToDevice, stream_),
+                             "uploading a step's inputs");
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+Status BatchSession::Impl::Forward(size_t streams, size_t T,
+                                   const int32_t* slots) {
+  const size_t rows = streams * T, d = c_.d_model;
+  const size_t heads = c_.num_heads, C = c_.feature_dim;
+  const bool pre_norm = c_.norm_placement == "pre";
+  const float eps = c_.norm_eps;
+  cudaStream_t s = stream_;
+  KernelStatus k = AddPosition(s, rows, d, m_.position, device_.positions,
+                               m_.position_embedding, x_);
+  for (size_t l = 0; k.ok() && l < c_.num_layers; ++l) {
+    const DeviceLayer& w = m_.layers[l];
+    const float* in = x_;
+    if (pre_norm) {
+      k = LayerNorm(s, rows, d, x_, w.norm1_weight, w.norm1_bias, eps, normed_);
+      in = normed_;
+    }
+    if (k.ok()) {
+      k = Dense(cublas_, s, rows, d, m_.attention.row_width(), in, w.qkv_weight,
+                w.qkv_bias, ActivationKind::kNone, qkv_);
+    }
+    if (k.ok()) {
+      FeatureMapParams map;
+      map.kind = m_.feature_map;
+      map.omega = w.omega;
+      map.softmax_temp = c_.favor_softmax_temp;
+      map.stabilize = c_.favor_stabilize;
+      StateSlots state;
+      state.slots = slots;
+      state.S_stride = S_floats();
+      state.z_stride = z_floats();
+      state.S = S_ + l * heads * C * c_.d_value;
+      state.z = z_ + l * heads * C;
+      k = T == 1 ? CausalStep(s, rows, m_.attention, map, qkv_,
+                              c_.attention_eps, state, attention_)
+                 : CausalPrefill(s, streams, T, m_.attention, map, qkv_,
+                                 c_.attention_eps, state, attention_);
+    }
+    if (k.ok()) {
+      k = Dense(cublas_, s, rows, heads * c_.d_value, d, attention_,
+                w.out_weight, w.out_bias, ActivationKind::kNone, branch_);
+    }
+    if (k.ok()) {
+      k = pre_norm ? Add(s, rows * d, x_, branch_, x_)
+                   : AddLayerNorm(s, rows, d, x_, branch_, w.norm1_weight,
+                                  w.norm1_bias, eps, x_);
+    }
+    if (k.ok() && c_.conv_kernel > 0) {
+      k = CausalConv(s, streams, T, d, c_.conv_kernel, slots, device_.positions,
+                     w.conv_weight, w.conv_bias, ring_floats(),
+                     ring_ + l * (c_.conv_kernel - 1) * size_t{d}, x_);
+    }
+    in = x_;
+    if (k.ok() && pre_norm) {
+      k = LayerNorm(s, rows, d, x_, w.norm2_weight, w.norm2_bias, eps, normed_);
+      in = normed_;
+    }
+    if (k.ok()) {
+      k = Dense(cublas_, s, rows, d, c_.d_ff, in, w.linear1_weight,
+                w.linear1_bias, m_.activation, hidden_);
+    }
+    if (k.ok()) {
+      k = Dense(cublas_, s, rows, c_.d_ff, d, hidden_, w.linear2_weight,
+                w.linear2_bias, ActivationKind::kNone, branch_);
+    }
+    if (k.ok()) {
+      k = pre_norm ? Add(s, rows * d, x_, branch_, x_)
+                   : AddLayerNorm(s, rows, d, x_, branch_, w.norm2_weight,
+                                  w.norm2_bias, eps, x_);
+    }
+  }
+  const float* last = x_;
+  if (k.ok() && m_.final_norm_weight != nullptr) {
+    k = LayerNorm(s, rows, d, x_, m_.final_norm_weight, m_.final_norm_bias, eps,
+                  normed_);
+    last = normed_;
+  }
+  if (k.ok() && m_.head_weight != nullptr) {
+    k = Dense(cublas_, s, rows, d, m_.output_size, last, m_.head_weight,
+              m_.head_bias, ActivationKind::kNone, output_);
+    last = output_;
+  }
+  if (!k.ok()) return FromKernel(k);
+  return FromCuda(cudaMemcpyAsync(host_output_.get(), last,
+                                  rows * m_.output_size * sizeof(float),
+                                  cudaMemcpyDeviceToHost, s),
+                  "reading back a step's outputs");
+}
+
+Status BatchSession::Impl::StepTokens(size_t n, const uint32_t* streams,
+                                      const int32_t* tokens, float* outputs) {
+  if (c_.input_kind != InputKind::kTokens) {
+    return InvalidArgument("this model takes frames, not tokens");
+  }
+  Status status = CheckStep(n, streams);
+  if (!status.ok()) return status;
+  if (tokens == nullptr || outputs == nullptr) {
+    return InvalidArgument("'tokens' or 'outputs' is null");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= c_.vocab_size) {
+      return InvalidArgument("token " + std::to_string(tokens[i]) + " (row " +
+                             std::to_string(i) +
+                             ") is out of range: the vocabulary has " +
+                             std::to_string(c_.vocab_size) + " tokens (0.." +
+                             std::to_string(c_.vocab_size - 1) + ")");
+    }
+  }
+  status = CheckStreams(n, streams);
+  if (!status.ok()) return status;
+  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  for (size_t i = 0; i < n; ++i) {
+    host_.slots[i] = static_cast<int32_t>(streams[i]);
+    host_.tokens[i] = tokens[i];
+    host_.positions[i] = static_cast<int64_t>(positions_[streams[i]]);
+  }
+  status = Upload(n, /*frames=*/false, /*step_slots=*/false);
+  if (status.ok()) {
+    status = FromKernel(EmbedTokens(stream_, n, c_.d_model, m_.token_embedding,
+                                    device_.tokens, c_.embedding_scale, x_));
+  }
+  if (status.ok()) status = Forward(n, 1, device_.slots);
+  if (status.ok())
+    status = FromCuda(cudaStreamSynchronize(stream_), "stepping");
+  if (!status.ok()) return status;
+  std::memcpy(outputs, host_output_.get(), n * m_.output_size * sizeof(float));
+  for (size_t i = 0; i < n; ++i) ++positions_[streams[i]];
+  return Status::Ok();
+}
+
+Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
+                                      const float* frames, float* outputs,
+                                      bool* stepped) {
+  if (c_.input_kind != InputKind::kFrames) {
+    return InvalidArgument("this model takes tokens, not frames");
+  }
+  Status status = CheckStep(n, streams);
+  if (!status.ok()) return status;
+  if (frames == nullptr || outputs == nullptr || stepped == nullptr) {
+    return InvalidArgument("'frames', 'outputs' or 'stepped' is null");
+  }
+  const size_t width = c_.input_dim;
+  for (size_t i = 0; i < n * width; ++i) {
+    if (!std::isfinite(frames[i])) {
+      return InvalidArgument("frame value " + std::to_string(i % width) +
+                             " of row " + std::to_string(i / width) + " is " +
+                             std::to_string(frames[i]) +
+                             ": frames must be finite");
+    }
+  }
+  status = CheckStreams(n, streams);
+  if (!status.ok()) return status;
+  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  // Which streams step: the window is full and a hop has passed.
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t s = streams[i];
+    const uint64_t seen = frames_seen_[s] + 1;
+    stepped[i] =
+        seen >= c_.stack_window && (seen - c_.stack_window) % c_.stack_hop == 0;
+    host_.slots[i] = static_cast<int32_t>(s);
+    host_.dest[i] = stepped[i] ? static_cast<int32_t>(m) : -1;
+    if (stepped[i]) {
+      host_.step_slots[m] = static_cast<int32_t>(s);
+      host_.positions[m] = static_cast<int64_t>(positions_[s]);
+      ++m;
+    }
+  }
+  std::memcpy(host_.frames, frames, n * width * sizeof(float));
+  status = Upload(n, /*frames=*/true, /*step_slots=*/true);
+  if (status.ok()) {
+    status =
+        FromKernel(PushFrames(stream_, n, width, c_.stack_window, device_.slots,
+                              device_.frames, device_.dest, window_, stacked_));
+  }
+  if (status.ok() && m > 0) {
+    if (m_.input_projection_weight != nullptr) {
+      status =
+          FromKernel(Dense(cublas_, stream_, m, window_floats(), c_.d_model,
+                           stacked_, m_.input_projection_weight,
+                           m_.input_projection_bias, m_.input_activation, x_));
+    } else {
+      status = FromKernel(Activation(stream_, m * c_.d_model,
+                                     m_.input_activation, stacked_, x_));
+    }
+    if (status.ok()) status = Forward(m, 1, device_.step_slots);
+  }
+  if (status.ok())
+    status = FromCuda(cudaStreamSynchronize(stream_), "stepping");
+  if (!status.ok()) return status;
+  const auto* out = static_cast<const float*>(host_output_.get());
+  const size_t width_out = m_.output_size;
+  for (size_t i = 0, row = 0; i < n; ++i) {
+    ++frames_seen_[streams[i]];
+    if (!stepped[i]) continue;
+    std::memcpy(outputs + i * width_out, out + row * width_out,
+                width_out * sizeof(float));
+    ++positions_[streams[i]];
+    ++row;
+  }
+  return Status::Ok();
+}
+
+Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
+                                   size_t count, float* outputs) {
+  if (c_.input_kind != InputKind::kTokens) {
+    return Status(StatusCode::kUnsupported,
+                  "Prefill takes tokens; step frame models with StepFrames");
+  }
+  Status status = CheckStep(1, &stream);
+  if (!status.ok()) return status;
+  if (count == 0) return Status::Ok();
+  if (tokens == nullptr) return InvalidArgument("'tokens' is null");
+  for (size_t i = 0; i < count; ++i) {
+    if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= c_.vocab_size) {
+      return InvalidArgument("token " + std::to_string(tokens[i]) + " (at " +
+                             std::to_string(i) +
+                             ") is out of range: the vocabulary has " +
+                             std::to_string(c_.vocab_size) + " tokens");
+    }
+  }
+  status = CheckStreams(1, &stream);
+  if (!status.ok()) return status;
+  if (c_.position == "learned" &&
+      positions_[stream] + count > c_.max_positions) {
+    return Status(StatusCode::kOutOfRange,
+                  "prefilling " + std::to_string(count) + " tokens from step " +
+                      std::to_string(positions_[stream]) +
+                      " goes past the model's learned positions (" +
+                      std::to_string(c_.max_positions) + ")");
+  }
+  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  for (size_t done = 0; done < count && status.ok();) {
+    const size_t T = std::min<size_t>(prefill_rows_, count - done);
+    host_.slots[0] = static_cast<int32_t>(stream);
+    for (size_t t = 0; t < T; ++t) {
+      host_.tokens[t] = tokens[done + t];
+      host_.positions[t] = static_cast<int64_t>(positions_[stream] + t);
+    }
+    // slots holds one entry; the rest of the upload is T rows.
+    status = Upload(T, /*frames=*/false, /*step_slots=*/false);
+    if (status.ok()) {
+      status =
+          FromKernel(EmbedTokens(stream_, T, c_.d_model, m_.token_embedding,
+                                 device_.tokens, c_.embedding_scale, x_));
+    }
+    if (status.ok()) status = Forward(1, T, device_.slots);
+    if (status.ok())
+      status = FromCuda(cudaStreamSynchronize(stream_), "prefilling");
+    if (!status.ok()) break;
+    if (outputs != nullptr) {
+      std::memcpy(outputs + done * m_.output_size, host_output_.get(),
+                  T * m_.output_size * sizeof(float));
+    }
+    positions_[stream] += T;
+    done += T;
+  }
+  return status;
+}
+
+Status BatchSession::Impl::Reset(uint32_t stream) {
+  if (stream >= max_streams_) {
+    return InvalidArgument("stream " + std::to_string(stream) +
+                           " is out of range: the batch has " +
+                           std::to_string(max_streams_) + " streams");
+  }
+  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  for (const auto& [at, floats] : SlotRegions(stream)) {
+    if (!status.ok() || floats == 0) continue;
+    status = FromCuda(cudaMemsetAsync(at, 0, floats * sizeof(float), stream_),
+                      "Reset");
+  }
+  if (status.ok()) status = FromCuda(cudaStreamSynchronize(stream_), "Reset");
+  if (!status.ok()) return status;
+  positions_[stream] = 0;
+  frames_seen_[stream] = 0;
+  return Status::Ok();
+}
+
+Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
+                                    size_t size) const {
+  if (stream >= max_streams_ || bytes == nullptr || size != snapshot_bytes()) {
+    return InvalidArgument("Snapshot needs a stream below " +
+                           std::to_string(max_streams_) + " and a buffer of " +
+                           std::to_string(snapshot_bytes()) + " bytes, got " +
+                           std::to_string(size));
+  }
+  SnapshotHeader header;
+  std::memcpy(header.magic, kSnapshotMagic, sizeof(header.magic));
+  header.layout = kSnapshotLayout;
+  header.header_bytes = sizeof(SnapshotHeader);
+  header.model_identity = m_.identity;
+  header.position = positions_[stream];
+  header.frames_seen = frames_seen_[stream];
+  header.floats = slot_floats();
+  auto* out = static_cast<uint8_t*>(bytes);
+  std::memcpy(out, &header, sizeof(header));
+  out += sizeof(header);
+  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  for (const auto& [at, floats] : SlotRegions(stream)) {
+    if (!status.ok() || floats == 0) continue;
+    status = FromCuda(
+        cudaMemcpy(out, at, floats * sizeof(float), cudaMemcpyDeviceToHost),
+        "Snapshot");
+    out += floats * sizeof(float);
+  }
+  return status;
+}
+
+Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
+                                   size_t size) {
+  if (stream >= max_streams_ || bytes == nullptr) {
+    return InvalidArgument("Restore needs a stream below " +
+                           std::to_string(max_streams_) + " and bytes");
+  }
+  SnapshotHeader header;
+  if (size < sizeof(header)) {
+    return InvalidArgument("snapshot of " + std::to_string(size) +
+                           " bytes is truncated");
+  }
+  std::memcpy(&header, bytes, sizeof(header));
+  if (std::memcmp(header.magic, kSnapshotMagic, sizeof(header.magic)) != 0) {
+    return InvalidArgument("not a tarn GPU stream snapshot");
+  }
+  if (header.layout != kSnapshotLayout ||
+      header.header_bytes != sizeof(header)) {
+    return InvalidArgument(
+        "snapshot layout version " + std::to_string(header.layout) +
+        " is not this runtime's (" + std::to_string(kSnapshotLayout) + ")");
+  }
+  if (header.model_identity != m_.identity) {
+    return InvalidArgument(
+        "snapshot was taken with another model: it cannot be restored into "
+        "this one");
+  }
+  if (header.floats != slot_floats() || size != snapshot_bytes()) {
+    return InvalidArgument("snapshot holds " + std::to_string(size) +
+                           " bytes; this model's state takes " +
+                           std::to_string(snapshot_bytes()));
+  }
+  const auto* in = static_cast<const uint8_t*>(bytes) + sizeof(header);
+  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  for (const auto& [at, floats] : SlotRegions(stream)) {
+    if (!status.ok() || floats == 0) continue;
+    status = FromCuda(
+        cudaMemcpy(at, in, floats * sizeof(float), cudaMemcpyHostToDevice),
+        "Restore");
+    in += floats * sizeof(float);
+  }
+  if (!status.ok()) return status;
+  positions_[stream] = header.position;
+  frames_seen_[stream] = header.frames_seen;
+  return Status::Ok();
+}
+
+Status BatchSession::Impl::AttentionState(uint32_t stream, uint32_t layer,
+                                          float* S, float* z) const {
+  if (stream >= max_streams_ || layer >= c_.num_layers || S == nullptr ||
+      z == nullptr) {
+    return InvalidArgument(
+        "stream " + std::to_string(stream) + " of " +
+        std::to_string(max_streams_) + ", layer " + std::to_string(layer) +
+        " of " + std::to_string(c_.num_layers) + ", or a null output pointer");
+  }
+  const size_t z_layer = size_t{c_.num_heads} * c_.feature_dim;
+  const size_t S_layer = z_layer * c_.d_value;
+  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  if (status.ok()) {
+    status =
+        FromCuda(cudaMemcpy(S, S_ + stream * S_floats() + layer * S_layer,
+                            S_layer * sizeof(float), cudaMemcpyDeviceToHost),
+                 "AttentionState");
+  }
+  if (status.ok()) {
+    status =
+        FromCuda(cudaMemcpy(z, z_ + stream * z_floats() + layer * z_layer,
+                            z_layer * sizeof(float), cudaMemcpyDeviceToHost),
+                 "AttentionState");
+  }
+  return status;
+}
+
+// --- BatchSession -----------------------------------------------------------
+
+BatchSession::BatchSession(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+BatchSession::~BatchSession() = default;
+
+Status BatchSession::Create(std::shared_ptr<const DeviceModel> model,
+                            const BatchOptions& options,
+                            std::unique_ptr<BatchSession>* session) {
+  if (session == nullptr || model == nullptr) {
+    return InvalidArgument("'model' or 'session' is null");
+  }
+  if (options.max_streams == 0 || options.max_streams > (1u << 20) ||
+      options.max_prefill_positions == 0 ||
+      options.max_prefill_positions > (1u << 16)) {
+    return InvalidArgument(
+        "max_streams must be in [1, 2^20] and max_prefill_positions in "
+        "[1, 65536]");
+  }
+  Status status = CheckDevice(model->device());
+  if (!status.ok()) return status;
+  auto impl = std::make_unique<Impl>(std::move(model), options);
+  status = impl->Init();
+  if (!status.ok()) return status;
+  session->reset(new BatchSession(std::move(impl)));
+  return Status::Ok();
+}
+
+Status BatchSession::StepTokens(size_t n, const uint32_t* streams,
+                                const int32_t* tokens, float* outputs) {
+  return impl_->StepTokens(n, streams, tokens, outputs);
+}
+Status BatchSession::StepFrames(size_t n, const uint32_t* streams,
+                                const float* frames, float* outputs,
+                                bool* stepped) {
+  return impl_->StepFrames(n, streams, frames, outputs, stepped);
+}
+Status BatchSession::Prefill(uint32_t stream, const int32_t* tokens,
+                             size_t count, float* outputs) {
+  return impl_->Prefill(stream, tokens, count, outputs);
+}
+Status BatchSession::Reset(uint32_t stream) { return impl_->Reset(stream); }
+size_t BatchSession::snapshot_bytes() const { return impl_->snapshot_bytes(); }
+Status BatchSession::Snapshot(uint32_t stream, void* bytes, size_t size) const {
+  return impl_->Snapshot(stream, bytes, size);
+}
+Status BatchSession::Restore(uint32_t stream, const void* bytes, size_t size) {
+  return impl_->Restore(stream, bytes, size);
+}
+Status BatchSession::AttentionState(uint32_t stream, uint32_t layer, float* S,
+                                    float* z) const {
+  return impl_->AttentionState(stream, layer, S, z);
+}
+uint64_t BatchSession::position(uint32_t stream) const {
+  return stream < impl_->max_streams_ ? impl_->positions_[stream] : 0;
+}
+uint32_t BatchSession::max_streams() const { return impl_->max_streams_; }
+const DeviceModel& BatchSession::model() const { return *impl_->model_; }
+
+}  // namespace cuda
+}  // namespace tarn

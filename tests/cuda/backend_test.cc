@@ -1,0 +1,378 @@
+// Whole models stepped on the GPU (tarn/cuda.hpp) against the CPU runtime
+// (tarn::Session): every golden case, several streams at once in shifting
+// subsets, reset, snapshot and restore, prefill, and the errors. Every test
+// that needs a GPU reports SKIPPED ("no CUDA device") without one.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tarn/cuda.hpp"
+#include "tarn/tarn.hpp"
+
+namespace tarn {
+namespace cuda {
+namespace {
+
+#define TARN_REQUIRE_CUDA_DEVICE() \
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
+
+// GPU against CPU, per output: the goldens' bound against PyTorch (1e-4),
+// plus a relative part for logits of a few units.
+constexpr double kAbs = 1e-4;
+constexpr double kRel = 1e-4;
+
+::testing::AssertionResult Near(const float* actual, const float* expected,
+                                size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const double a = actual[i], e = expected[i];
+    if (!(std::fabs(a - e) <= kAbs + kRel * std::fabs(e))) {
+      return ::testing::AssertionFailure()
+             << "output " << i << " of " << n << ": GPU " << a << ", CPU " << e;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::unique_ptr<Model> LoadGolden(const std::string& name) {
+  const char* dir = std::getenv("TARN_GOLDENS");
+  const std::string path =
+      std::string(dir ? dir : "goldens") + "/" + name + "/model.tarn";
+  std::unique_ptr<Model> model;
+  const Status status = Model::Load(path, &model);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return model;
+}
+
+// Seeded inputs, one stream's worth: token t of stream s, or its frame.
+class Inputs {
+ public:
+  explicit Inputs(const Model& model) : model_(model) {}
+  int32_t Token(uint32_t stream, uint64_t t) const {
+    return static_cast<int32_t>(Hash(stream, t, 0) %
+                                model_.config().vocab_size);
+  }
+  void Frame(uint32_t stream, uint64_t t, float* frame) const {
+    for (size_t i = 0; i < model_.frame_size(); ++i) {
+      frame[i] =
+          static_cast<float>(Hash(stream, t, i + 1) % 20001) / 5000.0f - 2.0f;
+    }
+  }
+
+ private:
+  static uint64_t Hash(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 1) * 0xC2B2AE3D27D4EB4Full ^
+                 (c + 7) * 0x165667B19E3779F9ull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    return x ^ (x >> 32);
+  }
+  const Model& model_;
+};
+
+// One CPU session per stream, stepped with the same inputs as the GPU.
+class CpuStreams {
+ public:
+  CpuStreams(const Model& model, uint32_t streams) : model_(model) {
+    for (uint32_t s = 0; s < streams; ++s) {
+      std::unique_ptr<Session> session;
+      const Status status = Session::Create(model, SessionOptions(), &session);
+      EXPECT_TRUE(status.ok()) << status.message();
+      sessions_.push_back(std::move(session));
+    }
+  }
+  Session& operator[](uint32_t s) { return *sessions_[s]; }
+
+ private:
+  const Model& model_;
+  std::vector<std::unique_ptr<Session>> sessions_;
+};
+
+struct Gpu {
+  std::shared_ptr<const DeviceModel> model;
+  std::unique_ptr<BatchSession> batch;
+};
+
+Gpu MakeGpu(const Model& model, uint32_t streams) {
+  Gpu gpu;
+  Status status = DeviceModel::Create(model, DeviceOptions(), &gpu.model);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return gpu;
+  BatchOptions options;
+  options.max_streams = streams;
+  options.max_prefill_positions = 48;  // prefixes go in several passes
+  status = BatchSession::Create(gpu.model, options, &gpu.batch);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return gpu;
+}
+
+// Steps streams of `gpu` and their CPU twins with the same inputs, in a
+// different subset and order each call (stream s sits out every call where
+// (call + s) % 4 == 3), and compares every output and, at the end, every
+// layer's attention state.
+void CompareStepping(const Model& model, Gpu& gpu, CpuStreams& cpu,
+                     uint32_t streams, int calls) {
+  const Inputs inputs(model);
+  const size_t out = model.output_size(), width = model.frame_size();
+  const bool frames = model.config().input_kind == InputKind::kFrames;
+  std::vector<uint64_t> fed(streams, 0);
+  for (int call = 0; call < calls; ++call) {
+    std::vector<uint32_t> list;
+    for (uint32_t s = 0; s < streams; ++s) {
+      if ((call + s) % 4 != 3) list.push_back(s);
+    }
+    if (call % 2 == 1) std::reverse(list.begin(), list.end());
+    const size_t n = list.size();
+    std::vector<float> gpu_out(n * out), cpu_out(out);
+    std::vector<int32_t> tokens(n);
+    std::vector<float> frame_data(n * width);
+    std::unique_ptr<bool[]> stepped(new bool[n]);
+    for (size_t i = 0; i < n; ++i) {
+      if (frames) {
+        inputs.Frame(list[i], fed[list[i]], &frame_data[i * width]);
+      } else {
+        tokens[i] = inputs.Token(list[i], fed[list[i]]);
+      }
+    }
+    const Status status =
+        frames ? gpu.batch->StepFrames(n, list.data(), frame_data.data(),
+                                       gpu_out.data(), stepped.get())
+               : gpu.batch->StepTokens(n, list.data(), tokens.data(),
+                                       gpu_out.data());
+    ASSERT_TRUE(status.ok()) << status.message();
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t s = list[i];
+      bool cpu_stepped = true;
+      const Status cpu_status =
+          frames ? cpu[s].StepFrame(&frame_data[i * width], width,
+                                    cpu_out.data(), out, &cpu_stepped)
+                 : cpu[s].StepToken(tokens[i], cpu_out.data(), out);
+      ASSERT_TRUE(cpu_status.ok()) << cpu_status.message();
+      ++fed[s];
+      if (frames) ASSERT_EQ(stepped[i], cpu_stepped) << "stream " << s;
+      if (cpu_stepped) {
+        ASSERT_TRUE(Near(&gpu_out[i * out], cpu_out.data(), out))
+            << "call " << call << ", stream " << s << " at step "
+            << cpu[s].position();
+      }
+      ASSERT_EQ(gpu.batch->position(s), cpu[s].position());
+    }
+  }
+  const ModelConfig& c = model.config();
+  const size_t z_floats = size_t{c.num_heads} * c.feature_dim;
+  std::vector<float> S(z_floats * c.d_value), z(z_floats);
+  for (uint32_t s = 0; s < streams; ++s) {
+    for (uint32_t l = 0; l < c.num_layers; ++l) {
+      const float *cpu_S, *cpu_z;
+      ASSERT_TRUE(cpu[s].AttentionState(l, &cpu_S, &cpu_z).ok());
+      ASSERT_TRUE(gpu.batch->AttentionState(s, l, S.data(), z.data()).ok());
+      EXPECT_TRUE(Near(S.data(), cpu_S, S.size())) << "stream " << s;
+      EXPECT_TRUE(Near(z.data(), cpu_z, z.size())) << "stream " << s;
+    }
+  }
+}
+
+// --- Without a GPU
+// ---------------------------------------------------------------
+
+TEST(CudaBackend, SaysWhenThereIsNoDevice) {
+  if (DeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
+  const Status status = CheckDevice(0);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(status.message().rfind("no CUDA device", 0), 0u)
+      << status.message();
+  std::unique_ptr<Model> model = LoadGolden("relu");
+  ASSERT_TRUE(model);
+  std::shared_ptr<const DeviceModel> device_model;
+  const Status created =
+      DeviceModel::Create(*model, DeviceOptions(), &device_model);
+  EXPECT_EQ(created.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(created.message().rfind("no CUDA device", 0), 0u)
+      << created.message();
+  EXPECT_FALSE(device_model);
+}
+
+// --- Every golden model, GPU against CPU
+// --------------------------------------------
+
+class CudaGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaGolden, StepsAsTheCpuRuntime) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden(GetParam());
+  ASSERT_TRUE(model);
+  const uint32_t streams = 5;
+  Gpu gpu = MakeGpu(*model, streams);
+  ASSERT_TRUE(gpu.batch);
+  CpuStreams cpu(*model, streams);
+  CompareStepping(*model, gpu, cpu, streams, /*calls=*/60);
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, CudaGolden,
+                         ::testing::Values("tokens", "tokens_f16", "frames",
+                                           "speech", "favor", "favor_stabilize",
+                                           "relu", "learned"));
+
+// --- Session semantics
+// -------------------------------------------------------------
+
+TEST(CudaBackend, ResetStartsAStreamOver) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  Gpu gpu = MakeGpu(*model, 3);
+  ASSERT_TRUE(gpu.batch);
+  CpuStreams cpu(*model, 3);
+  CompareStepping(*model, gpu, cpu, 3, 20);
+  ASSERT_TRUE(gpu.batch->Reset(1).ok());
+  cpu[1].Reset();
+  EXPECT_EQ(gpu.batch->position(1), 0u);
+  CompareStepping(*model, gpu, cpu, 3, 20);
+}
+
+TEST(CudaBackend, SnapshotRestoreContinuesExactly) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  for (const char* name : {"tokens", "speech"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    Gpu gpu = MakeGpu(*model, 2);
+    ASSERT_TRUE(gpu.batch);
+    CpuStreams cpu(*model, 2);
+    CompareStepping(*model, gpu, cpu, 2, 25);
+    std::vector<uint8_t> snapshot(gpu.batch->snapshot_bytes());
+    ASSERT_TRUE(gpu.batch->Snapshot(0, snapshot.data(), snapshot.size()).ok());
+    // Ten more steps of stream 0 alone, twice: from where it was, then from
+    // the snapshot restored into stream 1. The same work, the same bits.
+    const bool frames = model->config().input_kind == InputKind::kFrames;
+    const size_t out = model->output_size(), width = model->frame_size();
+    const Inputs inputs(*model);
+    auto run = [&](uint32_t stream) {
+      std::vector<float> outputs, y(out), frame(width);
+      for (uint64_t t = 0; t < 10; ++t) {
+        bool stepped = true;
+        const int32_t token = frames ? 0 : inputs.Token(7, t);
+        if (frames) inputs.Frame(7, t, frame.data());
+        const Status status =
+            frames ? gpu.batch->StepFrames(1, &stream, frame.data(), y.data(),
+                                           &stepped)
+                   : gpu.batch->StepTokens(1, &stream, &token, y.data());
+        EXPECT_TRUE(status.ok()) << status.message();
+        if (stepped) outputs.insert(outputs.end(), y.begin(), y.end());
+      }
+      return outputs;
+    };
+    const std::vector<float> first = run(0);
+    const uint64_t position = gpu.batch->position(0);
+    ASSERT_TRUE(gpu.batch->Restore(1, snapshot.data(), snapshot.size()).ok());
+    EXPECT_EQ(gpu.batch->position(1), cpu[0].position());
+    EXPECT_EQ(run(1), first);
+    EXPECT_EQ(gpu.batch->position(1), position);
+  }
+}
+
+TEST(CudaBackend, RestoreRefusesOtherModelsAndDamage) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> tokens = LoadGolden("tokens");
+  std::unique_ptr<Model> relu = LoadGolden("relu");
+  ASSERT_TRUE(tokens && relu);
+  Gpu a = MakeGpu(*tokens, 1), b = MakeGpu(*relu, 1);
+  ASSERT_TRUE(a.batch && b.batch);
+  std::vector<uint8_t> snapshot(a.batch->snapshot_bytes());
+  ASSERT_TRUE(a.batch->Snapshot(0, snapshot.data(), snapshot.size()).ok());
+  Status status = b.batch->Restore(0, snapshot.data(), snapshot.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("another model"), std::string::npos)
+      << status.message();
+  status = a.batch->Restore(0, snapshot.data(), snapshot.size() - 4);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  snapshot[0] ^= 0xff;
+  status = a.batch->Restore(0, snapshot.data(), snapshot.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CudaBackend, PrefillEndsWhereSteppingDoes) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  for (const char* name : {"tokens", "favor_stabilize", "learned"}) {
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    for (size_t count : {1, 7, 64, 200}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << count);
+      Gpu gpu = MakeGpu(*model, 1);
+      ASSERT_TRUE(gpu.batch);
+      CpuStreams cpu(*model, 1);
+      const Inputs inputs(*model);
+      const size_t out = model->output_size();
+      std::vector<int32_t> prefix(count);
+      std::vector<float> cpu_out(count * out), gpu_out(count * out);
+      for (size_t t = 0; t < count; ++t) {
+        prefix[t] = inputs.Token(0, t);
+        ASSERT_TRUE(cpu[0].StepToken(prefix[t], &cpu_out[t * out], out).ok());
+      }
+      const Status status =
+          gpu.batch->Prefill(0, prefix.data(), count, gpu_out.data());
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_EQ(gpu.batch->position(0), count);
+      EXPECT_TRUE(Near(gpu_out.data(), cpu_out.data(), gpu_out.size()));
+      // Then stepping goes on from the same state.
+      std::vector<float> y(out), y_cpu(out);
+      for (uint64_t t = count; t < count + 5; ++t) {
+        const int32_t token = inputs.Token(0, t);
+        const uint32_t stream = 0;
+        ASSERT_TRUE(gpu.batch->StepTokens(1, &stream, &token, y.data()).ok());
+        ASSERT_TRUE(cpu[0].StepToken(token, y_cpu.data(), out).ok());
+        EXPECT_TRUE(Near(y.data(), y_cpu.data(), out)) << "step " << t;
+      }
+    }
+  }
+}
+
+TEST(CudaBackend, BadCallsChangeNothing) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  Gpu gpu = MakeGpu(*model, 4);
+  ASSERT_TRUE(gpu.batch);
+  std::vector<float> out(4 * model->output_size());
+  const uint32_t twice[] = {1, 1}, beyond[] = {0, 4}, ok[] = {0, 2};
+  const int32_t tokens[] = {1, 2}, bad_token[] = {1, 256};
+  EXPECT_EQ(gpu.batch->StepTokens(2, twice, tokens, out.data()).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu.batch->StepTokens(2, beyond, tokens, out.data()).code(),
+            StatusCode::kInvalidArgument);
+  const Status status = gpu.batch->StepTokens(2, ok, bad_token, out.data());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("token 256"), std::string::npos)
+      << status.message();
+  EXPECT_EQ(gpu.batch->StepTokens(5, ok, tokens, out.data()).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu.batch->StepFrames(2, ok, nullptr, out.data(), nullptr).code(),
+            StatusCode::kInvalidArgument);
+  for (uint32_t s = 0; s < 4; ++s) EXPECT_EQ(gpu.batch->position(s), 0u);
+  // The stream listed twice did not stay marked: a good call still works.
+  EXPECT_TRUE(gpu.batch->StepTokens(1, twice, tokens, out.data()).ok());
+  EXPECT_EQ(gpu.batch->position(1), 1u);
+}
+
+TEST(CudaBackend, BidirectionalModelsCannotStep) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden("bidirectional");
+  ASSERT_TRUE(model);
+  Gpu gpu = MakeGpu(*model, 1);
+  ASSERT_TRUE(gpu.batch);
+  std::vector<float> out(model->output_size());
+  const uint32_t stream = 0;
+  const int32_t token = 1;
+  EXPECT_EQ(gpu.batch->StepTokens(1, &stream, &token, out.data()).code(),
+            StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tarn
