@@ -14,6 +14,7 @@
 #include "transcribe.h"
 
 #include <sndfile.h>
+#include <time.h>
 
 #include <chrono>
 #include <cmath>
@@ -234,6 +235,14 @@ std::vector<std::string> ReadWords(const std::string& path,
   return words;
 }
 
+// CPU seconds of this process (all its threads): unlike wall time, not
+// inflated when other processes share the cores.
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
+}
+
 double Round3(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
 
 nlohmann::json WordsJson(const std::vector<RecognizedWord>& words) {
@@ -347,6 +356,7 @@ int RunTranscribe() {
   std::vector<RecognizedWord> all_words;
   RecognitionResult result;
   const auto wall_start = std::chrono::steady_clock::now();
+  double cpu_seconds = 0;
 
   auto emit = [&](const RecognitionResult& utterance) {
     if (utterance.words.empty()) return;
@@ -379,7 +389,9 @@ int RunTranscribe() {
     const std::string error = source->Read(samples.data(), chunk, &count);
     if (!error.empty()) return Fail(error);
     if (count == 0) break;
+    const double cpu_start = CpuSeconds();
     status = recognizer->AcceptWaveform(samples.data(), count);
+    cpu_seconds += CpuSeconds() - cpu_start;
     if (!status.ok()) return Fail(status.message());
     while (recognizer->PopResult(&result)) {
       emit(result);
@@ -393,7 +405,10 @@ int RunTranscribe() {
       }
     }
   }
-  emit(recognizer->FinalResult());
+  const double cpu_start = CpuSeconds();
+  const RecognitionResult& final_result = recognizer->FinalResult();
+  cpu_seconds += CpuSeconds() - cpu_start;
+  emit(final_result);
   const double wall = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - wall_start)
                           .count();
@@ -411,13 +426,14 @@ int RunTranscribe() {
   }
   if (o.stats) {
     const RecognizerStats s = recognizer->stats();
-    const double rtf =
-        s.audio_seconds > 0 ? s.processing_seconds / s.audio_seconds : 0;
+    const double audio = s.audio_seconds > 0 ? s.audio_seconds : 1;
     std::fprintf(stderr,
                  "stats: audio %.2f s, processing %.4f s (front end + model + "
-                 "decoder, %d thread%s), real-time factor %.5f\n",
+                 "decoder, %d thread%s): real-time factor %.5f; CPU time "
+                 "%.4f s: real-time factor %.5f\n",
                  s.audio_seconds, s.processing_seconds, o.threads,
-                 o.threads == 1 ? "" : "s", rtf);
+                 o.threads == 1 ? "" : "s", s.processing_seconds / audio,
+                 cpu_seconds, cpu_seconds / audio);
     std::fprintf(stderr,
                  "stats: %llu steps of %.0f ms: latency per step mean %.1f "
                  "us, p99 %.1f us, max %.1f us; %llu utterance%s; wall time "

@@ -21,6 +21,8 @@ writes into OUT_DIR:
   two.wav        0.3 s silence, "play music", 1.5 s silence, "stop", 1 s
   speech22.wav, stereo.wav, float.wav, speech.flac, ulaw.wav, adpcm.wav,
   truncated.wav, header_only.wav, garbage.wav: for the CLI's input checks
+  manifest.tsv   speech.wav and two.wav as a corpus manifest whose
+                 transcripts are energy.tarn's ("a", "a a"); words_a.txt
 """
 
 import json
@@ -129,6 +131,13 @@ def main() -> int:
     recipe = dict(features.RECIPE, feature_mean=[0.0] * 40, feature_std=[1.0] * 40)
     convert_state_dict(energy.state_dict(), energy_config, out / "energy.tarn", labels=_SPEECH_LABELS, audio=recipe, metadata=meta)
     make_audio(out)
+    (out / "manifest.tsv").write_text(
+        "path\ttranscript\tvoice\tsplit\tsettings\n"
+        "speech.wav\ta\tespeak-ng/en-us+m3\teval_espeak\t\n"
+        "two.wav\ta a\tespeak-ng/en-us+f2\teval_espeak\t\n"
+        "speech.wav\ta\tflite/slt\teval_slt\t\n"
+    )
+    (out / "words_a.txt").write_text("a\n")
     print(f"speech fixtures in {out}")
     return 0
 
