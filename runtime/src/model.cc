@@ -164,7 +164,10 @@ Status Model::Impl::Init(const void* data, size_t size,
   if (status.ok()) status = ReadTensors(bytes, options.verify_checksum);
   if (status.ok()) status = CheckTensorSet();
   if (status.ok()) status = PrepareWeights();
-  if (status.ok()) PlanSession();
+  if (status.ok()) {
+    PlanState();
+    ComputeIdentity();
+  }
   return status;
 }
 
@@ -328,6 +331,13 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
         t->shape()->size() > 4) {
       return Invalid("tensor '" + name + "' has no valid shape");
     }
+    // The FlatBuffers verifier (2.0) checks a vector's length field, not
+    // the alignment of its 8-byte elements.
+    const auto* shape_at = reinterpret_cast<const uint8_t*>(t->shape()->data());
+    if ((shape_at - base) % alignof(int64_t) != 0) {
+      return Invalid("tensor '" + name + "' has a misaligned shape at byte " +
+                     std::to_string(shape_at - base));
+    }
     view.elements = 1;
     for (int64_t dim : *t->shape()) {
       if (dim <= 0 || dim > (int64_t{1} << 32)) {
@@ -478,7 +488,7 @@ Status Model::Impl::PrepareWeights() {
   return status;
 }
 
-void Model::Impl::PlanSession() {
+void Model::Impl::PlanState() {
   const ModelConfig& c = config;
   const size_t layers_n = c.num_layers, heads = c.num_heads, C = c.feature_dim;
   size_t next = 0;
@@ -487,27 +497,85 @@ void Model::Impl::PlanSession() {
     next += AlignFloats(floats);
     return offset;
   };
-  SessionLayout& s = layout;
-  s.S = region(layers_n * heads * C * c.d_value);
-  s.z = region(layers_n * heads * C);
-  s.conv = region(c.conv_kernel > 0 ? layers_n * (c.conv_kernel - 1) * c.d_model
-                                    : 0);
-  s.frames = region(c.input_kind == InputKind::kFrames
-                        ? size_t{c.stack_window} * c.input_dim
-                        : 0);
-  s.state_end = next;
-  s.x = region(c.d_model);
-  s.normed = region(c.d_model);
-  s.qkv = region(heads * (2 * c.d_key + c.d_value));
-  s.phi_q = region(heads * C);
-  s.phi_k = region(heads * C);
-  s.attention = region(heads * c.d_value);
-  s.branch = region(c.d_model);
-  s.hidden = region(c.d_ff);
+  state.S = region(layers_n * heads * C * c.d_value);
+  state.z = region(layers_n * heads * C);
+  state.conv = region(
+      c.conv_kernel > 0 ? layers_n * (c.conv_kernel - 1) * c.d_model : 0);
+  state.frames = region(c.input_kind == InputKind::kFrames
+                            ? size_t{c.stack_window} * c.input_dim
+                            : 0);
+  state.total = next;
+  if (c.position == "sinusoidal") {
+    for (uint32_t i = 0; 2 * i < c.d_model; ++i) {
+      wavelengths.push_back(
+          std::pow(10000.0, 2.0 * i / static_cast<double>(c.d_model)));
+    }
+  }
+}
+
+ScratchLayout Model::Impl::PlanScratch(size_t rows) const {
+  const ModelConfig& c = config;
+  const size_t heads = c.num_heads, C = c.feature_dim;
+  size_t next = 0;
+  auto region = [&](size_t floats) {
+    size_t offset = next;
+    next += AlignFloats(floats);
+    return offset;
+  };
+  ScratchLayout s;
+  s.rows = rows;
+  s.x = region(rows * c.d_model);
+  s.normed = region(rows * c.d_model);
+  s.qkv = region(rows * heads * (2 * c.d_key + c.d_value));
+  s.phi_q = region(rows * heads * C);
+  s.phi_k = region(rows * heads * C);
+  s.attention = region(rows * heads * c.d_value);
+  s.branch = region(rows * c.d_model);
+  s.hidden = region(rows * c.d_ff);
+  s.windows = region(c.input_kind == InputKind::kFrames && c.input_projection
+                         ? rows * c.stack_window * c.input_dim
+                         : 0);
   s.features = region(c.d_key);
-  s.wavelengths = region(c.position == "sinusoidal" ? c.d_model + 2 : 0);
+  s.scores = region(rows);
+  s.streams = region(rows * sizeof(void*) / sizeof(float));
   s.total = next;
-  session_bytes = kSessionHeaderBytes + s.total * sizeof(float);
+  return s;
+}
+
+// The identity hashes what decides the meaning of a state: every
+// hyper-parameter, in a fixed order, seeded with the weights' checksum.
+void Model::Impl::ComputeIdentity() {
+  const ModelConfig& c = config;
+  XXH64_state_t* h = XXH64_createState();
+  XXH64_reset(h, flat->weight_checksum());
+  auto add = [&](const auto& value) { XXH64_update(h, &value, sizeof value); };
+  auto add_string = [&](const std::string& value) {
+    add(static_cast<uint64_t>(value.size()));
+    XXH64_update(h, value.data(), value.size());
+  };
+  add(static_cast<uint32_t>(c.input_kind));
+  for (uint32_t v :
+       {c.vocab_size, c.input_dim, c.stack_window, c.stack_hop, c.max_positions,
+        c.d_model, c.num_layers, c.num_heads, c.d_key, c.d_value, c.d_ff,
+        c.feature_dim, c.conv_kernel, c.output_dim}) {
+    add(v);
+  }
+  for (float v :
+       {c.embedding_scale, c.norm_eps, c.attention_eps, c.favor_softmax_temp}) {
+    add(v);
+  }
+  for (bool v :
+       {c.input_projection, c.causal, c.favor_stabilize, c.final_norm}) {
+    add(static_cast<uint8_t>(v));
+  }
+  for (const std::string* v : {&c.input_activation, &c.position, &c.activation,
+                               &c.norm_placement, &c.feature_map}) {
+    add_string(*v);
+  }
+  add(static_cast<uint64_t>(c.labels.size()));
+  for (const std::string& label : c.labels) add_string(label);
+  identity = XXH64_digest(h);
+  XXH64_freeState(h);
 }
 
 // --- Model ------------------------------------------------------------------
@@ -517,6 +585,9 @@ Model::~Model() = default;
 
 Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
                    const LoadOptions& options) {
+  if (model == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "'model' is null");
+  }
   auto impl = std::make_unique<Impl>();
   Status status = impl->file.Open(path);
   if (!status.ok()) return status;
@@ -530,6 +601,12 @@ Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
 Status Model::FromBuffer(const void* data, size_t size,
                          std::unique_ptr<Model>* model,
                          const LoadOptions& options) {
+  if (model == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "'model' is null");
+  }
+  if (model == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "'model' is null");
+  }
   if (data == nullptr) {
     return Status(StatusCode::kInvalidArgument, "model buffer is null");
   }
@@ -545,7 +622,28 @@ size_t Model::output_size() const { return impl_->output_size; }
 size_t Model::frame_size() const { return impl_->config.input_dim; }
 size_t Model::parameter_count() const { return impl_->parameter_count; }
 size_t Model::weight_bytes() const { return impl_->weight_bytes; }
-size_t Model::session_bytes() const { return impl_->session_bytes; }
+uint64_t Model::identity() const { return impl_->identity; }
+size_t Model::snapshot_bytes() const {
+  return kSnapshotHeaderBytes + impl_->state.total * sizeof(float);
+}
+
+size_t Model::session_bytes(const SessionOptions& options) const {
+  if (options.max_prefill_chunk < 1 ||
+      options.max_prefill_chunk > kMaxPrefillChunk) {
+    return 0;
+  }
+  const ScratchLayout scratch = impl_->PlanScratch(options.max_prefill_chunk);
+  return kBlockHeaderBytes +
+         (impl_->state.total + scratch.total) * sizeof(float);
+}
+
+size_t Model::batch_bytes(const BatchOptions& options) const {
+  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
+    return 0;
+  }
+  return kBlockHeaderBytes +
+         impl_->PlanScratch(options.max_streams).total * sizeof(float);
+}
 
 std::vector<std::pair<std::string, std::string>> Model::metadata() const {
   std::vector<std::pair<std::string, std::string>> entries;

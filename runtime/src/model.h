@@ -42,26 +42,33 @@ struct LayerWeights {
   const float* omega = nullptr;        // [d_key][feature_dim / 2], favor+
 };
 
-// Offsets (in floats, each 64-byte aligned) of a session's regions, after its
-// bookkeeping header. State persists across steps; scratch is reused within.
-struct SessionLayout {
-  // State.
+// Offsets (in floats, each 64-byte aligned) of one stream's state: what
+// persists across steps, and all that a snapshot holds.
+struct StateLayout {
   size_t S;       // [layers][heads][C][d_value]
   size_t z;       // [layers][heads][C]
   size_t conv;    // [layers][conv_kernel - 1][d_model], a ring of past inputs
   size_t frames;  // [stack_window][input_dim], the latest frames, oldest first
-  size_t state_end;
-  // Scratch.
-  size_t x;            // [d_model] the residual stream
-  size_t normed;       // [d_model]
-  size_t qkv;          // [heads * (2 d_key + d_value)]
-  size_t phi_q;        // [heads][C]
-  size_t phi_k;        // [heads][C]
-  size_t attention;    // [heads][d_value]
-  size_t branch;       // [d_model] a layer's branch output before the residual
-  size_t hidden;       // [d_ff]
-  size_t features;     // [d_key] favor+ scaled input, one head
-  size_t wavelengths;  // [d_model / 2 + 1] doubles, sinusoidal position
+  size_t total;
+};
+
+// Offsets (in floats, each 64-byte aligned) of the scratch for up to `rows`
+// rows of activations: rows positions of one stream (a prefill chunk) or
+// the next positions of `rows` streams (a batch). Reused within a call.
+struct ScratchLayout {
+  size_t rows;
+  size_t x;          // [rows][d_model] the residual stream
+  size_t normed;     // [rows][d_model]
+  size_t qkv;        // [rows][heads * (2 d_key + d_value)]
+  size_t phi_q;      // [rows][heads][C]
+  size_t phi_k;      // [rows][heads][C]
+  size_t attention;  // [rows][heads][d_value]
+  size_t branch;     // [rows][d_model] a layer's branch output
+  size_t hidden;     // [rows][d_ff]
+  size_t windows;    // [rows][stack_window * input_dim] frames to project
+  size_t features;   // [d_key] favor+ scaled input, one head
+  size_t scores;     // [rows] one position's scores inside a chunk
+  size_t streams;    // [rows] Stream pointers of a batch call
   size_t total;
 };
 
@@ -87,21 +94,29 @@ class Model::Impl {
   const float* final_norm_bias = nullptr;
   std::unique_ptr<DenseLayer> head;
 
-  SessionLayout layout;
-  size_t session_bytes = 0;
+  // Sinusoidal position: 10000^(2i / d_model), [d_model / 2] doubles.
+  std::vector<double> wavelengths;
+  StateLayout state;
+  uint64_t identity = 0;
   size_t output_size = 0;
+
+  ScratchLayout PlanScratch(size_t rows) const;
 
  private:
   Status ReadConfig();
   Status ReadTensors(const uint8_t* base, bool verify_checksum);
   Status CheckTensorSet();
   Status PrepareWeights();
-  void PlanSession();
+  void PlanState();
+  void ComputeIdentity();
 };
 
-// The bookkeeping at the start of a session's allocation, before its floats.
-inline constexpr size_t kSessionHeaderBytes = 256;
 inline constexpr size_t kAlignment = 64;
+// The bookkeeping at the start of a session's or a batch's block, before its
+// floats (session.cc lays it out).
+inline constexpr size_t kBlockHeaderBytes = 512;
+// Bytes of a snapshot's header, before the state.
+inline constexpr size_t kSnapshotHeaderBytes = 64;
 
 }  // namespace tarn
 

@@ -1,128 +1,199 @@
-// A session: one stream's recurrent state and scratch in a single block, and
-// the step that advances it (DESIGN.md §1, the recurrent form).
+// Sessions and batches: their blocks of memory, the checks at every public
+// entry, snapshots. The computation itself is engine.cc's.
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
-#include "kernels/kernels.h"
+#include "engine.h"
 #include "model.h"
 
 namespace tarn {
-
-class Session::Impl {
- public:
-  Impl(const Model& model, float* floats, pthreadpool_t threads)
-      : model_(model),
-        m_(model.impl()),
-        c_(m_.config),
-        k_(m_.kernels),
-        floats_(floats),
-        threads_(threads) {
-    PrecomputeFrequencies();
-    Reset();
-  }
-  ~Impl() {
-    if (threads_ != nullptr) pthreadpool_destroy(threads_);
-  }
-
-  void Reset() {
-    std::memset(floats_, 0, m_.layout.state_end * sizeof(float));
-    position_ = 0;
-    frames_seen_ = 0;
-    conv_oldest_ = 0;
-  }
-
-  Status StepToken(int32_t token, float* output, size_t output_size);
-  Status StepFrame(const float* frame, size_t frame_size, float* output,
-                   size_t output_size, bool* stepped);
-
-  const float* floats() const { return floats_; }
-
-  const Model& model_;
-  uint64_t position_ = 0;
-
- private:
-  float* at(size_t offset) { return floats_ + offset; }
-  // 10000^(2i/d_model) for the sinusoidal position, [d_model / 2] doubles.
-  double* wavelengths() {
-    return reinterpret_cast<double*>(at(m_.layout.wavelengths));
-  }
-  Status CheckStep(float* output, size_t output_size) const;
-  void PrecomputeFrequencies();
-  void AddPosition(float* x);
-  void Activate(const std::string& activation, size_t n, float* x) const;
-  void FeatureMap(const LayerWeights& w, const float* x, float* phi);
-  void Convolve(size_t layer, const LayerWeights& w, const float* x, float* y);
-  void Forward(float* output);
-
-  const Model::Impl& m_;
-  const ModelConfig& c_;
-  const kernels::KernelTable& k_;
-  float* floats_;  // the layout's regions, SessionLayout
-  pthreadpool_t threads_;
-  uint64_t frames_seen_ = 0;
-  uint32_t conv_oldest_ = 0;  // ring index of the oldest convolution input
-};
-
 namespace {
+
+// A session's or batch's block, one allocation (or the caller's arena):
+//   [BlockHeader | object | object's Impl | ... ] [floats ...]
+//   0              64       128                   kBlockHeaderBytes
+// The floats are 64-byte aligned: a session's state, then scratch.
+struct BlockHeader {
+  bool heap;  // allocated by Create(), freed with the object
+};
+constexpr size_t kObjectOffset = kAlignment;
+constexpr size_t kImplOffset = 2 * kAlignment;
 
 Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
+// Checks an arena, or allocates a block, and marks who owns it.
+Status PrepareBlock(void* arena, size_t arena_bytes, size_t bytes,
+                    const char* what, void** block) {
+  if (bytes == 0) return InvalidArgument(std::string(what) + " options");
+  if (arena == nullptr) {
+    *block = std::aligned_alloc(kAlignment, bytes);
+    if (*block == nullptr) {
+      return Status(
+          StatusCode::kOutOfMemory,
+          "cannot allocate " + std::to_string(bytes) + " bytes for a " + what);
+    }
+  } else {
+    if (reinterpret_cast<uintptr_t>(arena) % kAlignment != 0) {
+      return InvalidArgument(std::string("the arena for a ") + what +
+                             " must be 64-byte aligned");
+    }
+    if (arena_bytes < bytes) {
+      return InvalidArgument("the arena holds " + std::to_string(arena_bytes) +
+                             " bytes; a " + what + " of this model needs " +
+                             std::to_string(bytes));
+    }
+    *block = arena;
+  }
+  new (*block) BlockHeader{arena == nullptr};
+  return Status::Ok();
+}
+
+void ReleaseBlock(void* object) {
+  auto* block = static_cast<uint8_t*>(object) - kObjectOffset;
+  BlockHeader header;
+  std::memcpy(&header, block, sizeof header);
+  if (header.heap) std::free(block);
+}
+
+Status StartThreads(int num_threads, pthreadpool_t* threads) {
+  *threads = nullptr;
+  if (num_threads < 1 || num_threads > 256) {
+    return InvalidArgument("num_threads must be in [1, 256], got " +
+                           std::to_string(num_threads));
+  }
+  if (num_threads > 1) {
+    *threads = pthreadpool_create(num_threads);
+    if (*threads == nullptr) {
+      return Status(StatusCode::kInternal, "cannot start the thread pool");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Bidirectional() {
+  return Status(StatusCode::kUnsupported,
+                "this model's attention is bidirectional: it encodes whole "
+                "sequences and cannot be stepped");
+}
+
+Status OutputTooSmall(size_t have, size_t rows, size_t width) {
+  return InvalidArgument("output buffer holds " + std::to_string(have) +
+                         " floats; " + std::to_string(rows) + " steps of " +
+                         std::to_string(width) + " need " +
+                         std::to_string(rows * width));
+}
+
+Status CheckTokens(const ModelConfig& c, const int32_t* tokens, size_t count) {
+  if (c.input_kind != InputKind::kTokens) {
+    return InvalidArgument("this model takes frames, not tokens");
+  }
+  if (tokens == nullptr && count > 0) return InvalidArgument("tokens is null");
+  for (size_t i = 0; i < count; ++i) {
+    if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= c.vocab_size) {
+      std::string where = count > 1 ? " at index " + std::to_string(i) : "";
+      return InvalidArgument("token " + std::to_string(tokens[i]) + where +
+                             " is out of range: the vocabulary has " +
+                             std::to_string(c.vocab_size) + " tokens (0.." +
+                             std::to_string(c.vocab_size - 1) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckFrames(const ModelConfig& c, const float* frames, size_t count) {
+  if (c.input_kind != InputKind::kFrames) {
+    return InvalidArgument("this model takes tokens, not frames");
+  }
+  if (frames == nullptr && count > 0) return InvalidArgument("frames is null");
+  const size_t width = c.input_dim;
+  for (size_t i = 0; i < count * width; ++i) {
+    if (!std::isfinite(frames[i])) {
+      std::string where = count > 1 ? "frame " + std::to_string(i / width) +
+                                          ", value " + std::to_string(i % width)
+                                    : "frame value " + std::to_string(i);
+      return InvalidArgument(where + " is " + std::to_string(frames[i]) +
+                             ": frames must be finite");
+    }
+  }
+  return Status::Ok();
+}
+
+// Positions [first, first + steps) must exist for a learned position table.
+Status CheckPositions(const ModelConfig& c, uint64_t first, size_t steps) {
+  if (c.position == "learned" && steps > 0 && first + steps > c.max_positions) {
+    return Status(
+        StatusCode::kOutOfRange,
+        "step " + std::to_string(std::max(first, uint64_t{c.max_positions})) +
+            " is past the model's learned positions (" +
+            std::to_string(c.max_positions) + ")");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Status Session::Impl::CheckStep(float* output, size_t output_size) const {
-  if (!c_.causal) {
-    return Status(StatusCode::kUnsupported,
-                  "this model's attention is bidirectional: it encodes whole "
-                  "sequences and cannot be stepped");
+// --- Session ----------------------------------------------------------------
+
+class Session::Impl {
+ public:
+  Impl(const Model& model, const SessionOptions& options, float* floats,
+       pthreadpool_t threads)
+      : model_(model),
+        m_(model.impl()),
+        c_(m_.config),
+        options_(options),
+        engine_(m_, floats + m_.state.total, options.max_prefill_chunk,
+                threads) {
+    stream_.state = floats;
+    engine_.Reset(stream_);
   }
+
+  Status StepToken(int32_t token, float* output, size_t output_size);
+  Status StepFrame(const float* frame, size_t frame_size, float* output,
+                   size_t output_size, bool* stepped);
+  Status PrefillTokens(const int32_t* tokens, size_t count, float* outputs,
+                       size_t outputs_size);
+  Status PrefillFrames(const float* frames, size_t frame_count, float* outputs,
+                       size_t outputs_size, size_t* steps);
+  Status Encode(const int32_t* tokens, const float* frames, size_t count,
+                float* outputs, size_t outputs_size, size_t* steps);
+  Status Snapshot(void* buffer, size_t size) const;
+  Status Restore(const void* snapshot, size_t size);
+
+  Status CheckCausal() const { return c_.causal ? Status() : Bidirectional(); }
+  Rows OneStream(size_t count) { return Rows{count, &self_, true, 0}; }
+
+  const Model& model_;
+  const Model::Impl& m_;
+  const ModelConfig& c_;
+  const SessionOptions options_;
+  Stream stream_;
+  Stream* self_ = &stream_;
+  Engine engine_;
+};
+
+Status Session::Impl::StepToken(int32_t token, float* output,
+                                size_t output_size) {
+  Status status = CheckTokens(c_, &token, 1);
+  if (status.ok()) status = CheckCausal();
+  if (!status.ok()) return status;
   if (output == nullptr || output_size != m_.output_size) {
     return InvalidArgument("output buffer holds " +
                            std::to_string(output ? output_size : 0) +
                            " floats; the model writes " +
                            std::to_string(m_.output_size) + " per step");
   }
-  if (c_.position == "learned" && position_ >= c_.max_positions) {
-    return Status(StatusCode::kOutOfRange,
-                  "step " + std::to_string(position_) +
-                      " is past the model's learned positions (" +
-                      std::to_string(c_.max_positions) + ")");
-  }
-  return Status::Ok();
-}
-
-Status Session::Impl::StepToken(int32_t token, float* output,
-                                size_t output_size) {
-  if (c_.input_kind != InputKind::kTokens) {
-    return InvalidArgument("this model takes frames, not tokens");
-  }
-  Status status = CheckStep(output, output_size);
+  status = CheckPositions(c_, stream_.position, 1);
   if (!status.ok()) return status;
-  if (token < 0 || static_cast<uint32_t>(token) >= c_.vocab_size) {
-    return InvalidArgument("token " + std::to_string(token) +
-                           " is out of range: the vocabulary has " +
-                           std::to_string(c_.vocab_size) + " tokens (0.." +
-                           std::to_string(c_.vocab_size - 1) + ")");
-  }
-  float* x = at(m_.layout.x);
-  const TensorView& table = m_.token_embedding;
-  const size_t row = static_cast<size_t>(token) * c_.d_model;
-  if (table.dtype == schema::DType::F32) {
-    std::memcpy(x, static_cast<const float*>(table.data) + row,
-                c_.d_model * sizeof(float));
-  } else {
-    k_.f16_to_f32(c_.d_model, static_cast<const uint16_t*>(table.data) + row,
-                  x);
-  }
-  if (c_.embedding_scale != 1.0f) {
-    for (uint32_t i = 0; i < c_.d_model; ++i) x[i] *= c_.embedding_scale;
-  }
-  Forward(output);
+  engine_.EmbedToken(token, engine_.InputRow(0));
+  engine_.Forward(OneStream(1), output);
   return Status::Ok();
 }
 
@@ -134,253 +205,275 @@ Status Session::Impl::StepFrame(const float* frame, size_t frame_size,
   }
   if (stepped == nullptr) return InvalidArgument("'stepped' is null");
   *stepped = false;
-  Status status = CheckStep(output, output_size);
+  Status status = CheckCausal();
   if (!status.ok()) return status;
+  if (output == nullptr || output_size != m_.output_size) {
+    return InvalidArgument("output buffer holds " +
+                           std::to_string(output ? output_size : 0) +
+                           " floats; the model writes " +
+                           std::to_string(m_.output_size) + " per step");
+  }
   if (frame == nullptr || frame_size != c_.input_dim) {
     return InvalidArgument(
         "frame holds " + std::to_string(frame ? frame_size : 0) +
         " floats; the model's frames have " + std::to_string(c_.input_dim));
   }
-  for (size_t i = 0; i < frame_size; ++i) {
-    if (!std::isfinite(frame[i])) {
-      return InvalidArgument("frame value " + std::to_string(i) + " is " +
-                             std::to_string(frame[i]) +
-                             ": frames must be finite");
-    }
+  status = CheckFrames(c_, frame, 1);
+  if (status.ok()) {
+    const size_t steps = engine_.StepsAfter(stream_.frames_seen + 1) -
+                         engine_.StepsAfter(stream_.frames_seen);
+    status = CheckPositions(c_, stream_.position, steps);
   }
-  // The window holds the latest stack_window frames, oldest first.
-  float* window = at(m_.layout.frames);
-  const size_t width = c_.input_dim, window_floats = c_.stack_window * width;
-  std::memmove(window, window + width, (window_floats - width) * sizeof(float));
-  std::memcpy(window + window_floats - width, frame, width * sizeof(float));
-  ++frames_seen_;
-  if (frames_seen_ < c_.stack_window ||
-      (frames_seen_ - c_.stack_window) % c_.stack_hop != 0) {
-    return Status::Ok();
+  if (!status.ok()) return status;
+  if (engine_.PushFrame(stream_, frame, 0)) {
+    engine_.Forward(OneStream(1), output);
+    *stepped = true;
   }
-  float* x = at(m_.layout.x);
-  if (m_.input_projection) {
-    m_.input_projection->Run(1, window, x, threads_);
-  } else {
-    std::memcpy(x, window, c_.d_model * sizeof(float));
-  }
-  Activate(c_.input_activation, c_.d_model, x);
-  Forward(output);
-  *stepped = true;
   return Status::Ok();
 }
 
-void Session::Impl::PrecomputeFrequencies() {
-  if (c_.position != "sinusoidal") return;
-  double* divisors = wavelengths();
-  for (uint32_t i = 0; 2 * i < c_.d_model; ++i) {
-    divisors[i] = std::pow(10000.0, 2.0 * i / static_cast<double>(c_.d_model));
+Status Session::Impl::PrefillTokens(const int32_t* tokens, size_t count,
+                                    float* outputs, size_t outputs_size) {
+  Status status = CheckTokens(c_, tokens, count);
+  if (status.ok()) status = CheckCausal();
+  if (status.ok()) status = CheckPositions(c_, stream_.position, count);
+  if (!status.ok()) return status;
+  const size_t width = m_.output_size;
+  if (outputs != nullptr && outputs_size < count * width) {
+    return OutputTooSmall(outputs_size, count, width);
   }
-}
-
-void Session::Impl::AddPosition(float* x) {
-  if (c_.position == "sinusoidal") {
-    // In double, as the reference: at step 10^6 a float angle would lose
-    // the phase.
-    const double* divisors = wavelengths();
-    const double p = static_cast<double>(position_);
-    for (uint32_t i = 0; 2 * i < c_.d_model; ++i) {
-      const double angle = p / divisors[i];
-      x[2 * i] += static_cast<float>(std::sin(angle));
-      if (2 * i + 1 < c_.d_model)
-        x[2 * i + 1] += static_cast<float>(std::cos(angle));
+  const size_t chunk = engine_.max_rows();
+  for (size_t done = 0; done < count; done += chunk) {
+    const size_t n = std::min(chunk, count - done);
+    for (size_t r = 0; r < n; ++r) {
+      engine_.EmbedToken(tokens[done + r], engine_.InputRow(r));
     }
-  } else if (c_.position == "learned") {
-    const TensorView& table = m_.position_embedding;
-    const size_t row = position_ * c_.d_model;
-    if (table.dtype == schema::DType::F32) {
-      k_.add(c_.d_model, x, static_cast<const float*>(table.data) + row, x);
-    } else {
-      float* row_f32 = at(m_.layout.branch);
-      k_.f16_to_f32(c_.d_model, static_cast<const uint16_t*>(table.data) + row,
-                    row_f32);
-      k_.add(c_.d_model, x, row_f32, x);
+    engine_.Forward(OneStream(n), outputs ? outputs + done * width : nullptr);
+  }
+  return Status::Ok();
+}
+
+Status Session::Impl::PrefillFrames(const float* frames, size_t frame_count,
+                                    float* outputs, size_t outputs_size,
+                                    size_t* steps) {
+  if (steps == nullptr) return InvalidArgument("'steps' is null");
+  *steps = 0;
+  Status status = CheckFrames(c_, frames, frame_count);
+  if (status.ok()) status = CheckCausal();
+  if (!status.ok()) return status;
+  const size_t total = engine_.StepsAfter(stream_.frames_seen + frame_count) -
+                       engine_.StepsAfter(stream_.frames_seen);
+  const size_t width = m_.output_size;
+  status = CheckPositions(c_, stream_.position, total);
+  if (!status.ok()) return status;
+  if (outputs != nullptr && outputs_size < total * width) {
+    return OutputTooSmall(outputs_size, total, width);
+  }
+  const size_t chunk = engine_.max_rows();
+  size_t rows = 0;
+  for (size_t f = 0; f < frame_count; ++f) {
+    rows += engine_.PushFrame(stream_, frames + f * c_.input_dim, rows);
+    if (rows == chunk || (f + 1 == frame_count && rows > 0)) {
+      engine_.Forward(OneStream(rows),
+                      outputs ? outputs + *steps * width : nullptr);
+      *steps += rows;
+      rows = 0;
     }
   }
+  return Status::Ok();
 }
 
-void Session::Impl::Activate(const std::string& activation, size_t n,
-                             float* x) const {
-  // relu is fused into the preceding dense layer's output clamp.
-  if (activation == "gelu") k_.gelu(n, x, x);
-}
-
-// phi for every head of one projection: x [heads][d_key] -> phi [heads][C].
-void Session::Impl::FeatureMap(const LayerWeights& w, const float* x,
-                               float* phi) {
-  const size_t heads = c_.num_heads, d_key = c_.d_key, C = c_.feature_dim;
-  if (c_.feature_map == "elu+1") {
-    k_.elu_plus_one(heads * d_key, x, phi);
-    return;
+// Tokens, or frames when `steps` is not null.
+Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
+                             size_t count, float* outputs, size_t outputs_size,
+                             size_t* steps) {
+  const bool frame_input = steps != nullptr;
+  Status status = frame_input ? CheckFrames(c_, frames, count)
+                              : CheckTokens(c_, tokens, count);
+  if (!status.ok()) return status;
+  if (c_.causal) {
+    return Status(StatusCode::kUnsupported,
+                  "this model's attention is causal: step or prefill it; "
+                  "encoding is for bidirectional models");
   }
-  if (c_.feature_map == "relu") {
-    k_.relu(heads * d_key, x, phi);
-    return;
+  const size_t n = frame_input ? engine_.StepsAfter(count) : count;
+  const size_t width = m_.output_size, d = c_.d_model;
+  status = CheckPositions(c_, 0, n);
+  if (!status.ok()) return status;
+  if (outputs == nullptr || outputs_size < n * width) {
+    return OutputTooSmall(outputs ? outputs_size : 0, n, width);
   }
-  // favor+ (fast-transformers' Favor): with x' = x sqrt(temp),
-  // phi = [exp(x'W - |x'|^2/2 - log(C)/2 - s), exp(-x'W - ...)],
-  // s = max over heads of |x'|^2 when stabilised.
-  const float scale = std::sqrt(c_.favor_softmax_temp);
-  const size_t half = C / 2;
-  float stabiliser = 0;
-  if (c_.favor_stabilize) {
-    stabiliser = -INFINITY;
-    for (size_t h = 0; h < heads; ++h) {
-      float norm = 0;
-      for (size_t d = 0; d < d_key; ++d) {
-        const float v = x[h * d_key + d] * scale;
-        norm += v * v;
+  const size_t features = size_t{c_.num_heads} * c_.feature_dim;
+  std::unique_ptr<float[]> x(new (std::nothrow) float[n * d]);
+  std::unique_ptr<float[]> phi_q(new (std::nothrow) float[n * features]);
+  if (n > 0 && (!x || !phi_q)) {
+    return Status(StatusCode::kOutOfMemory,
+                  "cannot allocate " +
+                      std::to_string(n * (d + features) * sizeof(float)) +
+                      " bytes to encode " + std::to_string(n) + " positions");
+  }
+  // Step s stacks frames [s hop, s hop + window): contiguous in the input.
+  engine_.Reset(stream_);
+  const size_t chunk = engine_.max_rows();
+  for (size_t o = 0; o < n; o += chunk) {
+    const size_t rows = std::min(chunk, n - o);
+    for (size_t r = 0; r < rows; ++r) {
+      if (frame_input) {
+        engine_.SetStackedInput(frames + (o + r) * c_.stack_hop * c_.input_dim,
+                                r);
+      } else {
+        engine_.EmbedToken(tokens[o + r], x.get() + (o + r) * d);
       }
-      stabiliser = std::max(stabiliser, norm);
     }
+    engine_.Embed(Rows{rows, &self_, true, o}, x.get() + o * d);
   }
-  float* scaled = at(m_.layout.features);
-  for (size_t h = 0; h < heads; ++h) {
-    float norm = 0;
-    for (size_t d = 0; d < d_key; ++d) {
-      scaled[d] = x[h * d_key + d] * scale;
-      norm += scaled[d] * scaled[d];
-    }
-    float* u = phi + h * C;
-    std::fill(u, u + half, 0.0f);
-    for (size_t d = 0; d < d_key; ++d) {
-      const float* omega_row = w.omega + d * half;
-      for (size_t j = 0; j < half; ++j) u[j] += scaled[d] * omega_row[j];
-    }
-    for (size_t j = 0; j < half; ++j) u[half + j] = -u[j];
-    const float offset =
-        0.5f * norm + 0.5f * std::log(static_cast<float>(C)) + stabiliser;
-    k_.exp_shifted(C, u, offset, u);
-  }
+  engine_.Encode(n, stream_, x.get(), phi_q.get(), outputs);
+  if (frame_input) *steps = n;
+  return Status::Ok();
 }
 
-// y = bias + sum_j weight[:, j] * input_{t-k+1+j}; the ring holds the last
-// k-1 inputs of this layer.
-void Session::Impl::Convolve(size_t layer, const LayerWeights& w,
-                             const float* x, float* y) {
-  const size_t d = c_.d_model, k = c_.conv_kernel, past = k - 1;
-  float* ring = at(m_.layout.conv) + layer * past * d;
-  for (size_t c = 0; c < d; ++c)
-    y[c] = w.conv_bias[c] + w.conv_weight[c * k + past] * x[c];
-  for (size_t j = 0; j < past; ++j) {
-    const float* input = ring + ((conv_oldest_ + j) % past) * d;
-    for (size_t c = 0; c < d; ++c) y[c] += w.conv_weight[c * k + j] * input[c];
+// The snapshot's header, kSnapshotHeaderBytes, then the state floats.
+struct SnapshotHeader {
+  char magic[8];            // "TARNSNAP"
+  uint32_t byte_order;      // kByteOrder as the writer stored it
+  uint32_t layout_version;  // kStateLayoutVersion
+  uint64_t model_identity;  // Model::identity()
+  uint64_t state_bytes;     // bytes after the header
+  uint64_t position;
+  uint64_t frames_seen;
+  uint32_t conv_oldest;
+  uint32_t header_bytes;  // kSnapshotHeaderBytes
+  uint8_t reserved[8];
+};
+static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes);
+constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
+constexpr uint32_t kByteOrder = 0x01020304;
+// The version of StateLayout and of what a snapshot stores: raise it when
+// either changes.
+constexpr uint32_t kStateLayoutVersion = 1;
+
+Status Session::Impl::Snapshot(void* buffer, size_t size) const {
+  const size_t state_bytes = m_.state.total * sizeof(float);
+  if (buffer == nullptr || size < kSnapshotHeaderBytes + state_bytes) {
+    return InvalidArgument("snapshot buffer holds " +
+                           std::to_string(buffer ? size : 0) +
+                           " bytes; this model's snapshots take " +
+                           std::to_string(kSnapshotHeaderBytes + state_bytes));
   }
-  if (past > 0) std::memcpy(ring + conv_oldest_ * d, x, d * sizeof(float));
+  SnapshotHeader header = {};
+  std::memcpy(header.magic, kSnapshotMagic, sizeof header.magic);
+  header.byte_order = kByteOrder;
+  header.layout_version = kStateLayoutVersion;
+  header.model_identity = m_.identity;
+  header.state_bytes = state_bytes;
+  header.position = stream_.position;
+  header.frames_seen = stream_.frames_seen;
+  header.conv_oldest = stream_.conv_oldest;
+  header.header_bytes = kSnapshotHeaderBytes;
+  auto* bytes = static_cast<uint8_t*>(buffer);
+  std::memcpy(bytes, &header, sizeof header);
+  std::memcpy(bytes + kSnapshotHeaderBytes, stream_.state, state_bytes);
+  return Status::Ok();
 }
 
-// One step from the embedded input in x to the output.
-void Session::Impl::Forward(float* output) {
-  const SessionLayout& s = m_.layout;
-  const size_t d = c_.d_model, heads = c_.num_heads, C = c_.feature_dim,
-               d_key = c_.d_key, d_value = c_.d_value;
-  const bool pre_norm = c_.norm_placement == "pre";
-  const float norm_eps = c_.norm_eps;
-  float *x = at(s.x), *normed = at(s.normed), *qkv = at(s.qkv),
-        *phi_q = at(s.phi_q), *phi_k = at(s.phi_k), *y = at(s.attention),
-        *branch = at(s.branch), *hidden = at(s.hidden);
-
-  AddPosition(x);
-  for (size_t l = 0; l < c_.num_layers; ++l) {
-    const LayerWeights& w = m_.layers[l];
-    // Attention: x = norm1(x + a(x)), or x + a(norm1(x)) pre-norm.
-    if (pre_norm)
-      k_.layer_norm(d, x, w.norm1_weight, w.norm1_bias, norm_eps, normed);
-    w.qkv->Run(1, pre_norm ? normed : x, qkv, threads_);
-    FeatureMap(w, qkv, phi_q);
-    FeatureMap(w, qkv + heads * d_key, phi_k);
-    const float* v = qkv + 2 * heads * d_key;
-    float* S = at(s.S) + l * heads * C * d_value;
-    float* z = at(s.z) + l * heads * C;
-    for (size_t h = 0; h < heads; ++h) {
-      k_.causal_step(C, d_value, phi_k + h * C, v + h * d_value, phi_q + h * C,
-                     c_.attention_eps, S + h * C * d_value, z + h * C,
-                     y + h * d_value);
-    }
-    w.out->Run(1, y, branch, threads_);
-    if (pre_norm) {
-      k_.add(d, x, branch, x);
-    } else {
-      k_.add_layer_norm(d, x, branch, w.norm1_weight, w.norm1_bias, norm_eps,
-                        x);
-    }
-    if (c_.conv_kernel > 0) {
-      Convolve(l, w, x, branch);
-      k_.add(d, x, branch, x);
-    }
-    // Feed-forward: x = norm2(x + f(x)), or x + f(norm2(x)) pre-norm.
-    if (pre_norm)
-      k_.layer_norm(d, x, w.norm2_weight, w.norm2_bias, norm_eps, normed);
-    w.linear1->Run(1, pre_norm ? normed : x, hidden, threads_);
-    Activate(c_.activation, c_.d_ff, hidden);
-    w.linear2->Run(1, hidden, branch, threads_);
-    if (pre_norm) {
-      k_.add(d, x, branch, x);
-    } else {
-      k_.add_layer_norm(d, x, branch, w.norm2_weight, w.norm2_bias, norm_eps,
-                        x);
-    }
+Status Session::Impl::Restore(const void* snapshot, size_t size) {
+  const size_t state_bytes = m_.state.total * sizeof(float);
+  SnapshotHeader header;
+  if (snapshot == nullptr || size < sizeof header) {
+    return InvalidArgument(
+        "not a tarn snapshot: " + std::to_string(snapshot ? size : 0) +
+        " bytes, shorter than a snapshot header");
   }
-  if (c_.conv_kernel > 1)
-    conv_oldest_ = (conv_oldest_ + 1) % (c_.conv_kernel - 1);
-  const float* last = x;
-  if (m_.final_norm_weight != nullptr) {
-    k_.layer_norm(d, x, m_.final_norm_weight, m_.final_norm_bias, norm_eps,
-                  normed);
-    last = normed;
+  std::memcpy(&header, snapshot, sizeof header);
+  if (std::memcmp(header.magic, kSnapshotMagic, sizeof header.magic) != 0) {
+    return InvalidArgument(
+        "not a tarn snapshot: it does not start with "
+        "'TARNSNAP'");
   }
-  if (m_.head) {
-    m_.head->Run(1, last, output, threads_);
-  } else {
-    std::memcpy(output, last, d * sizeof(float));
+  if (header.byte_order != kByteOrder) {
+    return Status(StatusCode::kUnsupported,
+                  "snapshot was written on a machine of the other byte order");
   }
-  ++position_;
+  if (header.layout_version != kStateLayoutVersion) {
+    return Status(StatusCode::kUnsupported,
+                  "snapshot has state layout version " +
+                      std::to_string(header.layout_version) +
+                      "; this runtime reads " +
+                      std::to_string(kStateLayoutVersion) +
+                      (header.layout_version > kStateLayoutVersion
+                           ? ": it comes from a newer tarn, upgrade this one"
+                           : ": it comes from an older tarn"));
+  }
+  if (header.model_identity != m_.identity) {
+    char message[160];
+    std::snprintf(message, sizeof message,
+                  "snapshot belongs to another model (identity %016llx; this "
+                  "model is %016llx)",
+                  static_cast<unsigned long long>(header.model_identity),
+                  static_cast<unsigned long long>(m_.identity));
+    return InvalidArgument(message);
+  }
+  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
+  if (header.header_bytes != kSnapshotHeaderBytes ||
+      header.state_bytes != state_bytes ||
+      size != kSnapshotHeaderBytes + state_bytes ||
+      header.conv_oldest >= past) {
+    return InvalidArgument("snapshot is damaged: " + std::to_string(size) +
+                           " bytes holding " +
+                           std::to_string(header.state_bytes) +
+                           " bytes of state; this model's "
+                           "snapshots take " +
+                           std::to_string(kSnapshotHeaderBytes + state_bytes));
+  }
+  std::memcpy(stream_.state,
+              static_cast<const uint8_t*>(snapshot) + kSnapshotHeaderBytes,
+              state_bytes);
+  stream_.position = header.position;
+  stream_.frames_seen = header.frames_seen;
+  stream_.conv_oldest = header.conv_oldest;
+  return Status::Ok();
 }
 
-// --- Session ----------------------------------------------------------------
-
-static_assert(sizeof(Session) + sizeof(Session::Impl) + kAlignment <=
-                  kSessionHeaderBytes,
+static_assert(kImplOffset + sizeof(Session::Impl) <= kBlockHeaderBytes,
               "session bookkeeping outgrew its header");
 
 Session::Session(Impl* impl) : impl_(impl) {}
-
 Session::~Session() { impl_->~Impl(); }
-
-void Session::operator delete(void* block) { std::free(block); }
+void Session::operator delete(void* session) { ReleaseBlock(session); }
 
 Status Session::Create(const Model& model, const SessionOptions& options,
                        std::unique_ptr<Session>* session) {
+  return Create(model, options, nullptr, 0, session);
+}
+
+Status Session::Create(const Model& model, const SessionOptions& options,
+                       void* arena, size_t arena_bytes,
+                       std::unique_ptr<Session>* session) {
   if (session == nullptr) return InvalidArgument("'session' is null");
+  if (options.max_prefill_chunk < 1 ||
+      options.max_prefill_chunk > kMaxPrefillChunk) {
+    return InvalidArgument("max_prefill_chunk must be in [1, " +
+                           std::to_string(kMaxPrefillChunk) + "], got " +
+                           std::to_string(options.max_prefill_chunk));
+  }
   if (options.num_threads < 1 || options.num_threads > 256) {
     return InvalidArgument("num_threads must be in [1, 256], got " +
                            std::to_string(options.num_threads));
   }
-  // One allocation: [Session | Impl | floats...], the floats 64-byte aligned.
-  const size_t bytes = model.session_bytes();
-  void* block = std::aligned_alloc(kAlignment, bytes);
-  if (block == nullptr) {
-    return Status(
-        StatusCode::kOutOfMemory,
-        "cannot allocate " + std::to_string(bytes) + " bytes for a session");
+  void* block;
+  Status status = PrepareBlock(arena, arena_bytes, model.session_bytes(options),
+                               "session", &block);
+  if (!status.ok()) return status;
+  pthreadpool_t threads;
+  status = StartThreads(options.num_threads, &threads);
+  if (!status.ok()) {
+    if (arena == nullptr) std::free(block);
+    return status;
   }
-  pthreadpool_t threads = nullptr;
-  if (options.num_threads > 1) {
-    threads = pthreadpool_create(options.num_threads);
-    if (threads == nullptr) {
-      std::free(block);
-      return Status(StatusCode::kInternal, "cannot start the thread pool");
-    }
-  }
-  auto* bytes_at = static_cast<uint8_t*>(block);
-  auto* floats = reinterpret_cast<float*>(bytes_at + kSessionHeaderBytes);
-  auto* impl = new (bytes_at + kAlignment) Impl(model, floats, threads);
-  session->reset(new (block) Session(impl));
+  auto* bytes = static_cast<uint8_t*>(block);
+  auto* floats = reinterpret_cast<float*>(bytes + kBlockHeaderBytes);
+  auto* impl = new (bytes + kImplOffset) Impl(model, options, floats, threads);
+  session->reset(new (bytes + kObjectOffset) Session(impl));
   return Status::Ok();
 }
 
@@ -393,9 +486,66 @@ Status Session::StepFrame(const float* frame, size_t frame_size, float* output,
   return impl_->StepFrame(frame, frame_size, output, output_size, stepped);
 }
 
+Status Session::PrefillTokens(const int32_t* tokens, size_t count,
+                              float* outputs, size_t outputs_size) {
+  return impl_->PrefillTokens(tokens, count, outputs, outputs_size);
+}
+
+Status Session::PrefillFrames(const float* frames, size_t frame_count,
+                              float* outputs, size_t outputs_size,
+                              size_t* steps) {
+  return impl_->PrefillFrames(frames, frame_count, outputs, outputs_size,
+                              steps);
+}
+
+size_t Session::StepsForFrames(size_t frame_count) const {
+  const Engine& engine = impl_->engine_;
+  const uint64_t seen = impl_->stream_.frames_seen;
+  return engine.StepsAfter(seen + frame_count) - engine.StepsAfter(seen);
+}
+
+Status Session::EncodeTokens(const int32_t* tokens, size_t count,
+                             float* outputs, size_t outputs_size) {
+  return impl_->Encode(tokens, nullptr, count, outputs, outputs_size, nullptr);
+}
+
+Status Session::EncodeFrames(const float* frames, size_t frame_count,
+                             float* outputs, size_t outputs_size,
+                             size_t* steps) {
+  if (steps == nullptr) return InvalidArgument("'steps' is null");
+  *steps = 0;
+  return impl_->Encode(nullptr, frames, frame_count, outputs, outputs_size,
+                       steps);
+}
+
+void Session::Reset() { impl_->engine_.Reset(impl_->stream_); }
+
+Status Session::Snapshot(void* buffer, size_t size) const {
+  return impl_->Snapshot(buffer, size);
+}
+
+Status Session::Restore(const void* snapshot, size_t size) {
+  return impl_->Restore(snapshot, size);
+}
+
+Status Session::Clone(std::unique_ptr<Session>* clone) const {
+  if (clone == nullptr) return InvalidArgument("'clone' is null");
+  std::unique_ptr<Session> copy;
+  Status status = Create(impl_->model_, impl_->options_, &copy);
+  if (!status.ok()) return status;
+  const Stream& from = impl_->stream_;
+  Stream& to = copy->impl_->stream_;
+  std::memcpy(to.state, from.state, impl_->m_.state.total * sizeof(float));
+  to.position = from.position;
+  to.frames_seen = from.frames_seen;
+  to.conv_oldest = from.conv_oldest;
+  *clone = std::move(copy);
+  return Status::Ok();
+}
+
 Status Session::AttentionState(uint32_t layer, const float** S,
                                const float** z) const {
-  const Model::Impl& m = impl_->model_.impl();
+  const Model::Impl& m = impl_->m_;
   const ModelConfig& c = m.config;
   if (layer >= c.num_layers || S == nullptr || z == nullptr) {
     return InvalidArgument("layer " + std::to_string(layer) + " of " +
@@ -403,13 +553,186 @@ Status Session::AttentionState(uint32_t layer, const float** S,
                            ", or a null output pointer");
   }
   const size_t per_layer = size_t{c.num_heads} * c.feature_dim;
-  *S = impl_->floats() + m.layout.S + layer * per_layer * c.d_value;
-  *z = impl_->floats() + m.layout.z + layer * per_layer;
+  *S = impl_->stream_.state + m.state.S + layer * per_layer * c.d_value;
+  *z = impl_->stream_.state + m.state.z + layer * per_layer;
   return Status::Ok();
 }
 
-void Session::Reset() { impl_->Reset(); }
-uint64_t Session::position() const { return impl_->position_; }
+uint64_t Session::position() const { return impl_->stream_.position; }
 const Model& Session::model() const { return impl_->model_; }
+
+// --- SessionBatch -----------------------------------------------------------
+
+class SessionBatch::Impl {
+ public:
+  Impl(const Model& model, const BatchOptions& options, float* floats,
+       pthreadpool_t threads)
+      : model_(model),
+        m_(model.impl()),
+        c_(m_.config),
+        streams_(reinterpret_cast<Stream**>(
+            floats + m_.PlanScratch(options.max_streams).streams)),
+        engine_(m_, floats, options.max_streams, threads) {}
+
+  Status Check(Session* const* sessions, size_t count, float* outputs,
+               size_t outputs_size) const;
+  Status StepTokens(Session* const* sessions, const int32_t* tokens,
+                    size_t count, float* outputs, size_t outputs_size);
+  Status StepFrames(Session* const* sessions, const float* frames, size_t count,
+                    float* outputs, size_t outputs_size, bool* stepped);
+
+  const Model& model_;
+  const Model::Impl& m_;
+  const ModelConfig& c_;
+  Stream** streams_;  // [max_streams], in the scratch
+  Engine engine_;
+};
+
+Status SessionBatch::Impl::Check(Session* const* sessions, size_t count,
+                                 float* outputs, size_t outputs_size) const {
+  if (!c_.causal) return Bidirectional();
+  if (count > engine_.max_rows()) {
+    return InvalidArgument(std::to_string(count) +
+                           " sessions for a batch of at most " +
+                           std::to_string(engine_.max_rows()));
+  }
+  if (count > 0 && (sessions == nullptr || outputs == nullptr)) {
+    return InvalidArgument("sessions or outputs is null");
+  }
+  if (outputs_size < count * m_.output_size) {
+    return OutputTooSmall(outputs_size, count, m_.output_size);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (sessions[i] == nullptr) {
+      return InvalidArgument("session " + std::to_string(i) + " is null");
+    }
+    if (&sessions[i]->model() != &model_) {
+      return InvalidArgument("session " + std::to_string(i) +
+                             " belongs to another model than the batch");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (sessions[j] == sessions[i]) {
+        return InvalidArgument("sessions " + std::to_string(j) + " and " +
+                               std::to_string(i) +
+                               " are the same: a batch steps each session "
+                               "at most once");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status SessionBatch::Impl::StepTokens(Session* const* sessions,
+                                      const int32_t* tokens, size_t count,
+                                      float* outputs, size_t outputs_size) {
+  Status status = Check(sessions, count, outputs, outputs_size);
+  if (status.ok()) status = CheckTokens(c_, tokens, count);
+  for (size_t i = 0; status.ok() && i < count; ++i) {
+    status = CheckPositions(c_, sessions[i]->impl_->stream_.position, 1);
+  }
+  if (!status.ok() || count == 0) return status;
+  for (size_t i = 0; i < count; ++i) {
+    streams_[i] = &sessions[i]->impl_->stream_;
+    engine_.EmbedToken(tokens[i], engine_.InputRow(i));
+  }
+  engine_.Forward(Rows{count, streams_, false, 0}, outputs);
+  return Status::Ok();
+}
+
+Status SessionBatch::Impl::StepFrames(Session* const* sessions,
+                                      const float* frames, size_t count,
+                                      float* outputs, size_t outputs_size,
+                                      bool* stepped) {
+  Status status = Check(sessions, count, outputs, outputs_size);
+  if (status.ok()) status = CheckFrames(c_, frames, count);
+  if (status.ok() && stepped == nullptr && count > 0) {
+    status = InvalidArgument("'stepped' is null");
+  }
+  for (size_t i = 0; status.ok() && i < count; ++i) {
+    const Stream& stream = sessions[i]->impl_->stream_;
+    status = CheckPositions(c_, stream.position,
+                            engine_.StepsAfter(stream.frames_seen + 1) -
+                                engine_.StepsAfter(stream.frames_seen));
+  }
+  if (!status.ok() || count == 0) return status;
+  size_t rows = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Stream* stream = &sessions[i]->impl_->stream_;
+    stepped[i] = engine_.PushFrame(*stream, frames + i * c_.input_dim, rows);
+    if (stepped[i]) streams_[rows++] = stream;
+  }
+  if (rows == 0) return Status::Ok();
+  engine_.Forward(Rows{rows, streams_, false, 0}, outputs);
+  // Outputs came in rows of the sessions that stepped; move each to its
+  // session's index (never below its row, so from the back).
+  const size_t width = m_.output_size;
+  for (size_t i = count; i-- > 0 && rows > 0;) {
+    if (!stepped[i]) continue;
+    --rows;
+    if (rows != i) {
+      std::memcpy(outputs + i * width, outputs + rows * width,
+                  width * sizeof(float));
+    }
+  }
+  return Status::Ok();
+}
+
+static_assert(kImplOffset + sizeof(SessionBatch::Impl) <= kBlockHeaderBytes,
+              "batch bookkeeping outgrew its header");
+
+SessionBatch::SessionBatch(Impl* impl) : impl_(impl) {}
+SessionBatch::~SessionBatch() { impl_->~Impl(); }
+void SessionBatch::operator delete(void* batch) { ReleaseBlock(batch); }
+
+Status SessionBatch::Create(const Model& model, const BatchOptions& options,
+                            std::unique_ptr<SessionBatch>* batch) {
+  return Create(model, options, nullptr, 0, batch);
+}
+
+Status SessionBatch::Create(const Model& model, const BatchOptions& options,
+                            void* arena, size_t arena_bytes,
+                            std::unique_ptr<SessionBatch>* batch) {
+  if (batch == nullptr) return InvalidArgument("'batch' is null");
+  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
+    return InvalidArgument("max_streams must be in [1, " +
+                           std::to_string(kMaxBatchStreams) + "], got " +
+                           std::to_string(options.max_streams));
+  }
+  if (options.num_threads < 1 || options.num_threads > 256) {
+    return InvalidArgument("num_threads must be in [1, 256], got " +
+                           std::to_string(options.num_threads));
+  }
+  void* block;
+  Status status = PrepareBlock(arena, arena_bytes, model.batch_bytes(options),
+                               "batch", &block);
+  if (!status.ok()) return status;
+  pthreadpool_t threads;
+  status = StartThreads(options.num_threads, &threads);
+  if (!status.ok()) {
+    if (arena == nullptr) std::free(block);
+    return status;
+  }
+  auto* bytes = static_cast<uint8_t*>(block);
+  auto* floats = reinterpret_cast<float*>(bytes + kBlockHeaderBytes);
+  auto* impl = new (bytes + kImplOffset) Impl(model, options, floats, threads);
+  batch->reset(new (bytes + kObjectOffset) SessionBatch(impl));
+  return Status::Ok();
+}
+
+Status SessionBatch::StepTokens(Session* const* sessions, const int32_t* tokens,
+                                size_t count, float* outputs,
+                                size_t outputs_size) {
+  return impl_->StepTokens(sessions, tokens, count, outputs, outputs_size);
+}
+
+Status SessionBatch::StepFrames(Session* const* sessions, const float* frames,
+                                size_t count, float* outputs,
+                                size_t outputs_size, bool* stepped) {
+  return impl_->StepFrames(sessions, frames, count, outputs, outputs_size,
+                           stepped);
+}
+
+size_t SessionBatch::max_streams() const { return impl_->engine_.max_rows(); }
+const Model& SessionBatch::model() const { return impl_->model_; }
 
 }  // namespace tarn

@@ -1,6 +1,6 @@
 // tarn: linear-attention transformers run as recurrent networks.
 //
-// A worked example: load a token model, open a session, step it.
+// A worked example: load a token model, feed it a prompt, then generate.
 //
 //   std::unique_ptr<tarn::Model> model;
 //   tarn::Status status = tarn::Model::Load("model.tarn", &model);
@@ -10,21 +10,36 @@
 //   status = tarn::Session::Create(*model, tarn::SessionOptions(), &session);
 //   if (!status.ok()) { ... }
 //
+//   // The prompt but its last token in parallel chunks (no outputs needed),
+//   // then the last token as a step, which gives the next token's logits.
 //   std::vector<float> logits(model->output_size());
-//   for (int32_t token : prompt) {
-//     status = session->StepToken(token, logits.data(), logits.size());
-//     if (!status.ok()) { ... }            // e.g. token >= vocab size
+//   status = session->PrefillTokens(prompt.data(), prompt.size() - 1,
+//                                   nullptr, 0);
+//   if (status.ok())
+//     status = session->StepToken(prompt.back(), logits.data(), logits.size());
+//   while (status.ok() && !done) {
+//     int32_t next = Sample(logits);
+//     status = session->StepToken(next, logits.data(), logits.size());
 //   }
+//
+// Paths. A causal model is stepped (StepToken, StepFrame) or prefilled with
+// a known prefix (PrefillTokens, PrefillFrames: chunks of positions at once,
+// ending in the state that stepping gives). A bidirectional model encodes
+// whole sequences (EncodeTokens, EncodeFrames). SessionBatch steps many
+// sessions of one model in one call. A session's state can be reset,
+// snapshotted to bytes, restored, and cloned.
 //
 // Lifetimes. A Model is immutable once loaded and may be shared by any number
 // of sessions on any number of threads; it must outlive them. A Session is one
-// stream's recurrent state plus its scratch memory, all allocated by Create():
-// stepping never allocates, and its memory does not grow with the stream's
-// length. A Session is used by one thread at a time.
+// stream's recurrent state plus its scratch memory, in one block of
+// Model::session_bytes() bytes, allocated by Create() or placed in a caller's
+// arena: stepping and prefilling never allocate, and its memory does not grow
+// with the stream's length. A Session is used by one thread at a time (a
+// SessionBatch call counts as a use of each session it steps).
 //
 // Errors. Every fallible call returns a Status; nothing throws. Its message
 // says what went wrong and where (tensor name, expected vs actual shape, byte
-// offset, token id).
+// offset, token id). A call that fails leaves the session as it was.
 
 #ifndef TARN_TARN_HPP_
 #define TARN_TARN_HPP_
@@ -33,6 +48,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tarn {
@@ -104,6 +120,31 @@ struct LoadOptions {
   bool verify_checksum = true;
 };
 
+// Positions one prefill chunk processes at once unless SessionOptions says
+// otherwise: long enough that the dense layers run as matrix-matrix products
+// near their peak, short enough that a chunk's activations stay in cache.
+inline constexpr uint32_t kDefaultPrefillChunk = 64;
+inline constexpr uint32_t kMaxPrefillChunk = 4096;
+inline constexpr uint32_t kMaxBatchStreams = 4096;
+
+struct SessionOptions {
+  // Threads for the dense layers (a pthreadpool owned by the session).
+  int num_threads = 1;
+  // Most positions a Prefill*() or Encode*() chunk holds, in [1,
+  // kMaxPrefillChunk]. The session's scratch is sized for this many rows of
+  // activations (see Model::session_bytes()); 1 gives the smallest session,
+  // whose prefill is as fast as stepping.
+  uint32_t max_prefill_chunk = kDefaultPrefillChunk;
+};
+
+struct BatchOptions {
+  // Most sessions one SessionBatch call steps; its scratch holds as many
+  // rows of activations.
+  uint32_t max_streams = 16;
+  // Threads for the dense layers (a pthreadpool owned by the batch).
+  int num_threads = 1;
+};
+
 class Model {
  public:
   // Maps `path` and validates it completely: FlatBuffers verifier, schema
@@ -128,8 +169,17 @@ class Model {
   size_t parameter_count() const;
   // Bytes of weights as stored in the file.
   size_t weight_bytes() const;
-  // Bytes one Session allocates at creation: its state and scratch.
-  size_t session_bytes() const;
+  // Bytes of one Session's block (its state and scratch), for these
+  // options; 0 if the options are invalid.
+  size_t session_bytes(const SessionOptions& options = SessionOptions()) const;
+  // Bytes of one SessionBatch's block; 0 if the options are invalid.
+  size_t batch_bytes(const BatchOptions& options = BatchOptions()) const;
+  // Bytes of a Session::Snapshot().
+  size_t snapshot_bytes() const;
+  // A hash of the configuration and the weights (XXH64 of the configuration,
+  // seeded with the file's weight checksum): equal for two loads of one
+  // file, different for another model. Snapshots carry it.
+  uint64_t identity() const;
   // Free-form provenance from the file (source, converter version, date).
   std::vector<std::pair<std::string, std::string>> metadata() const;
 
@@ -141,22 +191,27 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
-struct SessionOptions {
-  // Threads for the dense layers (a pthreadpool owned by the session).
-  int num_threads = 1;
-};
-
 class Session {
  public:
-  // Allocates the session's whole memory (Model::session_bytes()) at once.
+  // Allocates the session's whole memory, Model::session_bytes(options)
+  // bytes, at once.
   static Status Create(const Model& model, const SessionOptions& options,
+                       std::unique_ptr<Session>* session);
+  // Places the session in `arena`: caller-owned memory of at least
+  // Model::session_bytes(options) bytes, 64-byte aligned, that must outlive
+  // the session and not be used for anything else meanwhile. No heap
+  // allocation happens, now or later (with num_threads > 1 the thread pool
+  // is allocated by pthreadpool). Destroying the session (the unique_ptr)
+  // ends it and leaves the arena to the caller.
+  static Status Create(const Model& model, const SessionOptions& options,
+                       void* arena, size_t arena_bytes,
                        std::unique_ptr<Session>* session);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  // A session lives in the single block Create() allocated; deleting it
-  // frees that block.
-  static void operator delete(void* block);
+  // A session lives in its block; deleting it frees the block if Create()
+  // allocated it.
+  static void operator delete(void* session);
 
   // Feeds one token of a token model and writes the step's output
   // (output_size floats). Fails for a token outside [0, vocab_size).
@@ -170,8 +225,53 @@ class Session {
   Status StepFrame(const float* frame, size_t frame_size, float* output,
                    size_t output_size, bool* stepped);
 
+  // Feeds `count` tokens as if stepped one by one, in chunks of up to
+  // max_prefill_chunk positions: the dense layers run as matrix-matrix
+  // products and attention inside a chunk in its quadratic masked form.
+  // Ends in the state stepping would give (within float rounding). `outputs`
+  // is null (nothing written: the cheapest) or holds at least count x
+  // output_size floats, every position's output in order.
+  Status PrefillTokens(const int32_t* tokens, size_t count, float* outputs,
+                       size_t outputs_size);
+  // The same for `frame_count` frames ([frame_count][frame_size] floats),
+  // with frame stacking as StepFrame(). The model steps
+  // StepsForFrames(frame_count) times; `*steps` gets that number and
+  // `outputs` (null, or at least steps x output_size floats) their outputs.
+  Status PrefillFrames(const float* frames, size_t frame_count, float* outputs,
+                       size_t outputs_size, size_t* steps);
+  // How many steps the next `frame_count` frames would make from here.
+  size_t StepsForFrames(size_t frame_count) const;
+
+  // A bidirectional model's output for every position of a whole sequence,
+  // computed in O(count): each layer's S and z over the sequence, then the
+  // same read-out for every position. `outputs` holds at least count x
+  // output_size floats. Uses the session's scratch in chunks, plus count x
+  // (d_model + heads x C) floats it allocates for the call. Leaves the
+  // session's state as the sequence made it (AttentionState() gives the
+  // last layer's S and z) and its position at 0.
+  Status EncodeTokens(const int32_t* tokens, size_t count, float* outputs,
+                      size_t outputs_size);
+  // The same for frames: with stacking, step s covers frames [s x hop,
+  // s x hop + window); `*steps` gets their number ((frame_count - window) /
+  // hop + 1, or 0 for fewer frames than a window).
+  Status EncodeFrames(const float* frames, size_t frame_count, float* outputs,
+                      size_t outputs_size, size_t* steps);
+
   // Back to the state of a new session.
   void Reset();
+
+  // Writes the session's state (Model::snapshot_bytes() bytes) into
+  // `buffer`: a header (magic, state layout version, the model's identity,
+  // position, sizes) and the state as it is in memory, so only machines of
+  // the same byte order read it back. Allocates nothing.
+  Status Snapshot(void* buffer, size_t size) const;
+  // Replaces the session's state with a snapshot's. Refuses (and leaves the
+  // session as it was) a snapshot of another model, of another state layout
+  // version, or damaged. Allocates nothing. A restored session continues
+  // bit-identically to the one snapshotted.
+  Status Restore(const void* snapshot, size_t size);
+  // A new session (allocated, with this one's options) in this one's state.
+  Status Clone(std::unique_ptr<Session>* clone) const;
 
   // A read-only view of one layer's attention state, valid until the next
   // call that changes the session: S [heads][C][d_value], z [heads][C].
@@ -185,8 +285,59 @@ class Session {
   class Impl;
 
  private:
+  friend class SessionBatch;
   explicit Session(Impl* impl);
-  Impl* impl_;  // lives at the start of the session's own allocation
+  Impl* impl_;  // lives in the session's own block
+};
+
+// Steps many sessions of one model in one call: row i of the dense layers'
+// matrix-matrix products is session i's step, and each session's state is
+// updated in place. Results are those of stepping each session on its own
+// (bit-identical: the kernels are the same, and XNNPACK computes each row
+// of a product as it computes a single row). A batch holds only scratch;
+// the sessions may differ in position and may be stepped alone between
+// batch calls.
+//
+//   std::unique_ptr<tarn::SessionBatch> batch;
+//   status = tarn::SessionBatch::Create(*model, tarn::BatchOptions(), &batch);
+//   std::vector<tarn::Session*> streams = ...;   // up to max_streams
+//   std::vector<float> logits(streams.size() * model->output_size());
+//   status = batch->StepTokens(streams.data(), tokens.data(), streams.size(),
+//                              logits.data(), logits.size());
+class SessionBatch {
+ public:
+  // Allocates the batch's block, Model::batch_bytes(options) bytes.
+  static Status Create(const Model& model, const BatchOptions& options,
+                       std::unique_ptr<SessionBatch>* batch);
+  // Places it in a caller's arena instead, as Session::Create() does.
+  static Status Create(const Model& model, const BatchOptions& options,
+                       void* arena, size_t arena_bytes,
+                       std::unique_ptr<SessionBatch>* batch);
+  ~SessionBatch();
+  SessionBatch(const SessionBatch&) = delete;
+  SessionBatch& operator=(const SessionBatch&) = delete;
+  static void operator delete(void* batch);
+
+  // Steps sessions[i] with tokens[i] for i < count (count <= max_streams,
+  // distinct sessions of this batch's model) and writes outputs [count]
+  // [output_size] (outputs_size >= count x output_size). Everything is
+  // checked first: on an error no session has moved.
+  Status StepTokens(Session* const* sessions, const int32_t* tokens,
+                    size_t count, float* outputs, size_t outputs_size);
+  // Feeds frames [count][frame_size] to sessions[i], as StepFrame() would:
+  // stepped[i] says whether session i stepped and row i of outputs was
+  // written.
+  Status StepFrames(Session* const* sessions, const float* frames, size_t count,
+                    float* outputs, size_t outputs_size, bool* stepped);
+
+  size_t max_streams() const;
+  const Model& model() const;
+
+  class Impl;
+
+ private:
+  explicit SessionBatch(Impl* impl);
+  Impl* impl_;  // lives in the batch's own block
 };
 
 }  // namespace tarn

@@ -1,0 +1,460 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace tarn {
+
+Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
+               pthreadpool_t threads)
+    : m_(model),
+      c_(model.config),
+      k_(model.kernels),
+      scratch_(model.PlanScratch(max_rows)),
+      scratch_floats_(scratch),
+      threads_(threads) {}
+
+Engine::~Engine() {
+  if (threads_ != nullptr) pthreadpool_destroy(threads_);
+}
+
+void Engine::Reset(Stream& stream) const {
+  std::memset(stream.state, 0, m_.state.total * sizeof(float));
+  stream.position = 0;
+  stream.frames_seen = 0;
+  stream.conv_oldest = 0;
+}
+
+float* Engine::S(Stream& s, size_t layer, size_t head) const {
+  const size_t per_head = size_t{c_.feature_dim} * c_.d_value;
+  return s.state + m_.state.S + (layer * c_.num_heads + head) * per_head;
+}
+
+float* Engine::z(Stream& s, size_t layer, size_t head) const {
+  return s.state + m_.state.z +
+         (layer * c_.num_heads + head) * size_t{c_.feature_dim};
+}
+
+// --- Input ------------------------------------------------------------------
+
+void Engine::EmbedToken(int32_t token, float* x) const {
+  const TensorView& table = m_.token_embedding;
+  const size_t row = static_cast<size_t>(token) * c_.d_model;
+  if (table.dtype == schema::DType::F32) {
+    std::memcpy(x, static_cast<const float*>(table.data) + row,
+                c_.d_model * sizeof(float));
+  } else {
+    k_.f16_to_f32(c_.d_model, static_cast<const uint16_t*>(table.data) + row,
+                  x);
+  }
+  if (c_.embedding_scale != 1.0f) {
+    for (uint32_t i = 0; i < c_.d_model; ++i) x[i] *= c_.embedding_scale;
+  }
+}
+
+size_t Engine::StepsAfter(uint64_t frames) const {
+  if (frames < c_.stack_window) return 0;
+  return (frames - c_.stack_window) / c_.stack_hop + 1;
+}
+
+bool Engine::PushFrame(Stream& stream, const float* frame, size_t r) {
+  // The window holds the latest stack_window frames, oldest first.
+  float* window = stream.state + m_.state.frames;
+  const size_t width = c_.input_dim, window_floats = c_.stack_window * width;
+  std::memmove(window, window + width, (window_floats - width) * sizeof(float));
+  std::memcpy(window + window_floats - width, frame, width * sizeof(float));
+  ++stream.frames_seen;
+  if (StepsAfter(stream.frames_seen) == StepsAfter(stream.frames_seen - 1)) {
+    return false;
+  }
+  SetStackedInput(window, r);
+  return true;
+}
+
+void Engine::SetStackedInput(const float* window, size_t r) {
+  const size_t stacked = size_t{c_.stack_window} * c_.input_dim;
+  float* row =
+      m_.input_projection ? at(scratch_.windows) + r * stacked : InputRow(r);
+  std::memcpy(row, window, stacked * sizeof(float));
+}
+
+void Engine::Embed(const Rows& rows, float* x) {
+  const size_t d = c_.d_model, n = rows.count;
+  if (c_.input_kind == InputKind::kFrames) {
+    if (m_.input_projection) {
+      m_.input_projection->Run(n, at(scratch_.windows), x, threads_);
+    } else if (x != InputRow(0)) {
+      std::memcpy(x, InputRow(0), n * d * sizeof(float));
+    }
+    Activate(c_.input_activation, n * d, x);
+  }
+  for (size_t r = 0; r < n; ++r) {
+    float* row = x + r * d;
+    const uint64_t position = rows.stream(r).position + rows.ahead(r);
+    if (c_.position == "sinusoidal") {
+      // In double, as the reference: at step 10^6 a float angle would lose
+      // the phase.
+      const double p = static_cast<double>(position);
+      for (uint32_t i = 0; 2 * i < d; ++i) {
+        const double angle = p / m_.wavelengths[i];
+        row[2 * i] += static_cast<float>(std::sin(angle));
+        if (2 * i + 1 < d)
+          row[2 * i + 1] += static_cast<float>(std::cos(angle));
+      }
+    } else if (c_.position == "learned") {
+      const TensorView& table = m_.position_embedding;
+      const size_t offset = position * d;
+      if (table.dtype == schema::DType::F32) {
+        k_.add(d, row, static_cast<const float*>(table.data) + offset, row);
+      } else {
+        float* row_f32 = at(scratch_.branch);
+        k_.f16_to_f32(d, static_cast<const uint16_t*>(table.data) + offset,
+                      row_f32);
+        k_.add(d, row, row_f32, row);
+      }
+    }
+  }
+}
+
+// --- Layers -----------------------------------------------------------------
+
+void Engine::Activate(const std::string& activation, size_t n, float* x) const {
+  // relu is fused into the preceding dense layer's output clamp.
+  if (activation == "gelu") k_.gelu(n, x, x);
+}
+
+// phi for every head of one row: x [heads][d_key] -> phi [heads][C].
+void Engine::FeatureMap(const LayerWeights& w, const float* x, float* phi) {
+  const size_t heads = c_.num_heads, d_key = c_.d_key, C = c_.feature_dim;
+  if (c_.feature_map == "elu+1") {
+    k_.elu_plus_one(heads * d_key, x, phi);
+    return;
+  }
+  if (c_.feature_map == "relu") {
+    k_.relu(heads * d_key, x, phi);
+    return;
+  }
+  // favor+ (fast-transformers' Favor): with x' = x sqrt(temp),
+  // phi = [exp(x'W - |x'|^2/2 - log(C)/2 - s), exp(-x'W - ...)],
+  // s = max over heads of |x'|^2 when stabilised.
+  const float scale = std::sqrt(c_.favor_softmax_temp);
+  const size_t half = C / 2;
+  float stabiliser = 0;
+  if (c_.favor_stabilize) {
+    stabiliser = -INFINITY;
+    for (size_t h = 0; h < heads; ++h) {
+      float norm = 0;
+      for (size_t d = 0; d < d_key; ++d) {
+        const float v = x[h * d_key + d] * scale;
+        norm += v * v;
+      }
+      stabiliser = std::max(stabiliser, norm);
+    }
+  }
+  float* scaled = at(scratch_.features);
+  for (size_t h = 0; h < heads; ++h) {
+    float norm = 0;
+    for (size_t d = 0; d < d_key; ++d) {
+      scaled[d] = x[h * d_key + d] * scale;
+      norm += scaled[d] * scaled[d];
+    }
+    float* u = phi + h * C;
+    std::fill(u, u + half, 0.0f);
+    for (size_t d = 0; d < d_key; ++d) {
+      const float* omega_row = w.omega + d * half;
+      for (size_t j = 0; j < half; ++j) u[j] += scaled[d] * omega_row[j];
+    }
+    for (size_t j = 0; j < half; ++j) u[half + j] = -u[j];
+    const float offset =
+        0.5f * norm + 0.5f * std::log(static_cast<float>(C)) + stabiliser;
+    k_.exp_shifted(C, u, offset, u);
+  }
+}
+
+void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
+                             float* phi_q) {
+  const LayerWeights& w = m_.layers[layer];
+  const size_t heads = c_.num_heads, C = c_.feature_dim, d = c_.d_model;
+  const size_t width = heads * (2 * c_.d_key + c_.d_value);
+  const float* input = x;
+  if (c_.norm_placement == "pre") {
+    float* normed = at(scratch_.normed);
+    for (size_t r = 0; r < rows; ++r) {
+      k_.layer_norm(d, x + r * d, w.norm1_weight, w.norm1_bias, c_.norm_eps,
+                    normed + r * d);
+    }
+    input = normed;
+  }
+  float* qkv = at(scratch_.qkv);
+  w.qkv->Run(rows, input, qkv, threads_);
+  float* phi_k = at(scratch_.phi_k);
+  for (size_t r = 0; r < rows; ++r) {
+    FeatureMap(w, qkv + r * width, phi_q + r * heads * C);
+    FeatureMap(w, qkv + r * width + heads * c_.d_key, phi_k + r * heads * C);
+  }
+}
+
+// Each row its own stream's step: the recurrence, update then read-out.
+void Engine::StepAttention(size_t layer, const Rows& rows) {
+  const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
+               d_value = c_.d_value;
+  const size_t width = heads * (2 * d_key + d_value);
+  const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
+              *qkv = at(scratch_.qkv);
+  float* y = at(scratch_.attention);
+  for (size_t r = 0; r < rows.count; ++r) {
+    Stream& stream = rows.stream(r);
+    const float* v = qkv + r * width + 2 * heads * d_key;
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t f = (r * heads + h) * C;
+      k_.causal_step(C, d_value, phi_k + f, v + h * d_value, phi_q + f,
+                     c_.attention_eps, S(stream, layer, h), z(stream, layer, h),
+                     y + (r * heads + h) * d_value);
+    }
+  }
+}
+
+namespace {
+
+// y[:] = sum_c q[c] S[c][:]; returns sum_c q[c] z[c]. q, z: [C]; S: [C][dv].
+float ReadOutHead(size_t C, size_t dv, const float* q, const float* S,
+                  const float* z, float* __restrict y) {
+  std::fill(y, y + dv, 0.0f);
+  float denominator = 0;
+  for (size_t c = 0; c < C; ++c) {
+    const float qc = q[c];
+    const float* __restrict row = S + c * dv;
+    for (size_t j = 0; j < dv; ++j) y[j] += qc * row[j];
+    denominator += qc * z[c];
+  }
+  return denominator;
+}
+
+}  // namespace
+
+// The rows of one chunk of one stream: against the state of the chunks
+// before (S, z), plus the chunk's own positions j <= i in the quadratic
+// masked form; then the chunk's keys and values join the state.
+void Engine::ChunkAttention(size_t layer, const Rows& rows) {
+  if (rows.count == 1) {  // exactly a step
+    StepAttention(layer, rows);
+    return;
+  }
+  Stream& stream = rows.stream(0);
+  const size_t n = rows.count, heads = c_.num_heads, C = c_.feature_dim,
+               d_key = c_.d_key, dv = c_.d_value;
+  const size_t width = heads * (2 * d_key + dv);
+  const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
+              *values = at(scratch_.qkv) + 2 * heads * d_key;
+  float* attention = at(scratch_.attention);
+  float* scores = at(scratch_.scores);
+  for (size_t h = 0; h < heads; ++h) {
+    float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    for (size_t i = 0; i < n; ++i) {
+      const float* q = phi_q + (i * heads + h) * C;
+      float* __restrict y = attention + (i * heads + h) * dv;
+      float denominator = ReadOutHead(C, dv, q, S_h, z_h, y);
+      for (size_t j = 0; j <= i; ++j) {
+        const float* k = phi_k + (j * heads + h) * C;
+        float score = 0;
+        for (size_t c = 0; c < C; ++c) score += q[c] * k[c];
+        scores[j] = score;
+        denominator += score;
+      }
+      for (size_t j = 0; j <= i; ++j) {
+        const float score = scores[j];
+        const float* __restrict v = values + j * width + h * dv;
+        for (size_t e = 0; e < dv; ++e) y[e] += score * v[e];
+      }
+      const float divisor = denominator + c_.attention_eps;
+      for (size_t e = 0; e < dv; ++e) y[e] /= divisor;
+    }
+  }
+  Accumulate(layer, n, stream);
+}
+
+void Engine::ReadOut(size_t layer, size_t rows, const float* phi_q,
+                     Stream& stream) {
+  const size_t heads = c_.num_heads, C = c_.feature_dim, dv = c_.d_value;
+  float* attention = at(scratch_.attention);
+  for (size_t h = 0; h < heads; ++h) {
+    const float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    for (size_t i = 0; i < rows; ++i) {
+      float* y = attention + (i * heads + h) * dv;
+      const float divisor =
+          ReadOutHead(C, dv, phi_q + (i * heads + h) * C, S_h, z_h, y) +
+          c_.attention_eps;
+      for (size_t e = 0; e < dv; ++e) y[e] /= divisor;
+    }
+  }
+}
+
+void Engine::Accumulate(size_t layer, size_t rows, Stream& stream) {
+  const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
+               dv = c_.d_value;
+  const size_t width = heads * (2 * d_key + dv);
+  const float *phi_k = at(scratch_.phi_k),
+              *values = at(scratch_.qkv) + 2 * heads * d_key;
+  for (size_t h = 0; h < heads; ++h) {
+    float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    for (size_t j = 0; j < rows; ++j) {
+      const float* k = phi_k + (j * heads + h) * C;
+      const float* __restrict v = values + j * width + h * dv;
+      for (size_t c = 0; c < C; ++c) {
+        const float kc = k[c];
+        float* __restrict row = S_h + c * dv;
+        for (size_t e = 0; e < dv; ++e) row[e] += kc * v[e];
+        z_h[c] += kc;
+      }
+    }
+  }
+}
+
+void Engine::AttentionOutput(size_t layer, size_t rows, float* x) {
+  const LayerWeights& w = m_.layers[layer];
+  const size_t d = c_.d_model;
+  float* branch = at(scratch_.branch);
+  w.out->Run(rows, at(scratch_.attention), branch, threads_);
+  for (size_t r = 0; r < rows; ++r) {
+    if (c_.norm_placement == "pre") {
+      k_.add(d, x + r * d, branch + r * d, x + r * d);
+    } else {
+      k_.add_layer_norm(d, x + r * d, branch + r * d, w.norm1_weight,
+                        w.norm1_bias, c_.norm_eps, x + r * d);
+    }
+  }
+}
+
+// x += dwconv(x): y = bias + sum_j weight[:, j] * input_{t-k+1+j}; each
+// stream's ring holds its last k-1 inputs of this layer. Rows go in order,
+// so a chunk's row sees the rows before it in the ring.
+void Engine::Convolve(size_t layer, const Rows& rows, float* x) {
+  if (c_.conv_kernel == 0) return;
+  const LayerWeights& w = m_.layers[layer];
+  const size_t d = c_.d_model, k = c_.conv_kernel, past = k - 1;
+  float* y = at(scratch_.branch);
+  for (size_t r = 0; r < rows.count; ++r) {
+    Stream& stream = rows.stream(r);
+    float* ring = stream.state + m_.state.conv + layer * past * d;
+    float* input = x + r * d;
+    for (size_t c = 0; c < d; ++c)
+      y[c] = w.conv_bias[c] + w.conv_weight[c * k + past] * input[c];
+    if (past > 0) {
+      const size_t oldest = (stream.conv_oldest + rows.ahead(r)) % past;
+      for (size_t j = 0; j < past; ++j) {
+        const float* old = ring + ((oldest + j) % past) * d;
+        for (size_t c = 0; c < d; ++c)
+          y[c] += w.conv_weight[c * k + j] * old[c];
+      }
+      std::memcpy(ring + oldest * d, input, d * sizeof(float));
+    }
+    k_.add(d, input, y, input);
+  }
+}
+
+void Engine::FeedForward(size_t layer, size_t rows, float* x) {
+  const LayerWeights& w = m_.layers[layer];
+  const size_t d = c_.d_model;
+  const bool pre_norm = c_.norm_placement == "pre";
+  float *normed = at(scratch_.normed), *hidden = at(scratch_.hidden),
+        *branch = at(scratch_.branch);
+  if (pre_norm) {
+    for (size_t r = 0; r < rows; ++r) {
+      k_.layer_norm(d, x + r * d, w.norm2_weight, w.norm2_bias, c_.norm_eps,
+                    normed + r * d);
+    }
+  }
+  w.linear1->Run(rows, pre_norm ? normed : x, hidden, threads_);
+  Activate(c_.activation, rows * c_.d_ff, hidden);
+  w.linear2->Run(rows, hidden, branch, threads_);
+  for (size_t r = 0; r < rows; ++r) {
+    if (pre_norm) {
+      k_.add(d, x + r * d, branch + r * d, x + r * d);
+    } else {
+      k_.add_layer_norm(d, x + r * d, branch + r * d, w.norm2_weight,
+                        w.norm2_bias, c_.norm_eps, x + r * d);
+    }
+  }
+}
+
+void Engine::Output(size_t rows, const float* x, float* outputs) {
+  const size_t d = c_.d_model;
+  const float* last = x;
+  if (m_.final_norm_weight != nullptr) {
+    float* normed = at(scratch_.normed);
+    for (size_t r = 0; r < rows; ++r) {
+      k_.layer_norm(d, x + r * d, m_.final_norm_weight, m_.final_norm_bias,
+                    c_.norm_eps, normed + r * d);
+    }
+    last = normed;
+  }
+  if (m_.head) {
+    m_.head->Run(rows, last, outputs, threads_);
+  } else {
+    std::memcpy(outputs, last, rows * d * sizeof(float));
+  }
+}
+
+void Engine::Advance(const Rows& rows) const {
+  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
+  const size_t per_stream = rows.one_stream ? rows.count : 1;
+  const size_t streams = rows.one_stream ? 1 : rows.count;
+  for (size_t r = 0; r < streams; ++r) {
+    Stream& stream = rows.stream(r);
+    stream.position += per_stream;
+    stream.conv_oldest =
+        static_cast<uint32_t>((stream.conv_oldest + per_stream) % past);
+  }
+}
+
+// --- Whole calls ------------------------------------------------------------
+
+void Engine::Forward(const Rows& rows, float* outputs) {
+  float* x = InputRow(0);
+  Embed(rows, x);
+  for (size_t l = 0; l < c_.num_layers; ++l) {
+    AttentionInputs(l, rows.count, x, at(scratch_.phi_q));
+    if (rows.one_stream) {
+      ChunkAttention(l, rows);
+    } else {
+      StepAttention(l, rows);
+    }
+    AttentionOutput(l, rows.count, x);
+    Convolve(l, rows, x);
+    FeedForward(l, rows.count, x);
+  }
+  if (outputs != nullptr) Output(rows.count, x, outputs);
+  Advance(rows);
+}
+
+// Layer by layer over the whole sequence, in chunks of max_rows: first every
+// position's keys and values into S and z (and its queries' features kept),
+// then every position's read-out and the rest of the layer.
+void Engine::Encode(size_t count, Stream& stream, float* x, float* phi_q,
+                    float* outputs) {
+  const size_t d = c_.d_model, features = size_t{c_.num_heads} * c_.feature_dim;
+  const size_t chunk = max_rows();
+  Stream* self = &stream;
+  for (size_t l = 0; l < c_.num_layers; ++l) {
+    for (size_t o = 0; o < count; o += chunk) {
+      const size_t n = std::min(chunk, count - o);
+      AttentionInputs(l, n, x + o * d, phi_q + o * features);
+      Accumulate(l, n, stream);
+    }
+    for (size_t o = 0; o < count; o += chunk) {
+      const size_t n = std::min(chunk, count - o);
+      ReadOut(l, n, phi_q + o * features, stream);
+      AttentionOutput(l, n, x + o * d);
+      Convolve(l, Rows{n, &self, true, o}, x + o * d);
+      FeedForward(l, n, x + o * d);
+    }
+  }
+  for (size_t o = 0; o < count; o += chunk) {
+    const size_t n = std::min(chunk, count - o);
+    Output(n, x + o * d, outputs + o * m_.output_size);
+  }
+  Advance(Rows{count, &self, true, 0});
+}
+
+}  // namespace tarn
