@@ -261,6 +261,10 @@ CLI::App* AddTranscribe(CLI::App* app) {
   CLI::App* command = app->add_subcommand(
       "transcribe",
       "Recognise speech in an audio file, or raw PCM on stdin, streaming");
+  command->footer(
+      "A file at another sample rate is refused (resample it, e.g. with sox); "
+      "a file with several channels is transcribed as their mean. Partial "
+      "hypotheses go to stderr, the transcript to the last line of stdout.");
   command->add_option("model", o.model_path, "a speech .tarn model")
       ->required()
       ->check(CLI::ExistingFile);
