@@ -12,6 +12,14 @@ __host__ __device__ constexpr int StepGroups() {
   return DV >= 256 ? 1 : 256 / DV;
 }
 
+// Threads of a block: the groups, rounded up to whole warps (the shuffles of
+// the reductions need every lane of a warp); the extra threads take part in
+// the reductions only.
+template <int DV>
+__host__ __device__ constexpr int StepThreads() {
+  return (StepGroups<DV>() * DV + 31) / 32 * 32;
+}
+
 struct StepArgs {
   device::FeatureArgs features;
   int d_value;
@@ -25,7 +33,7 @@ struct StepArgs {
 // Shared memory: phi [2][C] (q, k), xs [2][d_key], norms [2][heads],
 // partial sums [groups][DV], reduction scratch [32].
 template <int DV>
-__global__ void __launch_bounds__(StepGroups<DV>() * DV)
+__global__ void __launch_bounds__(StepThreads<DV>())
     CausalStepKernel(StepArgs a) {
   constexpr int kGroups = StepGroups<DV>();
   extern __shared__ float shared[];
@@ -55,9 +63,11 @@ __global__ void __launch_bounds__(StepGroups<DV>() * DV)
   den = device::BlockSum(den, scratch);
 
   const int g = threadIdx.x / DV, j = threadIdx.x % DV;
-  const float v_j = row[size_t(2) * heads * d_key + size_t(h) * DV + j];
-  partial[g * DV + j] =
-      RankOneColumnShare(C, DV, kGroups, g, j, phi_k, v_j, phi_q, S);
+  if (g < kGroups) {
+    const float v_j = row[size_t(2) * heads * d_key + size_t(h) * DV + j];
+    partial[g * DV + j] =
+        RankOneColumnShare(C, DV, kGroups, g, j, phi_k, v_j, phi_q, S);
+  }
   __syncthreads();
   if (g == 0) {
     float sum = 0.0f;
@@ -68,7 +78,7 @@ __global__ void __launch_bounds__(StepGroups<DV>() * DV)
 
 template <int DV>
 KernelStatus Launch(cudaStream_t stream, size_t n, const StepArgs& args) {
-  constexpr int kThreads = StepGroups<DV>() * DV;
+  constexpr int kThreads = StepThreads<DV>();
   const device::FeatureArgs& f = args.features;
   const size_t shared = sizeof(float) * (2 * f.C + 2 * f.d_key + 2 * f.heads +
                                          StepGroups<DV>() * DV + device::kWarp);
