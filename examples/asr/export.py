@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""Converts the trained speech checkpoint into the bundled .tarn: weights,
+CTC labels and the exact feature recipe (with its normalisation statistics).
+
+    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn]
+"""
+
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+
+from converter import convert_state_dict  # noqa: E402
+from converter.reference import ModelConfig  # noqa: E402
+
+
+def main() -> int:
+    source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "model", "asr.pt")
+    target = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "model", "asr.tarn")
+    # Our own checkpoint, holding plain Python values besides the tensors.
+    checkpoint = torch.load(source, map_location="cpu", weights_only=False)
+    audio = dict(checkpoint["recipe"])
+    for key in ("feature_mean", "feature_std"):
+        audio[key] = [float(v) for v in audio[key]]
+    convert_state_dict(
+        checkpoint["state_dict"],
+        ModelConfig.from_dict(checkpoint["config"]),
+        target,
+        labels=checkpoint["labels"],
+        audio=audio,
+        metadata={"source": "examples/asr (synthetic espeak-ng/flite corpus, CTC)"},
+    )
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
