@@ -28,22 +28,28 @@ Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
-constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'G', 'P', 'U', 0};
-constexpr uint32_t kSnapshotLayout = 1;
-
-// The start of a snapshot; the stream's floats follow: S [layers][heads][C]
-// [d_value], z [layers][heads][C], the convolution ring [layers][k - 1]
-// [d_model] (oldest entry at position % (k - 1)), the frame window
-// [stack_window][input_dim] (oldest first).
+// Snapshots are the CPU Session's (runtime/src/session.cc): this header,
+// then the state in the CPU's StateLayout (S, z, the convolution ring, the
+// frame window, each 64-byte aligned). A snapshot taken on either backend
+// restores on the other.
 struct SnapshotHeader {
-  char magic[8];
-  uint32_t layout;
-  uint32_t header_bytes;
-  uint64_t model_identity;
+  char magic[8];            // "TARNSNAP"
+  uint32_t byte_order;      // kByteOrder as the writer stored it
+  uint32_t layout_version;  // kStateLayoutVersion
+  uint64_t model_identity;  // Model::identity()
+  uint64_t state_bytes;     // bytes after the header
   uint64_t position;
   uint64_t frames_seen;
-  uint64_t floats;
+  uint32_t conv_oldest;  // ring index of the oldest convolution input
+  uint32_t header_bytes;
+  uint8_t reserved[8];
 };
+constexpr size_t kSnapshotHeaderBytes = 64;
+static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes,
+              "the CPU runtime's snapshot header is 64 bytes");
+constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
+constexpr uint32_t kByteOrder = 0x01020304;
+constexpr uint32_t kStateLayoutVersion = 1;
 
 }  // namespace
 
@@ -70,7 +76,7 @@ class BatchSession::Impl {
                  float* outputs);
   Status Reset(uint32_t stream);
   size_t snapshot_bytes() const {
-    return sizeof(SnapshotHeader) + slot_floats() * sizeof(float);
+    return kSnapshotHeaderBytes + m_.state_floats * sizeof(float);
   }
   Status Snapshot(uint32_t stream, void* bytes, size_t size) const;
   Status Restore(uint32_t stream, const void* bytes, size_t size);
@@ -585,69 +591,105 @@ Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
     return InvalidArgument("Snapshot needs a stream below " +
                            std::to_string(max_streams_) + " and a buffer of " +
                            std::to_string(snapshot_bytes()) + " bytes, got " +
-                           std::to_string(size));
+                           std::to_string(bytes ? size : 0));
   }
-  SnapshotHeader header;
+  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
+  SnapshotHeader header = {};
   std::memcpy(header.magic, kSnapshotMagic, sizeof(header.magic));
-  header.layout = kSnapshotLayout;
-  header.header_bytes = sizeof(SnapshotHeader);
+  header.byte_order = kByteOrder;
+  header.layout_version = kStateLayoutVersion;
   header.model_identity = m_.identity;
+  header.state_bytes = m_.state_floats * sizeof(float);
   header.position = positions_[stream];
   header.frames_seen = frames_seen_[stream];
-  header.floats = slot_floats();
+  // The GPU keeps the ring's oldest entry at position % (k - 1).
+  header.conv_oldest = static_cast<uint32_t>(positions_[stream] % past);
+  header.header_bytes = kSnapshotHeaderBytes;
   auto* out = static_cast<uint8_t*>(bytes);
   std::memcpy(out, &header, sizeof(header));
-  out += sizeof(header);
+  auto* state = reinterpret_cast<float*>(out + kSnapshotHeaderBytes);
+  std::memset(state, 0, header.state_bytes);  // the alignment padding
   Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
-  for (const auto& [at, floats] : SlotRegions(stream)) {
-    if (!status.ok() || floats == 0) continue;
+  const auto regions = SlotRegions(stream);
+  for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
+    if (regions[i].second == 0) continue;
     status = FromCuda(
-        cudaMemcpy(out, at, floats * sizeof(float), cudaMemcpyDeviceToHost),
+        cudaMemcpy(state + m_.state_offsets[i], regions[i].first,
+                   regions[i].second * sizeof(float), cudaMemcpyDeviceToHost),
         "Snapshot");
-    out += floats * sizeof(float);
   }
   return status;
 }
 
 Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
                                    size_t size) {
-  if (stream >= max_streams_ || bytes == nullptr) {
-    return InvalidArgument("Restore needs a stream below " +
-                           std::to_string(max_streams_) + " and bytes");
+  if (stream >= max_streams_) {
+    return InvalidArgument("stream " + std::to_string(stream) +
+                           " is out of range: the batch has " +
+                           std::to_string(max_streams_) + " streams");
   }
   SnapshotHeader header;
-  if (size < sizeof(header)) {
-    return InvalidArgument("snapshot of " + std::to_string(size) +
-                           " bytes is truncated");
+  if (bytes == nullptr || size < sizeof(header)) {
+    return InvalidArgument(
+        "not a tarn snapshot: " + std::to_string(bytes ? size : 0) +
+        " bytes, shorter than a snapshot header");
   }
   std::memcpy(&header, bytes, sizeof(header));
   if (std::memcmp(header.magic, kSnapshotMagic, sizeof(header.magic)) != 0) {
-    return InvalidArgument("not a tarn GPU stream snapshot");
-  }
-  if (header.layout != kSnapshotLayout ||
-      header.header_bytes != sizeof(header)) {
     return InvalidArgument(
-        "snapshot layout version " + std::to_string(header.layout) +
-        " is not this runtime's (" + std::to_string(kSnapshotLayout) + ")");
+        "not a tarn snapshot: it does not start with "
+        "'TARNSNAP'");
+  }
+  if (header.byte_order != kByteOrder) {
+    return Status(StatusCode::kUnsupported,
+                  "snapshot was written on a machine of the other byte order");
+  }
+  if (header.layout_version != kStateLayoutVersion) {
+    return Status(StatusCode::kUnsupported,
+                  "snapshot has state layout version " +
+                      std::to_string(header.layout_version) +
+                      "; this runtime reads " +
+                      std::to_string(kStateLayoutVersion));
   }
   if (header.model_identity != m_.identity) {
     return InvalidArgument(
-        "snapshot was taken with another model: it cannot be restored into "
-        "this one");
+        "snapshot belongs to another model: it cannot be restored into this "
+        "one");
   }
-  if (header.floats != slot_floats() || size != snapshot_bytes()) {
-    return InvalidArgument("snapshot holds " + std::to_string(size) +
-                           " bytes; this model's state takes " +
+  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
+  if (header.header_bytes != kSnapshotHeaderBytes ||
+      header.state_bytes != m_.state_floats * sizeof(float) ||
+      size != snapshot_bytes() || header.conv_oldest >= past) {
+    return InvalidArgument("snapshot is damaged: " + std::to_string(size) +
+                           " bytes holding " +
+                           std::to_string(header.state_bytes) +
+                           " bytes of state; this model's snapshots take " +
                            std::to_string(snapshot_bytes()));
   }
-  const auto* in = static_cast<const uint8_t*>(bytes) + sizeof(header);
+  const auto* state = reinterpret_cast<const float*>(
+      static_cast<const uint8_t*>(bytes) + kSnapshotHeaderBytes);
   Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
-  for (const auto& [at, floats] : SlotRegions(stream)) {
-    if (!status.ok() || floats == 0) continue;
+  const auto regions = SlotRegions(stream);
+  for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
+    if (regions[i].second == 0 || i == 2) continue;
     status = FromCuda(
-        cudaMemcpy(at, in, floats * sizeof(float), cudaMemcpyHostToDevice),
+        cudaMemcpy(regions[i].first, state + m_.state_offsets[i],
+                   regions[i].second * sizeof(float), cudaMemcpyHostToDevice),
         "Restore");
-    in += floats * sizeof(float);
+  }
+  // The ring: the snapshot's j-th oldest input (at conv_oldest + j) goes
+  // where the GPU looks for it, position + j (mod k - 1).
+  const size_t d = c_.d_model;
+  for (size_t l = 0; l < c_.num_layers && c_.conv_kernel > 1; ++l) {
+    for (size_t j = 0; j < past && status.ok(); ++j) {
+      const size_t from = (header.conv_oldest + j) % past;
+      const size_t to = (header.position + j) % past;
+      status = FromCuda(
+          cudaMemcpy(regions[2].first + (l * past + to) * d,
+                     state + m_.state_offsets[2] + (l * past + from) * d,
+                     d * sizeof(float), cudaMemcpyHostToDevice),
+          "Restore");
+    }
   }
   if (!status.ok()) return status;
   positions_[stream] = header.position;

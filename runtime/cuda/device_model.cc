@@ -9,7 +9,6 @@
 #include "kernels/cuda/prefill.h"
 #include "kernels/kernels.h"
 #include "model.h"
-#include "xxhash.h"
 
 namespace tarn {
 namespace cuda {
@@ -82,24 +81,6 @@ ActivationKind Activation(const std::string& name) {
                           : ActivationKind::kNone;
 }
 
-uint64_t Identity(const Model::Impl& m) {
-  const ModelConfig& c = m.config;
-  const uint64_t fields[] = {m.flat->weight_checksum(),
-                             c.d_model,
-                             c.num_layers,
-                             c.num_heads,
-                             c.d_key,
-                             c.d_value,
-                             c.feature_dim,
-                             c.d_ff,
-                             c.conv_kernel,
-                             c.stack_window,
-                             c.input_dim,
-                             static_cast<uint64_t>(c.input_kind),
-                             m.parameter_count};
-  return XXH64(fields, sizeof(fields), 0);
-}
-
 }  // namespace
 
 DeviceModel::DeviceModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -125,7 +106,12 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
   impl->allow_tf32 = options.allow_tf32;
   impl->config = c;
   impl->output_size = m.output_size;
-  impl->identity = Identity(m);
+  impl->identity = m.identity;
+  impl->state_floats = m.state.total;
+  impl->state_offsets[0] = m.state.S;
+  impl->state_offsets[1] = m.state.z;
+  impl->state_offsets[2] = m.state.conv;
+  impl->state_offsets[3] = m.state.frames;
   impl->attention.heads = c.num_heads;
   impl->attention.d_key = c.d_key;
   impl->attention.d_value = c.d_value;

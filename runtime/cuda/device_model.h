@@ -39,9 +39,13 @@ class DeviceModel::Impl {
   bool allow_tf32 = false;
   ModelConfig config;
   size_t output_size = 0;
-  // A hash of the configuration and the file's weight checksum: snapshots
-  // carry it.
+  // Model::identity(): snapshots carry it.
   uint64_t identity = 0;
+  // The CPU session's state layout (runtime/src/model.h, StateLayout), which
+  // snapshots follow on either backend: floats in all, and the offsets of S,
+  // z, the convolution ring and the frame window.
+  size_t state_floats = 0;
+  size_t state_offsets[4] = {0, 0, 0, 0};
   DeviceMemory weights;  // every tensor below, in one allocation
   size_t weight_bytes = 0;
 

@@ -277,6 +277,33 @@ TEST(CudaBackend, SnapshotRestoreContinuesExactly) {
   }
 }
 
+// A snapshot moves between the backends: CPU -> GPU -> CPU, each leg
+// continuing as the stream that never stopped.
+TEST(CudaBackend, SnapshotsMoveBetweenCpuAndGpu) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  for (const char* name : {"tokens", "speech"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    Gpu gpu = MakeGpu(*model, 2);
+    ASSERT_TRUE(gpu.batch);
+    ASSERT_EQ(gpu.batch->snapshot_bytes(), model->snapshot_bytes());
+    // Stream 0 runs on both backends throughout; stream 1 moves.
+    CpuStreams cpu(*model, 2);
+    CompareStepping(*model, gpu, cpu, 2, 23);
+    std::vector<uint8_t> snapshot(model->snapshot_bytes());
+    ASSERT_TRUE(cpu[0].Snapshot(snapshot.data(), snapshot.size()).ok());
+    Status status = gpu.batch->Restore(1, snapshot.data(), snapshot.size());
+    ASSERT_TRUE(status.ok()) << status.message();
+    ASSERT_TRUE(cpu[1].Restore(snapshot.data(), snapshot.size()).ok());
+    CompareStepping(*model, gpu, cpu, 2, 17);
+    ASSERT_TRUE(gpu.batch->Snapshot(1, snapshot.data(), snapshot.size()).ok());
+    status = cpu[1].Restore(snapshot.data(), snapshot.size());
+    ASSERT_TRUE(status.ok()) << status.message();
+    CompareStepping(*model, gpu, cpu, 2, 9);
+  }
+}
+
 TEST(CudaBackend, RestoreRefusesOtherModelsAndDamage) {
   TARN_REQUIRE_CUDA_DEVICE();
   std::unique_ptr<Model> tokens = LoadGolden("tokens");

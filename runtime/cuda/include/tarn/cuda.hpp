@@ -135,12 +135,14 @@ class BatchSession {
   // Back to the state of a new stream.
   Status Reset(uint32_t stream);
 
-  // A stream's state as host bytes: a header naming the model (a hash of its
-  // configuration and weight checksum) and the layout version, then S, z,
-  // the convolution ring and the frame window. Restore() into a stream of a
-  // BatchSession of the same model continues exactly where the snapshot was
-  // taken; another model, or another layout version, is refused.
-  size_t snapshot_bytes() const;
+  // A stream's state as host bytes, in the CPU Session's snapshot format
+  // (Session::Snapshot): a header naming the model (Model::identity()) and
+  // the state layout version, then S, z, the convolution ring and the frame
+  // window. A snapshot moves freely between the backends: Restore() takes
+  // one from Session::Snapshot() and Session::Restore() one from here, and
+  // stepping continues where it was taken. Another model's snapshot, or
+  // another layout version, is refused and the stream left as it was.
+  size_t snapshot_bytes() const;  // == Model::snapshot_bytes()
   Status Snapshot(uint32_t stream, void* bytes, size_t size) const;
   Status Restore(uint32_t stream, const void* bytes, size_t size);
 
