@@ -124,6 +124,48 @@ CASES: Dict[str, Callable[[np.random.Generator], Case]] = {
         300,
     ),
     "bidirectional": lambda rng: Case(_small_tokens(attention="bidirectional"), 200),
+    # An offline encoder over frames: stacking, convolution, favor+, pre-norm.
+    "bidirectional_speech": lambda rng: Case(
+        ModelConfig(
+            d_model=48,
+            num_layers=2,
+            num_heads=2,
+            d_key=16,
+            d_value=24,
+            d_ff=96,
+            input_kind="frames",
+            input_dim=20,
+            stack_window=4,
+            stack_hop=2,
+            input_activation="gelu",
+            position="sinusoidal",
+            norm_placement="pre",
+            activation="gelu",
+            attention="bidirectional",
+            feature_map="favor+",
+            feature_dim=32,
+            conv_kernel=5,
+            final_norm=True,
+            output_dim=29,
+        ),
+        301,
+    ),
+    # The paper's MNIST shape (8 layers, 8 x 32 heads, d_ff 1024), for
+    # benchmarks (bench/api_bench.cc); not a ctest case.
+    "mnist": lambda rng: Case(
+        ModelConfig(
+            d_model=256,
+            num_layers=8,
+            num_heads=8,
+            d_key=32,
+            d_value=32,
+            d_ff=1024,
+            vocab_size=256,
+            output_dim=256,
+            position="sinusoidal",
+        ),
+        16,
+    ),
 }
 
 

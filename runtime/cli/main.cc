@@ -1,6 +1,7 @@
 // The `tarn` command: inspect a model, step it over an array.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -82,9 +83,12 @@ Status WriteState(const Session& session, const std::string& dir) {
                   {c.num_layers, c.num_heads, c.feature_dim}, z);
 }
 
+// Steps a model over an input array; with `prefill` > 0, the first
+// `prefill` tokens or frames go through Session::Prefill*() instead. With
+// `encode`, a bidirectional model encodes the whole array.
 int Run(const std::string& model_path, const std::string& input_path,
         const std::string& output_path, const std::string& state_dir,
-        int threads) {
+        int threads, size_t prefill, bool encode) {
   std::unique_ptr<Model> model;
   Status status = Model::Load(model_path, &model);
   if (!status.ok()) return Fail(status);
@@ -106,10 +110,25 @@ int Run(const std::string& model_path, const std::string& input_path,
                          input_path + ": a token model takes a [T] integer "
                                       "array"));
     }
+    std::vector<int32_t> tokens;
     for (int64_t token : input.ints) {
-      if (token < INT32_MIN || token > INT32_MAX) token = -1;
-      status =
-          session->StepToken(static_cast<int32_t>(token), step.data(), width);
+      tokens.push_back(token < INT32_MIN || token > INT32_MAX
+                           ? -1
+                           : static_cast<int32_t>(token));
+    }
+    if (encode || prefill > 0) {
+      const size_t count =
+          encode ? tokens.size() : std::min(prefill, tokens.size());
+      outputs.resize(count * width);
+      status = encode ? session->EncodeTokens(tokens.data(), count,
+                                              outputs.data(), outputs.size())
+                      : session->PrefillTokens(tokens.data(), count,
+                                               outputs.data(), outputs.size());
+      if (!status.ok()) return Fail(status);
+      steps = count;
+    }
+    for (size_t t = steps; t < tokens.size(); ++t) {
+      status = session->StepToken(tokens[t], step.data(), width);
       if (!status.ok()) {
         return Fail(Status(status.code(), "step " + std::to_string(steps) +
                                               ": " + status.message()));
@@ -124,7 +143,21 @@ int Run(const std::string& model_path, const std::string& input_path,
                          input_path + ": a frame model takes a [T, " +
                              std::to_string(frame) + "] float32 array"));
     }
-    for (size_t t = 0; t < input.shape[0]; ++t) {
+    size_t t = 0;
+    if (encode || prefill > 0) {
+      t = encode ? input.shape[0] : std::min(prefill, input.shape[0]);
+      steps = encode ? t : session->StepsForFrames(t);  // bounds the outputs
+      outputs.resize(steps * width);
+      status =
+          encode
+              ? session->EncodeFrames(input.floats.data(), t, outputs.data(),
+                                      outputs.size(), &steps)
+              : session->PrefillFrames(input.floats.data(), t, outputs.data(),
+                                       outputs.size(), &steps);
+      if (!status.ok()) return Fail(status);
+      outputs.resize(steps * width);
+    }
+    for (; t < input.shape[0]; ++t) {
       bool stepped = false;
       status = session->StepFrame(input.floats.data() + t * frame, frame,
                                   step.data(), width, &stepped);
@@ -153,6 +186,7 @@ int main(int argc, char** argv) {
 
   std::string model_path, input_path, output_path, state_dir;
   int threads = 1;
+  size_t prefill = 0;
   CLI::App* info = app.add_subcommand(
       "info", "Print a model's architecture, sizes and session memory");
   info->add_option("model", model_path, "a .tarn file")->required();
@@ -168,12 +202,25 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   run->add_option("--threads", threads, "threads for the dense layers")
       ->check(CLI::Range(1, 256));
+  run->add_option("--prefill", prefill,
+                  "feed the first N tokens or frames as one prefill");
+
+  CLI::App* encode =
+      app.add_subcommand("encode",
+                         "Encode a [T] token or [T, d_in] frame array with a "
+                         "bidirectional model");
+  encode->add_option("model", model_path, "a .tarn file")->required();
+  encode->add_option("--input", input_path, ".npy input")->required();
+  encode->add_option("--output", output_path, ".npy output [steps, d_out]")
+      ->required();
+  encode->add_option("--threads", threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
 
   CLI::App* transcribe = tarn::cli::AddTranscribe(&app);
 
   CLI11_PARSE(app, argc, argv);
   if (*info) return tarn::cli::Info(model_path);
   if (*transcribe) return tarn::cli::RunTranscribe();
-  return tarn::cli::Run(model_path, input_path, output_path, state_dir,
-                        threads);
+  return tarn::cli::Run(model_path, input_path, output_path, state_dir, threads,
+                        prefill, encode->parsed());
 }

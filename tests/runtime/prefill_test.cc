@@ -1,0 +1,176 @@
+// Prefill (chunks of positions at once, attention inside a chunk in its
+// quadratic masked form) ends where stepping ends: the same outputs and the
+// same state, within float rounding (acceptance: 1e-5).
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <tuple>
+
+#include "api_testing.h"
+#include "test_models.h"
+
+namespace tarn::testing {
+namespace {
+
+// Prefill sums a chunk's keys in another order than stepping does (and
+// XNNPACK's matrix-matrix kernels round differently from its matrix-vector
+// ones): float rounding, relative to the values' scale.
+constexpr double kTolerance = 1e-5;
+constexpr size_t kStepsAfter = 37;
+
+class PrefillTest
+    : public ::testing::TestWithParam<std::tuple<const char*, size_t>> {};
+
+TEST_P(PrefillTest, ThenStepsEqualsSteppingAllTheWay) {
+  const auto [name, prefix] = GetParam();
+  std::unique_ptr<Model> model = LoadGolden(name);
+  ASSERT_TRUE(model);
+  size_t n = prefix;
+  if (model->config().position == "learned") {
+    n = std::min(n, model->config().max_positions - kStepsAfter);
+  }
+  const Inputs inputs(*model, n + kStepsAfter);
+
+  std::unique_ptr<Session> stepped, prefilled;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &stepped).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &prefilled).ok());
+  std::vector<float> expected, actual;
+  StepThrough(*stepped, inputs, 0, inputs.count, &expected);
+  PrefillThrough(*prefilled, inputs, 0, n, &actual);
+  StepThrough(*prefilled, inputs, n, inputs.count, &actual);
+
+  const Difference outputs = Compare(actual, expected);
+  const Difference state = Compare(StateOf(*prefilled), StateOf(*stepped));
+  std::printf("prefill %-16s N = %4zu: outputs %s; state %s\n", name, n,
+              ToString(outputs).c_str(), ToString(state).c_str());
+  EXPECT_LE(outputs.scaled, kTolerance) << ToString(outputs);
+  EXPECT_LE(state.scaled, kTolerance) << ToString(state);
+  EXPECT_EQ(prefilled->position(), stepped->position());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, PrefillTest,
+    ::testing::Combine(::testing::Values("tokens", "tokens_f16", "frames",
+                                         "speech", "favor", "favor_stabilize",
+                                         "relu", "learned"),
+                       ::testing::Values(1, 7, 64, 1000)),
+    [](const auto& info) {
+      std::string name = std::get<0>(info.param);
+      for (char& c : name)
+        if (c == '+') c = 'p';
+      return name + "_" + std::to_string(std::get<1>(info.param));
+    });
+
+// Chunk boundaries anywhere: many calls of odd lengths, several chunk
+// sizes, outputs or none, all agree with stepping.
+TEST(Prefill, AnySplitAndChunkSizeAgree) {
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  const Inputs inputs(*model, 400);
+  std::unique_ptr<Session> stepped;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &stepped).ok());
+  std::vector<float> expected;
+  StepThrough(*stepped, inputs, 0, inputs.count, &expected);
+  for (uint32_t chunk : {1u, 2u, 5u, 64u, 256u}) {
+    SessionOptions options;
+    options.max_prefill_chunk = chunk;
+    std::unique_ptr<Session> session;
+    ASSERT_TRUE(Session::Create(*model, options, &session).ok());
+    std::vector<float> actual;
+    size_t begin = 0;
+    for (size_t length : {0, 1, 2, 3, 10, 11, 40, 100, 233}) {
+      PrefillThrough(*session, inputs, begin, begin + length, &actual);
+      begin += length;
+    }
+    ASSERT_EQ(begin, inputs.count);
+    EXPECT_LE(Compare(actual, expected).scaled, kTolerance) << chunk;
+    EXPECT_LE(Compare(StateOf(*session), StateOf(*stepped)).scaled, kTolerance)
+        << chunk;
+  }
+}
+
+TEST(Prefill, WithoutOutputsEndsInTheSameState) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  const Inputs inputs(*model, 300);
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &a).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &b).ok());
+  std::vector<float> ignored;
+  PrefillThrough(*a, inputs, 0, inputs.count, &ignored);
+  ASSERT_TRUE(b->PrefillTokens(inputs.token(0), inputs.count, nullptr, 0).ok());
+  EXPECT_EQ(StateOf(*a), StateOf(*b));
+}
+
+TEST(Prefill, OneTokenIsExactlyAStep) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  const Inputs inputs(*model, 20);
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &a).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &b).ok());
+  std::vector<float> expected, actual;
+  StepThrough(*a, inputs, 0, inputs.count, &expected);
+  for (size_t i = 0; i < inputs.count; ++i)
+    PrefillThrough(*b, inputs, i, i + 1, &actual);
+  EXPECT_EQ(actual, expected);
+  EXPECT_EQ(StateOf(*a), StateOf(*b));
+}
+
+TEST(Prefill, BadInputLeavesTheSessionAsItWas) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  std::vector<int32_t> tokens(100, 3);
+  tokens[77] = 256;
+  Status status =
+      session->PrefillTokens(tokens.data(), tokens.size(), nullptr, 0);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("token 256 at index 77 is out of range"),
+            std::string::npos)
+      << status.message();
+  tokens[77] = 3;
+  std::vector<float> outputs(10);
+  status = session->PrefillTokens(tokens.data(), tokens.size(), outputs.data(),
+                                  outputs.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("100 steps of 256 need 25600"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(session->position(), 0u);
+
+  std::unique_ptr<Model> learned = LoadGolden("learned");
+  ASSERT_TRUE(learned);
+  ASSERT_TRUE(Session::Create(*learned, SessionOptions(), &session).ok());
+  tokens.assign(learned->config().max_positions + 1, 1);
+  status = session->PrefillTokens(tokens.data(), tokens.size(), nullptr, 0);
+  EXPECT_EQ(status.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(session->position(), 0u);
+
+  std::unique_ptr<Model> bidirectional = LoadGolden("bidirectional");
+  ASSERT_TRUE(bidirectional);
+  ASSERT_TRUE(Session::Create(*bidirectional, SessionOptions(), &session).ok());
+  status = session->PrefillTokens(tokens.data(), 3, nullptr, 0);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("bidirectional"), std::string::npos);
+}
+
+TEST(Prefill, ChunkSizeIsChecked) {
+  std::unique_ptr<Model> model = LoadGolden("relu");
+  ASSERT_TRUE(model);
+  for (uint32_t chunk : {0u, kMaxPrefillChunk + 1}) {
+    SessionOptions options;
+    options.max_prefill_chunk = chunk;
+    std::unique_ptr<Session> session;
+    Status status = Session::Create(*model, options, &session);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("max_prefill_chunk must be in [1, 4096]"),
+              std::string::npos);
+    EXPECT_EQ(model->session_bytes(options), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace tarn::testing

@@ -1,0 +1,147 @@
+// State: snapshot -> restore -> continue is bit-identical to never stopping;
+// clones too; a snapshot of another model or layout is refused.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "api_testing.h"
+#include "test_models.h"
+
+namespace tarn::testing {
+namespace {
+
+class SnapshotTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SnapshotTest, RestoreThenContinueIsBitIdentical) {
+  std::unique_ptr<Model> model = LoadGolden(GetParam());
+  ASSERT_TRUE(model);
+  const Inputs inputs(*model, 250);
+  std::unique_ptr<Session> original, restored;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &original).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &restored).ok());
+  std::vector<float> ignored, expected, actual;
+  StepThrough(*original, inputs, 0, 101, &ignored);
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(original->Snapshot(snapshot.data(), snapshot.size()).ok());
+  const uint64_t position = original->position();
+  StepThrough(*original, inputs, 101, inputs.count, &expected);
+
+  // Into a fresh session, and into one that went elsewhere meanwhile.
+  StepThrough(*restored, inputs, 0, 13, &ignored);
+  Status status = restored->Restore(snapshot.data(), snapshot.size());
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(restored->position(), position);
+  StepThrough(*restored, inputs, 101, inputs.count, &actual);
+  EXPECT_EQ(actual, expected);
+  EXPECT_EQ(StateOf(*restored), StateOf(*original));
+
+  std::unique_ptr<Session> clone;
+  ASSERT_TRUE(restored->Restore(snapshot.data(), snapshot.size()).ok());
+  ASSERT_TRUE(restored->Clone(&clone).ok());
+  actual.clear();
+  StepThrough(*clone, inputs, 101, inputs.count, &actual);
+  EXPECT_EQ(actual, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, SnapshotTest,
+                         ::testing::Values("tokens", "frames", "speech",
+                                           "favor", "learned"));
+
+TEST(Snapshot, IdentityIsTheModels) {
+  std::unique_ptr<Model> a = LoadGolden("tokens"), b = LoadGolden("tokens"),
+                         f16 = LoadGolden("tokens_f16");
+  ASSERT_TRUE(a && b && f16);
+  EXPECT_EQ(a->identity(), b->identity());
+  // The same configuration with other weights.
+  EXPECT_NE(a->identity(), f16->identity());
+  AlignedBytes bytes(GoldenModelPath("tokens"));
+  std::unique_ptr<Model> from_buffer;
+  ASSERT_TRUE(Model::FromBuffer(bytes.data(), bytes.size(), &from_buffer).ok());
+  EXPECT_EQ(from_buffer->identity(), a->identity());
+}
+
+TEST(Snapshot, AnotherModelsSnapshotIsRefused) {
+  std::unique_ptr<Model> tokens = LoadGolden("tokens"),
+                         f16 = LoadGolden("tokens_f16");
+  ASSERT_TRUE(tokens && f16);
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(Session::Create(*tokens, SessionOptions(), &a).ok());
+  ASSERT_TRUE(Session::Create(*f16, SessionOptions(), &b).ok());
+  std::vector<float> output(tokens->output_size());
+  ASSERT_TRUE(b->StepToken(5, output.data(), output.size()).ok());
+  const std::vector<float> before = StateOf(*b);
+  std::vector<uint8_t> snapshot(tokens->snapshot_bytes());
+  ASSERT_EQ(snapshot.size(), f16->snapshot_bytes());
+  ASSERT_TRUE(a->Snapshot(snapshot.data(), snapshot.size()).ok());
+  Status status = b->Restore(snapshot.data(), snapshot.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("snapshot belongs to another model"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(StateOf(*b), before);
+  EXPECT_EQ(b->position(), 1u);
+
+  std::unique_ptr<Model> relu = LoadGolden("relu");
+  std::unique_ptr<Session> c;
+  ASSERT_TRUE(Session::Create(*relu, SessionOptions(), &c).ok());
+  status = c->Restore(snapshot.data(), snapshot.size());
+  EXPECT_NE(status.message().find("another model"), std::string::npos);
+}
+
+TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  auto refused = [&](std::vector<uint8_t> bytes, StatusCode code,
+                     const std::string& text) {
+    Status status = session->Restore(bytes.data(), bytes.size());
+    EXPECT_EQ(status.code(), code);
+    EXPECT_NE(status.message().find(text), std::string::npos)
+        << status.message();
+  };
+  std::vector<uint8_t> newer = snapshot;
+  const uint32_t version = 2;
+  std::memcpy(newer.data() + 12, &version, sizeof version);
+  refused(newer, StatusCode::kUnsupported,
+          "state layout version 2; this runtime reads 1: it comes from a "
+          "newer tarn");
+  std::vector<uint8_t> magic = snapshot;
+  magic[0] = 'X';
+  refused(magic, StatusCode::kInvalidArgument, "not a tarn snapshot");
+  std::vector<uint8_t> truncated(snapshot.begin(), snapshot.end() - 4);
+  refused(truncated, StatusCode::kInvalidArgument, "snapshot is damaged");
+  refused({}, StatusCode::kInvalidArgument, "shorter than a snapshot header");
+  std::vector<uint8_t> ring = snapshot;
+  const uint32_t oldest = 6;  // the ring holds conv_kernel - 1 = 6
+  std::memcpy(ring.data() + 48, &oldest, sizeof oldest);
+  refused(ring, StatusCode::kInvalidArgument, "snapshot is damaged");
+
+  Status status = session->Snapshot(snapshot.data(), snapshot.size() - 1);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("snapshot buffer holds"), std::string::npos);
+}
+
+TEST(Snapshot, ResetIsANewSession) {
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  const Inputs inputs(*model, 60);
+  std::unique_ptr<Session> fresh, used;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &fresh).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &used).ok());
+  std::vector<float> ignored;
+  StepThrough(*used, inputs, 0, 31, &ignored);
+  used->Reset();
+  EXPECT_EQ(used->position(), 0u);
+  EXPECT_EQ(StateOf(*used), StateOf(*fresh));
+  std::vector<float> a, b;
+  StepThrough(*used, inputs, 0, inputs.count, &a);
+  StepThrough(*fresh, inputs, 0, inputs.count, &b);
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace tarn::testing
