@@ -32,8 +32,9 @@
 //
 // Times. Steps are counted from creation or Reset(); a word's first and
 // last steps are those at which its first and last labels were emitted (for
-// the beam search: the step at which the prefix ending in that label was
-// first formed).
+// the beam search: the latest step at which emitting that label carried
+// more probability into the prefix than the prefix already had, i.e. where
+// its most probable alignments emit it).
 //
 // Memory. Everything is allocated by Create(): beam_width hypotheses of at
 // most max_labels labels, a prefix tree of fixed capacity that is compacted
