@@ -3,7 +3,7 @@
 end, model and decoder all in tarn) over a corpus manifest, for greedy
 decoding and for the beam search constrained to the word list, per voice.
 
-    /usr/bin/python3 examples/asr/eval.py --model examples/asr/model/asr.tarn \\
+    /usr/bin/python3 examples/asr/eval.py [--model examples/asr/model/asr.tarn] \\
         [--manifest /work/data/asr/manifest.tsv] [--splits eval_espeak eval_slt] \\
         [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--jobs 2]
 
@@ -89,12 +89,12 @@ class Tally:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="the speech .tarn model")
+    parser.add_argument("--model", default=str(HERE / "model" / "asr.tarn"), help="the speech .tarn model (default: the bundled one)")
     parser.add_argument("--manifest", default="/work/data/asr/manifest.tsv")
     parser.add_argument("--splits", nargs="+", default=["eval_espeak", "eval_slt"])
     parser.add_argument("--tarn", default=None, help="the tarn binary (default: build*/runtime/tarn, else PATH)")
     parser.add_argument("--beam", type=int, default=8, help="beam width of the word-list decoder")
-    parser.add_argument("--words", help="word list, one per line (default: the corpus's 40 words)")
+    parser.add_argument("--words", help="word list, one per line (default: words.txt beside this script, the corpus's 40 words)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--limit", type=int, default=0, help="at most this many utterances per split (0: all)")
     parser.add_argument("--json", help="write hypotheses and tables here")
@@ -117,6 +117,8 @@ def main() -> int:
         return 1
 
     words_file = args.words
+    if words_file is None and (HERE / "words.txt").exists():
+        words_file = args.words = str(HERE / "words.txt")
     if words_file is None:
         handle = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
         handle.write("\n".join(VOCABULARY) + "\n")

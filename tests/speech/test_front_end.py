@@ -9,7 +9,9 @@ FIXTURES_DIR is what make_fixtures.py wrote. Audio: espeak-ng speech, a
 synthetic signal (digital silence, 1-LSB noise, full-scale noise, a sweep),
 and the ASR example's sample WAVs when present. Recipes: the ASR example's
 (Hamming) with statistics; converter.goldens' (Povey window); a Hann window
-with a 1024-point FFT, no DC removal, no pre-emphasis and no statistics.
+with a 1024-point FFT, no DC removal, no pre-emphasis and no statistics; and,
+when examples/asr/model holds asr.pt and its conversion asr.tarn, the trained
+model's recipe (with its statistics, as asr.pt stores them).
 features.py defines the Hamming window only: for the others the test swaps
 its window function (Kaldi's definitions) and runs the rest unchanged.
 Prints the measured maximum difference for every case.
@@ -86,13 +88,20 @@ def main() -> int:
     audio = [fixtures / "speech.wav", fixtures / "two.wav", work / "synthetic.wav"]
     audio += sorted((ROOT / "examples" / "asr" / "samples").glob("*.wav"))[:3]
     failures, worst = [], 0.0
-    for model in ("hamming", "povey", "hann"):
-        recipe = json.loads((fixtures / f"{model}.json").read_text())
+    cases = [(name, fixtures / f"{name}.tarn", json.loads((fixtures / f"{name}.json").read_text()))
+             for name in ("hamming", "povey", "hann")]
+    trained = ROOT / "examples" / "asr" / "model"
+    if (trained / "asr.pt").exists() and (trained / "asr.tarn").exists():
+        import torch
+
+        recipe = torch.load(trained / "asr.pt", map_location="cpu", weights_only=False)["recipe"]
+        cases.append(("asr.tarn", trained / "asr.tarn", recipe))
+    for model, model_path, recipe in cases:
         for wav in audio:
             expected = python_features(features.read_wav(str(wav)), recipe)
             for chunks in CHUNKINGS:
                 out = work / "out.npy"
-                subprocess.run([tool, fixtures / f"{model}.tarn", wav, out, chunks], check=True)
+                subprocess.run([tool, model_path, wav, out, chunks], check=True)
                 got = np.load(out)
                 if got.shape != expected.shape:
                     failures.append(f"{model} {wav.name} chunks {chunks}: shape {got.shape}, expected {expected.shape}")
