@@ -4,6 +4,18 @@
 #include <cmath>
 #include <cstring>
 
+// The attention loops of prefill and encode are plain C++ whose inner loops
+// run over contiguous memory; on x86-64 the compiler makes AVX-512 and AVX2
+// copies of them beside the baseline, and the loader picks one for the CPU
+// (function multiversioning). Without FMA contraction (ISO C++ mode) every
+// copy rounds identically.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define TARN_VECTORIZED \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TARN_VECTORIZED
+#endif
+
 namespace tarn {
 
 Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
@@ -218,8 +230,8 @@ void Engine::StepAttention(size_t layer, const Rows& rows) {
 namespace {
 
 // y[:] = sum_c q[c] S[c][:]; returns sum_c q[c] z[c]. q, z: [C]; S: [C][dv].
-float ReadOutHead(size_t C, size_t dv, const float* q, const float* S,
-                  const float* z, float* __restrict y) {
+inline float ReadOutHead(size_t C, size_t dv, const float* q, const float* S,
+                         const float* z, float* __restrict y) {
   std::fill(y, y + dv, 0.0f);
   float denominator = 0;
   for (size_t c = 0; c < C; ++c) {
@@ -235,8 +247,10 @@ float ReadOutHead(size_t C, size_t dv, const float* q, const float* S,
 
 // The rows of one chunk of one stream: against the state of the chunks
 // before (S, z), plus the chunk's own positions j <= i in the quadratic
-// masked form; then the chunk's keys and values join the state.
-void Engine::ChunkAttention(size_t layer, const Rows& rows) {
+// masked form; then the chunk's keys and values join the state. Inner loops
+// run over contiguous memory (values, transposed keys) so that they
+// vectorise.
+TARN_VECTORIZED void Engine::ChunkAttention(size_t layer, const Rows& rows) {
   if (rows.count == 1) {  // exactly a step
     StepAttention(layer, rows);
     return;
@@ -248,24 +262,29 @@ void Engine::ChunkAttention(size_t layer, const Rows& rows) {
   const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
               *values = at(scratch_.qkv) + 2 * heads * d_key;
   float* attention = at(scratch_.attention);
-  float* scores = at(scratch_.scores);
+  float* __restrict keys = at(scratch_.keys);
+  float* __restrict scores = at(scratch_.scores);
   for (size_t h = 0; h < heads; ++h) {
-    float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    const float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    for (size_t j = 0; j < n; ++j) {
+      const float* k = phi_k + (j * heads + h) * C;
+      for (size_t c = 0; c < C; ++c) keys[c * n + j] = k[c];
+    }
     for (size_t i = 0; i < n; ++i) {
       const float* q = phi_q + (i * heads + h) * C;
       float* __restrict y = attention + (i * heads + h) * dv;
       float denominator = ReadOutHead(C, dv, q, S_h, z_h, y);
-      for (size_t j = 0; j <= i; ++j) {
-        const float* k = phi_k + (j * heads + h) * C;
-        float score = 0;
-        for (size_t c = 0; c < C; ++c) score += q[c] * k[c];
-        scores[j] = score;
-        denominator += score;
+      std::fill(scores, scores + i + 1, 0.0f);
+      for (size_t c = 0; c < C; ++c) {
+        const float qc = q[c];
+        const float* __restrict row = keys + c * n;
+        for (size_t j = 0; j <= i; ++j) scores[j] += qc * row[j];
       }
       for (size_t j = 0; j <= i; ++j) {
         const float score = scores[j];
         const float* __restrict v = values + j * width + h * dv;
         for (size_t e = 0; e < dv; ++e) y[e] += score * v[e];
+        denominator += score;
       }
       const float divisor = denominator + c_.attention_eps;
       for (size_t e = 0; e < dv; ++e) y[e] /= divisor;
@@ -274,8 +293,8 @@ void Engine::ChunkAttention(size_t layer, const Rows& rows) {
   Accumulate(layer, n, stream);
 }
 
-void Engine::ReadOut(size_t layer, size_t rows, const float* phi_q,
-                     Stream& stream) {
+TARN_VECTORIZED void Engine::ReadOut(size_t layer, size_t rows,
+                                     const float* phi_q, Stream& stream) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, dv = c_.d_value;
   float* attention = at(scratch_.attention);
   for (size_t h = 0; h < heads; ++h) {
@@ -290,7 +309,8 @@ void Engine::ReadOut(size_t layer, size_t rows, const float* phi_q,
   }
 }
 
-void Engine::Accumulate(size_t layer, size_t rows, Stream& stream) {
+TARN_VECTORIZED void Engine::Accumulate(size_t layer, size_t rows,
+                                        Stream& stream) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
                dv = c_.d_value;
   const size_t width = heads * (2 * d_key + dv);

@@ -536,6 +536,7 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows) const {
                          ? rows * c.stack_window * c.input_dim
                          : 0);
   s.features = region(c.d_key);
+  s.keys = region(C * rows);
   s.scores = region(rows);
   s.streams = region(rows * sizeof(void*) / sizeof(float));
   s.total = next;

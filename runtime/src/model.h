@@ -67,6 +67,7 @@ struct ScratchLayout {
   size_t hidden;     // [rows][d_ff]
   size_t windows;    // [rows][stack_window * input_dim] frames to project
   size_t features;   // [d_key] favor+ scaled input, one head
+  size_t keys;       // [C][rows] one head's key features, transposed
   size_t scores;     // [rows] one position's scores inside a chunk
   size_t streams;    // [rows] Stream pointers of a batch call
   size_t total;

@@ -1,0 +1,227 @@
+// tarn_api_bench: what the runtime API's parallel paths buy over stepping,
+// on one model (the paper's MNIST shape: python3 -m converter.goldens DIR
+// --case mnist).
+//
+//   1. Prefill of N tokens vs N steps (acceptance: >= 5x at N = 1,024), for
+//      several chunk sizes.
+//   2. Per-stream throughput of SessionBatch at B streams vs one session
+//      stepping alone (acceptance: >= 4x at B = 16).
+//
+// Times are the fastest of --reps runs by the thread's CPU time (printed
+// beside the median and the wall time): on a shared machine a preempted
+// run's wall time says little, and the fastest run is the least disturbed.
+// Beside each figure: the dense layers' GFLOP/s (2 x matrix parameters per
+// position) and, for stepping, the weight bytes streamed per second. The ratios
+// use CPU time (one thread).
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tarn/tarn.hpp"
+
+namespace {
+
+struct Time {
+  double wall_ms = 0;
+  double cpu_ms = 0;         // the fastest run
+  double median_cpu_ms = 0;  // the median run
+};
+
+double CpuMs() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+// Runs every job `reps` times, round-robin (so that a change in the
+// machine's load touches all of them alike); returns each one's times.
+std::vector<Time> Measure(int reps,
+                          const std::vector<std::function<void()>>& jobs) {
+  std::vector<std::vector<Time>> times(jobs.size());
+  for (int r = 0; r < reps; ++r) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const auto wall = std::chrono::steady_clock::now();
+      const double cpu = CpuMs();
+      jobs[j]();
+      times[j].push_back({std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - wall)
+                              .count(),
+                          CpuMs() - cpu});
+    }
+  }
+  std::vector<Time> result;
+  for (std::vector<Time>& t : times) {
+    std::sort(t.begin(), t.end(),
+              [](const Time& a, const Time& b) { return a.cpu_ms < b.cpu_ms; });
+    Time fastest = t.front();
+    fastest.median_cpu_ms = t[t.size() / 2].cpu_ms;
+    result.push_back(fastest);
+  }
+  return result;
+}
+
+void Check(const tarn::Status& status) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", status.message().c_str());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("tarn_api_bench: prefill vs steps, batched vs single streams");
+  std::string path;
+  size_t tokens = 1024, steps = 256;
+  int reps = 5, threads = 1;
+  std::vector<uint32_t> chunks = {16, 32, 64, 128, 256};
+  std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32};  // the first: 1
+  app.add_option("model", path, "a causal token model (.tarn)")->required();
+  app.add_option("--tokens", tokens, "prefill length N");
+  app.add_option("--steps", steps, "steps per stream in the batch test");
+  app.add_option("--reps", reps, "runs per figure (the fastest counts)");
+  app.add_option("--threads", threads, "threads for the dense layers");
+  app.add_option("--chunks", chunks, "prefill chunk sizes");
+  app.add_option("--batches", batches, "batch sizes B");
+  CLI11_PARSE(app, argc, argv);
+
+  std::unique_ptr<tarn::Model> model;
+  Check(tarn::Model::Load(path, &model));
+  const tarn::ModelConfig& c = model->config();
+  if (c.input_kind != tarn::InputKind::kTokens || !c.causal) {
+    std::fprintf(stderr, "error: needs a causal token model\n");
+    return 1;
+  }
+  // Matrix parameters a position multiplies with (layers and head).
+  const double per_layer =
+      double(c.d_model) * c.num_heads * (2.0 * c.d_key + c.d_value) +
+      double(c.num_heads) * c.d_value * c.d_model + 2.0 * c.d_model * c.d_ff;
+  const double macs = c.num_layers * per_layer + double(c.d_model) *
+                                                     model->output_size() *
+                                                     (c.output_dim > 0);
+  std::printf(
+      "model %s: %u layers, d_model %u, %u heads x %u, d_ff %u; %.1f MB "
+      "weights; threads %d\n\n",
+      path.c_str(), c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_ff,
+      model->weight_bytes() / 1e6, threads);
+
+  std::vector<int32_t> input(std::max(tokens, steps));
+  for (size_t i = 0; i < input.size(); ++i)
+    input[i] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);
+
+  // 1. Prefill vs steps.
+  tarn::SessionOptions options;
+  options.num_threads = threads;
+  std::vector<std::unique_ptr<tarn::Session>> sessions;
+  std::vector<std::function<void()>> jobs;
+  std::vector<float> output(model->output_size());
+  std::vector<float> outputs(tokens * model->output_size());
+  sessions.emplace_back();
+  Check(tarn::Session::Create(*model, options, &sessions.back()));
+  jobs.push_back([&, s = sessions.back().get()] {
+    s->Reset();
+    for (size_t i = 0; i < tokens; ++i)
+      Check(s->StepToken(input[i], output.data(), output.size()));
+  });
+  for (uint32_t chunk : chunks) {
+    options.max_prefill_chunk = chunk;
+    sessions.emplace_back();
+    Check(tarn::Session::Create(*model, options, &sessions.back()));
+    jobs.push_back([&, s = sessions.back().get()] {
+      s->Reset();
+      Check(s->PrefillTokens(input.data(), tokens, nullptr, 0));
+    });
+  }
+  jobs.push_back([&, s = sessions[1].get()] {  // the first chunk size
+    s->Reset();
+    Check(
+        s->PrefillTokens(input.data(), tokens, outputs.data(), outputs.size()));
+  });
+  std::vector<Time> times = Measure(reps, jobs);
+  const Time& stepping = times[0];
+  const double step_ms = stepping.cpu_ms / tokens;
+  std::printf(
+      "%zu steps: %.1f ms (median %.1f, wall %.1f): %.3f ms/step, %.2f "
+      "GFLOP/s, %.1f GB/s of weights\n",
+      tokens, stepping.cpu_ms, stepping.median_cpu_ms, stepping.wall_ms,
+      step_ms, 2 * macs / (step_ms * 1e6),
+      model->weight_bytes() / (step_ms * 1e6));
+  std::printf("prefill of %zu tokens (no outputs) by chunk size:\n", tokens);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Time& prefill = times[1 + i];
+    options.max_prefill_chunk = chunks[i];
+    std::printf(
+        "  chunk %4u: %6.1f ms (median %6.1f, wall %6.1f), %5.1f GFLOP/s, "
+        "%4.1fx steps (median %4.1fx); session %.2f MB\n",
+        chunks[i], prefill.cpu_ms, prefill.median_cpu_ms, prefill.wall_ms,
+        2 * macs * tokens / (prefill.cpu_ms * 1e6),
+        stepping.cpu_ms / prefill.cpu_ms,
+        stepping.median_cpu_ms / prefill.median_cpu_ms,
+        model->session_bytes(options) / 1e6);
+  }
+  const Time& with_outputs = times.back();
+  std::printf(
+      "  chunk %4u with every output: %.1f ms (median %.1f, wall %.1f), "
+      "%.1fx steps\n\n",
+      chunks[0], with_outputs.cpu_ms, with_outputs.median_cpu_ms,
+      with_outputs.wall_ms, stepping.cpu_ms / with_outputs.cpu_ms);
+
+  // 2. Batched streams vs one stream.
+  options.max_prefill_chunk = 1;
+  sessions.clear();
+  jobs.clear();
+  std::vector<std::unique_ptr<tarn::SessionBatch>> batches_made;
+  std::vector<std::vector<tarn::Session*>> streams;
+  std::vector<std::vector<float>> batch_outputs;
+  for (uint32_t b : batches) {
+    streams.emplace_back();
+    for (uint32_t j = 0; j < b; ++j) {
+      sessions.emplace_back();
+      Check(tarn::Session::Create(*model, options, &sessions.back()));
+      streams.back().push_back(sessions.back().get());
+    }
+    tarn::BatchOptions batch_options;
+    batch_options.max_streams = b;
+    batch_options.num_threads = threads;
+    batches_made.emplace_back();
+    Check(tarn::SessionBatch::Create(*model, batch_options,
+                                     &batches_made.back()));
+    batch_outputs.emplace_back(b * model->output_size());
+    jobs.push_back([&, b, k = streams.size() - 1] {
+      std::vector<tarn::Session*>& mine = streams[k];
+      for (tarn::Session* s : mine) s->Reset();
+      int32_t batch_tokens[tarn::kMaxBatchStreams];
+      for (size_t i = 0; i < steps; ++i) {
+        for (uint32_t j = 0; j < b; ++j)
+          batch_tokens[j] = input[(i + 31 * j) % input.size()];
+        Check(batches_made[k]->StepTokens(mine.data(), batch_tokens, b,
+                                          batch_outputs[k].data(),
+                                          batch_outputs[k].size()));
+      }
+    });
+  }
+  times = Measure(reps, jobs);
+  std::printf(
+      "SessionBatch, %zu steps of every stream: throughput in stream-steps "
+      "per second against B = %u:\n",
+      steps, batches[0]);
+  const double first = batches[0] * steps / times[0].cpu_ms;
+  const double first_median = batches[0] * steps / times[0].median_cpu_ms;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const double per_ms = batches[k] * steps / times[k].cpu_ms;
+    const double per_ms_median = batches[k] * steps / times[k].median_cpu_ms;
+    std::printf(
+        "  B = %3u: %7.0f stream-steps/s, %.3f ms per stream-step, %5.2fx "
+        "(median %5.2fx) (cpu %.1f ms, median %.1f, wall %.1f)\n",
+        batches[k], per_ms * 1e3, 1 / per_ms, per_ms / first,
+        per_ms_median / first_median, times[k].cpu_ms, times[k].median_cpu_ms,
+        times[k].wall_ms);
+  }
+  return 0;
+}
