@@ -152,17 +152,14 @@ int Run(int argc, char** argv) {
                  "a .tarn token model (default: the "
                  "MNIST shape, random weights)");
   app.add_option("--streams", batch_sizes, "batch sizes B")->delimiter(',');
-  app.add_option("--steps", steps, "timed calls per batch size");
-  app.add_option("--warmup", warmup, "untimed calls first");
+  app.add_option("--steps", steps, "timed calls per batch size")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed calls first")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--device", device, "CUDA device");
   app.add_flag("--tf32", tf32, "let cuBLAS use TF32 for the dense layers");
   CLI11_PARSE(app, argc, argv);
 
-  const Status device_status = cuda::CheckDevice(device);
-  if (!device_status.ok()) {
-    std::printf("%s; nothing to measure\n", device_status.message().c_str());
-    return 0;
-  }
   std::unique_ptr<Model> model;
   std::vector<uint8_t> synthetic;
   std::unique_ptr<void, decltype(&std::free)> aligned(nullptr, &std::free);
@@ -187,6 +184,18 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "tarn_cuda_bench steps token models\n");
     return 1;
   }
+  std::printf(
+      "model: %u layers, %u heads, d_key %u, d_value %u, d_model %u, d_ff "
+      "%u, %zu parameters\n",
+      c.num_layers, c.num_heads, c.d_key, c.d_value, c.d_model, c.d_ff,
+      model->parameter_count());
+  // The model is built and checked on the CPU first, so that even without
+  // a GPU the benchmark exercises everything it can.
+  const Status device_status = cuda::CheckDevice(device);
+  if (!device_status.ok()) {
+    std::printf("%s; nothing to measure\n", device_status.message().c_str());
+    return 0;
+  }
   cuda::DeviceOptions device_options;
   device_options.device = device;
   device_options.allow_tf32 = tf32;
@@ -204,10 +213,8 @@ int Run(int argc, char** argv) {
                              c.feature_dim * (c.d_value + 1);
   std::printf(
       "%s: %d SMs; device-to-device copy %.0f GB/s\n"
-      "model: %u layers, %u heads, d_key %u, d_value %u, d_model %u, d_ff "
-      "%u; weights %.1f MB on the GPU; state %.0f KB per stream%s\n\n",
-      prop.name, prop.multiProcessorCount, bandwidth / 1e9, c.num_layers,
-      c.num_heads, c.d_key, c.d_value, c.d_model, c.d_ff,
+      "weights %.1f MB on the GPU; state %.0f KB per stream%s\n\n",
+      prop.name, prop.multiProcessorCount, bandwidth / 1e9,
       weights->device_bytes() / 1e6, state_bytes / 2 / 1e3,
       tf32 ? "; TF32 dense layers" : "");
   std::printf("%8s %12s %18s %14s %12s\n", "streams", "ms/step",

@@ -333,6 +333,12 @@ TEST(CudaLogic, ConvolutionRingMatchesDirectSum) {
           ConvolveChannel(k, t, weight.data(), bias, x, ring.data() + c, d);
       if (past > 0) ring[RingIndex(t, past, 0) * d + c] = x;
       EXPECT_NEAR(y, expected, 1e-5) << "k " << k << ", step " << t;
+      // The CPU runtime's layout (snapshots move between backends): after
+      // step t the oldest kept input, t + 1 - past, sits at (t + 1) % past.
+      if (past > 0 && t + 1 >= past) {
+        EXPECT_EQ(ring[((t + 1) % past) * d + c], inputs[t + 1 - past])
+            << "k " << k << ", step " << t;
+      }
     }
   }
 }
