@@ -1,5 +1,6 @@
 #include "npy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -48,15 +49,6 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
                          std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
     return Bad(path, "header lacks 'shape'");
   }
-  array->shape.clear();
-  std::stringstream dims(match[1].str());
-  std::string dim;
-  size_t count = 1;
-  while (std::getline(dims, dim, ',')) {
-    if (dim.find_first_not_of(" ") == std::string::npos) continue;
-    array->shape.push_back(std::stoull(dim));
-    count *= array->shape.back();
-  }
   size_t element_bytes;
   if (descr == "<f4") {
     element_bytes = 4;
@@ -64,6 +56,42 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
     element_bytes = descr == "<i4" ? 4 : 8;
   } else {
     return Bad(path, "dtype '" + descr + "' is not float32, int32 or int64");
+  }
+  // The header is untrusted: every dimension must be a plain number, and
+  // their product must neither overflow nor promise more bytes than the
+  // file holds, before anything is allocated.
+  const std::streamoff data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto available = static_cast<uint64_t>(in.tellg() - data_start);
+  in.seekg(data_start);
+  array->shape.clear();
+  std::stringstream dims(match[1].str());
+  std::string dim;
+  uint64_t count = 1;
+  bool overflow = false, empty = false;
+  while (std::getline(dims, dim, ',')) {
+    const size_t begin = dim.find_first_not_of(" ");
+    if (begin == std::string::npos) continue;
+    const std::string digits =
+        dim.substr(begin, dim.find_last_not_of(" ") + 1 - begin);
+    if (digits.empty() || digits.size() > 19 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return Bad(path, "shape entry '" + digits + "' is not a dimension");
+    }
+    const uint64_t n = std::stoull(digits);
+    if (n != 0 && count > UINT64_MAX / n) overflow = true;
+    empty = empty || n == 0;
+    count *= n;
+    array->shape.push_back(n);
+  }
+  if (empty) count = 0;
+  if ((overflow && !empty) || count > UINT64_MAX / element_bytes) {
+    return Bad(path, "shape (" + match[1].str() + ") is too large");
+  }
+  if (count * element_bytes > available) {
+    return Bad(path, "data is truncated: expected " +
+                         std::to_string(count * element_bytes) +
+                         " bytes, the file holds " + std::to_string(available));
   }
   std::vector<char> bytes(count * element_bytes);
   if (!in.read(bytes.data(), bytes.size())) {
