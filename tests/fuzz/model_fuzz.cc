@@ -1,0 +1,337 @@
+#include "model_fuzz.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace tarn::fuzz {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
+AlignedBuffer AlignedCopy(const uint8_t* data, size_t size) {
+  AlignedBuffer buffer(
+      static_cast<uint8_t*>(std::aligned_alloc(64, (size + 64) / 64 * 64)));
+  if (size > 0) std::memcpy(buffer.get(), data, size);
+  return buffer;
+}
+
+// xorshift32 seeded from the input, so a crash replays exactly.
+class Random {
+ public:
+  explicit Random(uint32_t seed) : state_(seed | 1) {}
+  uint32_t Next() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 17;
+    state_ ^= state_ << 5;
+    return state_;
+  }
+  float Uniform(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>(Next() % 65536) / 65535.0f;
+  }
+
+ private:
+  uint32_t state_;
+};
+
+void ReadEverything(const Model& model) {
+  const ModelConfig& c = model.config();
+  volatile size_t sink = c.labels.size() + c.activation.size() +
+                         model.output_size() + model.frame_size() +
+                         model.parameter_count() + model.weight_bytes() +
+                         model.snapshot_bytes() + model.identity();
+  for (const auto& [key, value] : model.metadata())
+    sink = sink + key.size() + value.size();
+  (void)sink;
+}
+
+// Inputs for one model: tokens, or frames of frame_size floats.
+struct Inputs {
+  std::vector<int32_t> tokens;
+  std::vector<float> frames;
+  size_t count = 0;  // tokens or frames
+};
+
+Inputs MakeInputs(const Model& model, Random& random, size_t count) {
+  const ModelConfig& c = model.config();
+  Inputs in;
+  in.count = count;
+  if (c.input_kind == InputKind::kTokens) {
+    for (size_t i = 0; i < count; ++i)
+      in.tokens.push_back(static_cast<int32_t>(random.Next() % c.vocab_size));
+  } else {
+    in.frames.resize(count * model.frame_size());
+    for (float& v : in.frames) v = random.Uniform(-3, 3);
+  }
+  return in;
+}
+
+int Step(const Model& model, Session& session, Random& random, int count) {
+  const ModelConfig& c = model.config();
+  std::vector<float> output(model.output_size());
+  int steps = 0;
+  if (c.input_kind == InputKind::kTokens) {
+    for (int i = 0; i < count; ++i) {
+      const int32_t token = static_cast<int32_t>(random.Next() % c.vocab_size);
+      if (session.StepToken(token, output.data(), output.size()).ok()) ++steps;
+    }
+    for (int64_t token :
+         {int64_t{c.vocab_size}, int64_t{-1}, int64_t{INT32_MAX}}) {
+      if (token > INT32_MAX) continue;
+      (void)session.StepToken(static_cast<int32_t>(token), output.data(),
+                              output.size());
+    }
+    (void)session.StepToken(0, output.data(), output.size() + 1);
+    (void)session.StepToken(0, nullptr, output.size());
+    return steps;
+  }
+  std::vector<float> frame(model.frame_size());
+  bool stepped = false;
+  for (int i = 0; i < count; ++i) {
+    for (float& v : frame) v = random.Uniform(-3, 3);
+    if (session
+            .StepFrame(frame.data(), frame.size(), output.data(), output.size(),
+                       &stepped)
+            .ok() &&
+        stepped) {
+      ++steps;
+    }
+  }
+  if (!frame.empty()) {
+    frame[random.Next() % frame.size()] = NAN;
+    (void)session.StepFrame(frame.data(), frame.size(), output.data(),
+                            output.size(), &stepped);
+  }
+  (void)session.StepFrame(frame.data(), frame.size() + 1, output.data(),
+                          output.size(), &stepped);
+  (void)session.StepFrame(nullptr, frame.size(), output.data(), output.size(),
+                          &stepped);
+  (void)session.StepFrame(frame.data(), frame.size(), output.data(),
+                          output.size(), nullptr);
+  return steps;
+}
+
+int Prefill(const Model& model, Session& session, Random& random,
+            size_t count) {
+  const bool tokens = model.config().input_kind == InputKind::kTokens;
+  Inputs in = MakeInputs(model, random, count);
+  const size_t steps = tokens ? count : session.StepsForFrames(count);
+  std::vector<float> outputs(std::max<size_t>(steps, 1) * model.output_size());
+  size_t done = 0;
+  Status status =
+      tokens ? session.PrefillTokens(in.tokens.data(), count, outputs.data(),
+                                     outputs.size())
+             : session.PrefillFrames(in.frames.data(), count, outputs.data(),
+                                     outputs.size(), &done);
+  // Without outputs, and with a buffer one float short.
+  if (tokens) {
+    (void)session.PrefillTokens(in.tokens.data(), count, nullptr, 0);
+    (void)session.PrefillTokens(in.tokens.data(), count, outputs.data(),
+                                outputs.size() - 1);
+  } else {
+    (void)session.PrefillFrames(in.frames.data(), count, nullptr, 0, &done);
+    (void)session.PrefillFrames(in.frames.data(), count, outputs.data(),
+                                outputs.size() - 1, &done);
+  }
+  return status.ok() ? static_cast<int>(steps) : 0;
+}
+
+int Encode(const Model& model, Session& session, Random& random, size_t count) {
+  const bool tokens = model.config().input_kind == InputKind::kTokens;
+  Inputs in = MakeInputs(model, random, count);
+  std::vector<float> outputs(count * model.output_size() + 1);
+  size_t steps = 0;
+  Status status =
+      tokens ? session.EncodeTokens(in.tokens.data(), count, outputs.data(),
+                                    outputs.size())
+             : session.EncodeFrames(in.frames.data(), count, outputs.data(),
+                                    outputs.size(), &steps);
+  return status.ok() ? static_cast<int>(tokens ? count : steps) : 0;
+}
+
+int Batch(const Model& model, Random& random,
+          const SessionOptions& session_options) {
+  BatchOptions options;
+  options.max_streams = 3;
+  if (model.batch_bytes(options) > kMaxSessionBytes) return 0;
+  std::unique_ptr<SessionBatch> batch;
+  if (!SessionBatch::Create(model, options, &batch).ok()) return 0;
+  std::vector<std::unique_ptr<Session>> owned(3);
+  std::vector<Session*> sessions;
+  for (auto& s : owned) {
+    if (!Session::Create(model, session_options, &s).ok()) return 0;
+    sessions.push_back(s.get());
+  }
+  const size_t n = sessions.size();
+  Inputs in = MakeInputs(model, random, n);
+  std::vector<float> outputs(n * model.output_size());
+  int steps = 0;
+  for (int round = 0; round < 3; ++round) {
+    Status status;
+    if (model.config().input_kind == InputKind::kTokens) {
+      status = batch->StepTokens(sessions.data(), in.tokens.data(), n,
+                                 outputs.data(), outputs.size());
+    } else {
+      bool stepped[3] = {false, false, false};
+      status = batch->StepFrames(sessions.data(), in.frames.data(), n,
+                                 outputs.data(), outputs.size(), stepped);
+    }
+    if (status.ok()) steps += static_cast<int>(n);
+  }
+  // The same session twice, and more sessions than the batch holds.
+  std::vector<Session*> twice = {sessions[0], sessions[0]};
+  std::vector<Session*> four = {sessions[0], sessions[1], sessions[2],
+                                sessions[0]};
+  std::vector<int32_t> tokens(4, 0);
+  std::vector<float> frames(4 * model.frame_size());
+  std::vector<float> big(4 * model.output_size());
+  bool stepped[4];
+  for (auto* list : {&twice, &four}) {
+    if (model.config().input_kind == InputKind::kTokens) {
+      (void)batch->StepTokens(list->data(), tokens.data(), list->size(),
+                              big.data(), big.size());
+    } else {
+      (void)batch->StepFrames(list->data(), frames.data(), list->size(),
+                              big.data(), big.size(), stepped);
+    }
+  }
+  return steps;
+}
+
+void SnapshotRestoreClone(const Model& model, Session& session,
+                          Random& random) {
+  std::vector<uint8_t> snapshot(model.snapshot_bytes());
+  if (!session.Snapshot(snapshot.data(), snapshot.size()).ok()) return;
+  (void)session.Snapshot(snapshot.data(), snapshot.size() - 1);
+  (void)session.Restore(snapshot.data(), snapshot.size());
+  // Damaged: one byte flipped, or cut short.
+  std::vector<uint8_t> damaged = snapshot;
+  if (!damaged.empty()) damaged[random.Next() % damaged.size()] ^= 0x5a;
+  (void)session.Restore(damaged.data(), damaged.size());
+  (void)session.Restore(snapshot.data(), snapshot.size() / 2);
+  (void)session.Restore(nullptr, snapshot.size());
+  std::unique_ptr<Session> clone;
+  if (session.Clone(&clone).ok()) Step(model, *clone, random, 2);
+}
+
+}  // namespace
+
+Outcome ExerciseModelBytes(const uint8_t* data, size_t size) {
+  Outcome outcome;
+  // FromBuffer needs 64-byte aligned bytes that outlive the model.
+  AlignedBuffer aligned = AlignedCopy(data, size);
+  LoadOptions options;
+  options.verify_checksum = false;
+  std::unique_ptr<Model> model;
+  outcome.load = Model::FromBuffer(aligned.get(), size, &model, options);
+  if (!outcome.load.ok()) return outcome;
+  ReadEverything(*model);
+
+  SessionOptions session_options;
+  session_options.max_prefill_chunk = 4;
+  const size_t session_bytes = model->session_bytes(session_options);
+  if (session_bytes == 0 || session_bytes > kMaxSessionBytes) return outcome;
+  std::unique_ptr<Session> session;
+  if (!Session::Create(*model, session_options, &session).ok()) return outcome;
+  outcome.session = true;
+
+  uint32_t seed = static_cast<uint32_t>(size);
+  for (size_t i = 0; i < std::min<size_t>(size, 16); ++i)
+    seed = seed * 31 + data[size - 1 - i];
+  Random random(seed);
+  const ModelConfig& c = model->config();
+  // Enough frames for a few stacked steps, within a bound on the work.
+  const int count = static_cast<int>(
+      std::min<size_t>(c.input_kind == InputKind::kTokens
+                           ? 6
+                           : size_t{c.stack_window} + 3 * size_t{c.stack_hop},
+                       64));
+  if (!c.causal) {
+    outcome.steps += Encode(*model, *session, random, count);
+    (void)Step(*model, *session, random, 1);
+    return outcome;
+  }
+  outcome.steps += Step(*model, *session, random, count);
+  for (uint32_t layer = 0; layer <= c.num_layers; ++layer) {
+    const float *S = nullptr, *z = nullptr;
+    (void)session->AttentionState(layer, &S, &z);
+  }
+  SnapshotRestoreClone(*model, *session, random);
+  session->Reset();
+  outcome.steps += Prefill(*model, *session, random, count + 3);
+  outcome.steps += Step(*model, *session, random, 2);
+  outcome.steps += Batch(*model, random, session_options);
+  (void)Encode(*model, *session, random, 3);
+  return outcome;
+}
+
+namespace {
+
+const char* const kSnapshotModels[] = {"tokens_elu_post_sinusoidal",
+                                       "tokens_favor_stabilize_two_layers",
+                                       "speech"};
+
+}  // namespace
+
+Status ExerciseSnapshotBytes(const std::string& seeds_dir, const uint8_t* data,
+                             size_t size) {
+  // Loaded once per process: the fuzzer calls this millions of times.
+  static std::vector<std::unique_ptr<Model>> models;
+  if (models.empty()) {
+    for (const char* name : kSnapshotModels) {
+      std::unique_ptr<Model> model;
+      Status status = Model::Load(seeds_dir + "/" + name + ".tarn", &model);
+      if (!status.ok()) return status;
+      models.push_back(std::move(model));
+    }
+  }
+  AlignedBuffer aligned = AlignedCopy(data, size);
+  Status restored(StatusCode::kInvalidArgument, "no model took the snapshot");
+  // Each model's session tries the bytes: a valid snapshot fits one of them
+  // and is another model's for the rest.
+  for (const auto& model : models) {
+    std::unique_ptr<Session> session;
+    Status status = Session::Create(*model, SessionOptions(), &session);
+    if (!status.ok()) return status;
+    Random random(static_cast<uint32_t>(size));
+    Step(*model, *session, random, 2);
+    status = session->Restore(aligned.get(), size);
+    if (status.ok()) restored = status;
+    // Restored or refused, the session must step on.
+    Step(*model, *session, random, 2);
+  }
+  return restored;
+}
+
+Status WriteSnapshotSeeds(const std::string& seeds_dir,
+                          const std::string& out_dir) {
+  for (const char* name : kSnapshotModels) {
+    std::unique_ptr<Model> model;
+    Status status = Model::Load(seeds_dir + "/" + name + ".tarn", &model);
+    if (!status.ok()) return status;
+    std::unique_ptr<Session> session;
+    status = Session::Create(*model, SessionOptions(), &session);
+    if (!status.ok()) return status;
+    Random random(7);
+    Step(*model, *session, random, 5);
+    std::vector<uint8_t> snapshot(model->snapshot_bytes());
+    status = session->Snapshot(snapshot.data(), snapshot.size());
+    if (!status.ok()) return status;
+    std::ofstream out(out_dir + "/" + name + ".snapshot", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(snapshot.data()),
+              static_cast<std::streamsize>(snapshot.size()));
+    if (!out) return Status(StatusCode::kIoError, "cannot write " + out_dir);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tarn::fuzz

@@ -1,0 +1,302 @@
+"""Bad input at the `tarn` command line: every case exits non-zero with one
+`error:` line that names the problem, and never crashes (a crash is a
+negative return code: a signal).
+
+Run by ctest, which sets TARN_BIN (the CLI) and TARN_GOLDENS (the golden
+models, for `tarn transcribe`'s speech model). Token and frame models are
+the fuzzers' committed seeds.
+"""
+
+import os
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TARN = os.environ.get("TARN_BIN")
+GOLDENS = Path(os.environ.get("TARN_GOLDENS", "/nonexistent"))
+SEEDS = ROOT / "tests" / "fuzz" / "seeds"
+TOKENS = SEEDS / "tokens_elu_post_sinusoidal.tarn"  # vocabulary 5
+FRAMES = SEEDS / "frames_projected_conv_labels.tarn"  # frames of 3
+
+pytestmark = pytest.mark.skipif(not TARN, reason="TARN_BIN is not set: run through ctest")
+
+
+def tarn(*args, stdin=None) -> subprocess.CompletedProcess:
+    result = subprocess.run([TARN, *map(str, args)], capture_output=True, text=True, input=stdin, timeout=120)
+    assert result.returncode >= 0, f"tarn died of signal {-result.returncode}:\n{result.stderr}"
+    return result
+
+
+def fails_with(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode != 0, f"expected failure, got success:\n{result.stdout}"
+    for fragment in fragments:
+        assert fragment in result.stderr, f"{fragment!r} not in:\n{result.stderr}"
+
+
+def npy_with_header(path: Path, header: str, data: bytes = b"") -> Path:
+    """A .npy file with a hand-written header dictionary."""
+    h = header.encode()
+    h += b" " * ((64 - (10 + len(h) + 1) % 64) % 64) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + data)
+    return path
+
+
+def run(model: Path, inputs: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    return tarn("run", model, "--input", inputs, "--output", tmp_path / "out.npy")
+
+
+# --- tarn run / tarn info: models ---------------------------------------------
+
+
+def test_missing_model_file(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros(3, np.int32))
+    fails_with(run(tmp_path / "absent.tarn", tmp_path / "in.npy", tmp_path), "cannot open", "absent.tarn")
+    fails_with(tarn("info", tmp_path / "absent.tarn"), "cannot open", "absent.tarn")
+
+
+def test_model_that_is_not_a_tarn_file(tmp_path):
+    path = tmp_path / "model.tarn"
+    path.write_bytes(b"PK\x03\x04" + bytes(100))
+    fails_with(tarn("info", path), "not a tarn model", "expected 'TARN'")
+
+
+def test_truncated_model(tmp_path):
+    path = tmp_path / "model.tarn"
+    path.write_bytes(TOKENS.read_bytes()[:1000])
+    fails_with(tarn("info", path), "truncated or corrupt")
+
+
+def test_empty_model(tmp_path):
+    path = tmp_path / "model.tarn"
+    path.write_bytes(b"")
+    fails_with(tarn("info", path), "is empty")
+
+
+def test_model_with_damaged_weights(tmp_path):
+    from converter.reader import read_tarn
+
+    data = bytearray(TOKENS.read_bytes())
+    data[read_tarn(TOKENS).tensor_offsets["head.bias"] + 2] ^= 0x40
+    path = tmp_path / "model.tarn"
+    path.write_bytes(bytes(data))
+    result = tarn("info", path)
+    fails_with(result, "weights are damaged: checksum")
+
+
+# --- tarn run: inputs -----------------------------------------------------------
+
+
+def test_missing_input_file(tmp_path):
+    fails_with(run(TOKENS, tmp_path / "absent.npy", tmp_path), "cannot open", "absent.npy")
+
+
+def test_input_that_is_not_npy(tmp_path):
+    path = tmp_path / "in.npy"
+    path.write_text("1 2 3\n")
+    fails_with(run(TOKENS, path, tmp_path), "in.npy", "not a .npy file")
+
+
+def test_token_input_of_float_dtype(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros(3, np.float32))
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "a token model takes a [T] integer array")
+
+
+def test_input_of_unsupported_dtype(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((3, 3), np.float64))
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "dtype '<f8' is not float32, int32 or int64")
+
+
+def test_big_endian_input(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((3, 3), ">f4"))
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "dtype '>f4' is not float32, int32 or int64")
+
+
+def test_token_input_of_wrong_rank(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((3, 1), np.int32))
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "a token model takes a [T] integer array")
+
+
+def test_frames_of_wrong_width(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((4, 2), np.float32))
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "a frame model takes a [T, 3] float32 array")
+
+
+def test_frames_of_integer_dtype(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((4, 3), np.int32))
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "a frame model takes a [T, 3] float32 array")
+
+
+def test_fortran_order_input(tmp_path):
+    np.save(tmp_path / "in.npy", np.asfortranarray(np.zeros((4, 3), np.float32)))
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "Fortran-order arrays are not supported")
+
+
+def test_truncated_input_data(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros((8, 3), np.float32))
+    data = (tmp_path / "in.npy").read_bytes()
+    (tmp_path / "in.npy").write_bytes(data[:-5])
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "data is truncated: expected 96 bytes")
+
+
+def test_truncated_input_header(tmp_path):
+    np.save(tmp_path / "in.npy", np.zeros(3, np.int32))
+    (tmp_path / "in.npy").write_bytes((tmp_path / "in.npy").read_bytes()[:30])
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "truncated header")
+
+
+def test_header_without_shape(tmp_path):
+    path = npy_with_header(tmp_path / "in.npy", "{'descr': '<i4', 'fortran_order': False, }")
+    fails_with(run(TOKENS, path, tmp_path), "header lacks 'shape'")
+
+
+def test_shape_that_is_not_a_number(tmp_path):
+    path = npy_with_header(tmp_path / "in.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': ('x',), }")
+    fails_with(run(TOKENS, path, tmp_path), "in.npy", "shape", "'x'")
+
+
+def test_shape_larger_than_the_file(tmp_path):
+    """A header promising 10^12 values must be refused, not allocated."""
+    path = npy_with_header(tmp_path / "in.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (1000000000000,), }")
+    fails_with(run(TOKENS, path, tmp_path), "in.npy", "data is truncated")
+
+
+def test_shape_whose_size_overflows(tmp_path):
+    """(2^64 + 2) / 3 frames of 3 floats wrap to 2 floats in 64-bit
+    arithmetic: stepping them as frames of 3 would read past the buffer."""
+    path = npy_with_header(
+        tmp_path / "in.npy",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (6148914691236517206, 3), }",
+        bytes(8),
+    )
+    fails_with(run(FRAMES, path, tmp_path), "in.npy", "too large")
+
+
+def test_token_out_of_range(tmp_path):
+    np.save(tmp_path / "in.npy", np.array([1, 2, 5, 0], np.int32))
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "step 2: token 5 is out of range: the vocabulary has 5 tokens")
+
+
+def test_negative_token(tmp_path):
+    np.save(tmp_path / "in.npy", np.array([-3], np.int64))
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "step 0: token -3 is out of range")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_frame(tmp_path, bad):
+    frames = np.zeros((4, 3), np.float32)
+    frames[2, 1] = bad
+    np.save(tmp_path / "in.npy", frames)
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "frame 2: frame value 1 is", "frames must be finite")
+
+
+def test_unwritable_output(tmp_path):
+    np.save(tmp_path / "in.npy", np.array([1, 2], np.int32))
+    result = tarn("run", TOKENS, "--input", tmp_path / "in.npy", "--output", tmp_path / "no" / "out.npy")
+    fails_with(result, "cannot write", "out.npy")
+
+
+# --- tarn transcribe -------------------------------------------------------------
+
+SPEECH = GOLDENS / "speech" / "model.tarn"
+needs_speech = pytest.mark.skipif(not SPEECH.exists(), reason="no golden speech model ($TARN_GOLDENS)")
+
+
+def wav(path: Path, *, format_tag=1, channels=1, rate=16000, bits=16, data=b"", declared=None) -> Path:
+    """A RIFF/WAVE file written field by field, so that any field can lie."""
+    block = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", format_tag, channels, rate, rate * block, block, bits)
+    if format_tag not in (1, 3):
+        fmt += struct.pack("<H", 0)  # cbSize: non-PCM formats carry an extension
+    declared = len(data) if declared is None else declared
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"data" + struct.pack("<I", declared) + data
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+def tone(seconds=0.5, rate=16000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * 32767 * np.sin(2 * np.pi * 440 * t)).astype("<i2").tobytes()
+
+
+@needs_speech
+def test_valid_wav_is_transcribed(tmp_path):
+    """The control: the same writer, honest fields, is accepted."""
+    result = tarn("transcribe", SPEECH, wav(tmp_path / "a.wav", data=tone()), "--quiet")
+    assert result.returncode == 0, result.stderr
+
+
+@needs_speech
+def test_missing_audio_file(tmp_path):
+    fails_with(tarn("transcribe", SPEECH, tmp_path / "absent.wav"), "absent.wav", "cannot read it as audio")
+
+
+@needs_speech
+def test_file_that_is_not_audio(tmp_path):
+    path = tmp_path / "notes.wav"
+    path.write_text("this is not audio\n" * 20)
+    fails_with(tarn("transcribe", SPEECH, path), "notes.wav", "cannot read it as audio")
+
+
+@needs_speech
+def test_wav_cut_inside_its_header(tmp_path):
+    path = wav(tmp_path / "a.wav", data=tone())
+    path.write_bytes(path.read_bytes()[:30])
+    fails_with(tarn("transcribe", SPEECH, path), "a.wav", "cannot read it as audio")
+
+
+@needs_speech
+def test_truncated_wav(tmp_path):
+    data = tone()
+    path = wav(tmp_path / "a.wav", data=data[: len(data) // 2], declared=len(data))
+    fails_with(
+        tarn("transcribe", SPEECH, path),
+        "a.wav: the file is truncated: its data chunk declares 16000 bytes of audio but only 8000 are present",
+    )
+
+
+@needs_speech
+@pytest.mark.parametrize("format_tag,bits,name", [(6, 8, "A-law"), (7, 8, "U-law"), (2, 4, "ADPCM")])
+def test_non_pcm_wav(tmp_path, format_tag, bits, name):
+    path = wav(tmp_path / "a.wav", format_tag=format_tag, bits=bits, data=bytes(4000))
+    result = tarn("transcribe", SPEECH, path)
+    assert result.returncode != 0
+    # libsndfile either decodes the header and tarn names the encoding, or
+    # refuses the header itself; both name the file.
+    assert "a.wav" in result.stderr
+    assert "is not supported" in result.stderr or "cannot read it as audio" in result.stderr, result.stderr
+
+
+@needs_speech
+def test_a_law_is_named(tmp_path):
+    path = wav(tmp_path / "a.wav", format_tag=6, bits=8, data=bytes(4000))
+    fails_with(tarn("transcribe", SPEECH, path), "a.wav: its encoding (A-Law", "is not supported")
+
+
+@needs_speech
+@pytest.mark.parametrize("rate", [8000, 44100])
+def test_unsupported_sample_rate(tmp_path, rate):
+    path = wav(tmp_path / "a.wav", rate=rate, data=tone(rate=rate))
+    fails_with(
+        tarn("transcribe", SPEECH, path),
+        f"is sampled at {rate} Hz, but the model expects 16000 Hz",
+        "sox",
+    )
+
+
+@needs_speech
+def test_wav_without_channels(tmp_path):
+    path = wav(tmp_path / "a.wav", channels=0, data=bytes(100))
+    result = tarn("transcribe", SPEECH, path)
+    assert result.returncode != 0 and "a.wav" in result.stderr, result.stderr
+
+
+def test_transcribe_with_a_model_without_front_end(tmp_path):
+    """A token model has no audio recipe: the error says so."""
+    result = tarn("transcribe", TOKENS, wav(tmp_path / "a.wav", data=tone()))
+    assert result.returncode != 0
+    assert "error:" in result.stderr and ("audio" in result.stderr or "frames" in result.stderr), result.stderr
