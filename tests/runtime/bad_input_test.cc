@@ -102,6 +102,130 @@ TEST(BadModel, TensorPointsPastTheBuffers) {
   EXPECT_THAT(status.message(), HasSubstr("refers to buffer 100000"));
 }
 
+TEST(BadModel, NullModelOutput) {
+  Status status = Model::Load(GoldenModelPath("relu"), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("'model' is null"));
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  status = Model::FromBuffer(bytes.data(), bytes.size(), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("'model' is null"));
+}
+
+TEST(BadModel, NullBuffer) {
+  std::unique_ptr<Model> model;
+  Status status = Model::FromBuffer(nullptr, 1024, &model);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("model buffer is null"));
+  EXPECT_FALSE(model);
+}
+
+TEST(BadModel, UnalignedBuffer) {
+  AlignedBytes file(GoldenModelPath("relu"));
+  AlignedBytes shifted(file.size() + 8);
+  std::copy_n(file.data(), file.size(), shifted.data() + 8);
+  std::unique_ptr<Model> model;
+  Status status = Model::FromBuffer(shifted.data() + 8, file.size(), &model);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("must be 64-byte aligned"));
+}
+
+TEST(BadModel, OlderSchemaMajor) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  schema::GetMutableModel(bytes.data())
+      ->mutable_schema_version()
+      ->mutate_major(0);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(status.message(), HasSubstr("schema version 0.0"));
+  EXPECT_THAT(status.message(), HasSubstr("re-convert the model"));
+}
+
+TEST(BadModel, NewerSchemaMinorIsRead) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  schema::GetMutableModel(bytes.data())
+      ->mutable_schema_version()
+      ->mutate_minor(99);
+  EXPECT_TRUE(LoadBytes(bytes).ok());
+}
+
+TEST(BadModel, EnumValueFromTheFuture) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  ASSERT_TRUE(schema::GetMutableModel(bytes.data())
+                  ->mutate_feature_map(static_cast<schema::FeatureMap>(9)));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("an enum value this runtime does not know"));
+}
+
+TEST(BadModel, TensorDtypeFromTheFuture) {
+  AlignedBytes bytes(GoldenModelPath("tokens_f16"));
+  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
+  bool mutated = false;
+  for (size_t i = 0; i < tensors->size() && !mutated; ++i) {
+    if (tensors->Get(i)->dtype() == schema::DType::F16) {
+      mutated = tensors->GetMutableObject(i)->mutate_dtype(
+          static_cast<schema::DType>(7));
+    }
+  }
+  ASSERT_TRUE(mutated);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("has an unknown dtype 7"));
+}
+
+TEST(BadModel, HyperParameterOutOfRange) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  ASSERT_TRUE(schema::GetMutableModel(bytes.data())->mutate_num_heads(0));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("hyper-parameter num_heads = 0 is outside [1, 65536]"));
+}
+
+// Renames tensor `from` to `to` in place (same length).
+void RenameTensor(AlignedBytes& bytes, const std::string& from,
+                  const std::string& to) {
+  ASSERT_EQ(from.size(), to.size());
+  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    auto* name = tensors->GetMutableObject(i)->mutable_name();
+    if (name->str() == from) {
+      std::copy(to.begin(), to.end(), name->data());
+      return;
+    }
+  }
+  FAIL() << "no tensor " << from;
+}
+
+TEST(BadModel, MissingTensor) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  RenameTensor(bytes, "layers.1.norm2.bias", "layers.1.norm2.bia_");
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("model lacks tensor 'layers.1.norm2.bias' [32]"));
+}
+
+TEST(BadModel, DuplicateTensor) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  RenameTensor(bytes, "layers.1.norm2.bias", "layers.1.norm1.bias");
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("tensor 'layers.1.norm1.bias' appears twice"));
+}
+
+TEST(BadModel, TensorTheConfigurationDoesNotUse) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  RenameTensor(bytes, "layers.1.norm2.bias", "layers.9.norm2.bias");
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  // The set is checked from the configuration's side first.
+  EXPECT_THAT(status.message(), HasSubstr("'layers.1.norm2.bias'"));
+}
+
 class BadStep : public ::testing::Test {
  protected:
   void Open(const char* name) {
@@ -204,6 +328,77 @@ TEST(BadSession, ThreadCountOutOfRange) {
   Status status = Session::Create(*model, options, &session);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("num_threads must be in [1, 256]"));
+}
+
+TEST_F(BadStep, NullOutputBuffer) {
+  Open("tokens");
+  Status status = session_->StepToken(3, nullptr, output_.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("output buffer holds 0 floats; the model writes 256"));
+  EXPECT_EQ(session_->position(), 0u);
+}
+
+TEST_F(BadStep, NullFrame) {
+  Open("frames");
+  bool stepped = true;
+  Status status = session_->StepFrame(nullptr, 40, output_.data(),
+                                      output_.size(), &stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("frame holds 0 floats; the model's frames have 40"));
+  EXPECT_FALSE(stepped);
+}
+
+TEST_F(BadStep, NullSteppedFlag) {
+  Open("frames");
+  std::vector<float> frame(40);
+  Status status = session_->StepFrame(frame.data(), frame.size(),
+                                      output_.data(), output_.size(), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("'stepped' is null"));
+}
+
+TEST_F(BadStep, FrameOutputBufferOfWrongSize) {
+  Open("frames");
+  std::vector<float> frame(40);
+  bool stepped = true;
+  Status status = session_->StepFrame(frame.data(), frame.size(),
+                                      output_.data(), 3, &stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("output buffer holds 3 floats; the model writes 32"));
+}
+
+TEST_F(BadStep, AttentionStateOfMissingLayerOrNullPointers) {
+  Open("tokens");
+  const float *S = nullptr, *z = nullptr;
+  Status status = session_->AttentionState(4, &S, &z);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("layer 4 of 4"));
+  status = session_->AttentionState(0, nullptr, &z);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("null output pointer"));
+}
+
+TEST(BadSession, NullSessionOutput) {
+  std::unique_ptr<Model> model = LoadGolden("relu");
+  ASSERT_TRUE(model);
+  Status status = Session::Create(*model, SessionOptions(), nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("'session' is null"));
+}
+
+TEST(BadSession, TooManyThreads) {
+  std::unique_ptr<Model> model = LoadGolden("relu");
+  ASSERT_TRUE(model);
+  SessionOptions options;
+  options.num_threads = 257;
+  std::unique_ptr<Session> session;
+  Status status = Session::Create(*model, options, &session);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("got 257"));
+  EXPECT_FALSE(session);
 }
 
 }  // namespace
