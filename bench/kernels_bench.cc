@@ -1,0 +1,296 @@
+// Google Benchmark for every kernel family and every variant this CPU runs
+// (kernels::KernelsFor), at the sizes of the paper's MNIST model: d_model 256,
+// 8 heads of d_k = d_v = 32, d_ff 1024. Beside them, the limits: XNNPACK's
+// f32 fully-connected operators at the same model's shapes (weights in L2,
+// as bytes of weights per second) and the read bandwidth for buffers the
+// size of one layer's and of the whole model's weights.
+//
+//   build/bench/tarn_kernels_bench --benchmark_filter=causal_step
+//
+// bytes_per_second counts every byte a call reads or writes once;
+// items_per_second counts output elements (S elements for causal_step).
+
+#include <benchmark/benchmark.h>
+#include <xnnpack.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bandwidth.h"
+#include "kernels/kernels.h"
+
+namespace tarn {
+namespace bench {
+namespace {
+
+using kernels::Isa;
+using kernels::KernelTable;
+
+// The MNIST shape of Katharopoulos et al. (2020).
+constexpr size_t kDModel = 256;
+constexpr size_t kHeads = 8;
+constexpr size_t kDKey = 32;
+constexpr size_t kDValue = 32;
+constexpr size_t kDFF = 1024;
+constexpr size_t kLayers = 8;
+
+std::vector<float> Random(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A unary elementwise kernel y = f(x), n floats in and out.
+using Unary = void (*)(size_t, const float*, float*);
+
+void BenchUnary(benchmark::State& state, Unary fn, size_t n) {
+  const std::vector<float> x = Random(n, -3, 3, 1);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    fn(n, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * n * sizeof(float));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BenchExpShifted(benchmark::State& state, const KernelTable* k, size_t n) {
+  const std::vector<float> x = Random(n, -3, 3, 2);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    k->exp_shifted(n, x.data(), 1.5f, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * n * sizeof(float));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+// `heads` heads of one layer, each with its own S and z, as in a step.
+void BenchCausalStep(benchmark::State& state, const KernelTable* k, size_t C,
+                     size_t dv, size_t heads) {
+  const std::vector<float> phi_k = Random(heads * C, 0.1f, 2, 3);
+  const std::vector<float> phi_q = Random(heads * C, 0.1f, 2, 4);
+  const std::vector<float> v = Random(heads * dv, -1, 1, 5);
+  std::vector<float> S = Random(heads * C * dv, -1, 1, 6);
+  std::vector<float> z = Random(heads * C, 1, 2, 7);
+  std::vector<float> y(heads * dv);
+  for (auto _ : state) {
+    for (size_t h = 0; h < heads; ++h) {
+      k->causal_step(C, dv, &phi_k[h * C], &v[h * dv], &phi_q[h * C], 1e-6f,
+                     &S[h * C * dv], &z[h * C], &y[h * dv]);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  // S and z read and written; phi_k, phi_q, v read; y written.
+  const size_t bytes = (2 * C * dv + 2 * C + 2 * C + 2 * dv) * sizeof(float);
+  state.SetBytesProcessed(state.iterations() * heads * bytes);
+  state.SetItemsProcessed(state.iterations() * heads * C * dv);
+}
+
+void BenchLayerNorm(benchmark::State& state, const KernelTable* k, size_t n) {
+  const std::vector<float> x = Random(n, -2, 2, 8);
+  const std::vector<float> gamma = Random(n, 0.9f, 1.1f, 9);
+  const std::vector<float> beta = Random(n, -0.1f, 0.1f, 10);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    k->layer_norm(n, x.data(), gamma.data(), beta.data(), 1e-5f, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 4 * n * sizeof(float));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BenchAddLayerNorm(benchmark::State& state, const KernelTable* k,
+                       size_t n) {
+  const std::vector<float> x0 = Random(n, -2, 2, 11);
+  const std::vector<float> r = Random(n, -1e-3f, 1e-3f, 12);
+  const std::vector<float> gamma = Random(n, 0.9f, 1.1f, 13);
+  const std::vector<float> beta = Random(n, -0.1f, 0.1f, 14);
+  std::vector<float> x = x0, y(n);
+  for (auto _ : state) {
+    // In place like the step (x ends up normalised), which keeps x bounded.
+    k->add_layer_norm(n, x.data(), r.data(), gamma.data(), beta.data(), 1e-5f,
+                      x.data());
+    benchmark::DoNotOptimize(x.data());
+    benchmark::ClobberMemory();
+  }
+  // x read and written; r, gamma, beta read.
+  state.SetBytesProcessed(state.iterations() * 5 * n * sizeof(float));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BenchAdd(benchmark::State& state, const KernelTable* k, size_t n) {
+  const std::vector<float> a = Random(n, -1, 1, 15);
+  const std::vector<float> b = Random(n, -1, 1, 16);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    k->add(n, a.data(), b.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 3 * n * sizeof(float));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+uint16_t ToHalf(float f) {
+  // Normal numbers only (the inputs below are), round to nearest even.
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const int32_t exponent = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffffu;
+  uint32_t half =
+      sign | (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) ++half;
+  return static_cast<uint16_t>(half);
+}
+
+void BenchF16ToF32(benchmark::State& state, const KernelTable* k, size_t n) {
+  const std::vector<float> f = Random(n, 0.01f, 2, 17);
+  std::vector<uint16_t> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = ToHalf(f[i]);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    k->f16_to_f32(n, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * (2 + sizeof(float)));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void RegisterKernels(Isa isa, const KernelTable* k) {
+  const std::string isa_name = kernels::IsaName(isa);
+  auto name = [&](const char* family, const std::string& sizes) {
+    return std::string(family) + "/" + isa_name + "/" + sizes;
+  };
+  const size_t qk = kHeads * kDKey;  // phi of all heads' queries (or keys)
+  benchmark::RegisterBenchmark(name("elu_plus_one", "n:256").c_str(),
+                               BenchUnary, k->elu_plus_one, qk);
+  benchmark::RegisterBenchmark(name("relu", "n:256").c_str(), BenchUnary,
+                               k->relu, qk);
+  benchmark::RegisterBenchmark(name("relu", "n:1024").c_str(), BenchUnary,
+                               k->relu, kDFF);
+  benchmark::RegisterBenchmark(name("gelu", "n:1024").c_str(), BenchUnary,
+                               k->gelu, kDFF);
+  benchmark::RegisterBenchmark(name("exp_shifted", "n:256").c_str(),
+                               BenchExpShifted, k, qk);
+  benchmark::RegisterBenchmark(name("causal_step", "C:32/dv:32").c_str(),
+                               BenchCausalStep, k, kDKey, kDValue, size_t{1});
+  benchmark::RegisterBenchmark(
+      name("causal_step", "C:32/dv:32/heads:8").c_str(), BenchCausalStep, k,
+      kDKey, kDValue, kHeads);
+  benchmark::RegisterBenchmark(name("layer_norm", "n:256").c_str(),
+                               BenchLayerNorm, k, kDModel);
+  benchmark::RegisterBenchmark(name("add_layer_norm", "n:256").c_str(),
+                               BenchAddLayerNorm, k, kDModel);
+  benchmark::RegisterBenchmark(name("add", "n:256").c_str(), BenchAdd, k,
+                               kDModel);
+  benchmark::RegisterBenchmark(name("f16_to_f32", "n:256").c_str(),
+                               BenchF16ToF32, k, kDModel);
+  benchmark::RegisterBenchmark(name("f16_to_f32", "n:262144").c_str(),
+                               BenchF16ToF32, k, kDModel * kDFF);
+}
+
+// y = W x + b at batch 1 through XNNPACK, as the runtime's dense layers;
+// bytes are the weights and bias streamed.
+void BenchDense(benchmark::State& state, size_t inputs, size_t outputs) {
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    state.SkipWithError("xnn_initialize failed");
+    return;
+  }
+  const std::vector<float> w = Random(inputs * outputs, -0.05f, 0.05f, 18);
+  const std::vector<float> b = Random(outputs, -0.1f, 0.1f, 19);
+  const std::vector<float> x = Random(inputs, -1, 1, 20);
+  std::vector<float> y(outputs);
+  xnn_operator_t op = nullptr;
+  if (xnn_create_fully_connected_nc_f32(inputs, outputs, inputs, outputs,
+                                        w.data(), b.data(),
+                                        -std::numeric_limits<float>::infinity(),
+                                        std::numeric_limits<float>::infinity(),
+                                        0, &op) != xnn_status_success ||
+      xnn_setup_fully_connected_nc_f32(op, 1, x.data(), y.data(), nullptr) !=
+          xnn_status_success) {
+    state.SkipWithError("XNNPACK fully-connected operator failed");
+    if (op != nullptr) xnn_delete_operator(op);
+    return;
+  }
+  for (auto _ : state) {
+    xnn_run_operator(op, nullptr);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  xnn_delete_operator(op);
+  state.SetBytesProcessed(state.iterations() * (inputs + 1) * outputs *
+                          sizeof(float));
+  state.SetItemsProcessed(state.iterations() * inputs * outputs);
+}
+
+void BenchReadBandwidth(benchmark::State& state, size_t bytes) {
+  ReadBandwidthMeter meter(bytes, 1);
+  for (auto _ : state) meter.Pass();
+  state.SetBytesProcessed(state.iterations() * meter.bytes());
+}
+
+void RegisterLimits() {
+  const size_t d = kDModel, qkv = kHeads * (2 * kDKey + kDValue);
+  benchmark::RegisterBenchmark("xnn_dense_f32/qkv/256x768", BenchDense, d, qkv);
+  benchmark::RegisterBenchmark("xnn_dense_f32/out/256x256", BenchDense,
+                               kHeads * kDValue, d);
+  benchmark::RegisterBenchmark("xnn_dense_f32/linear1/256x1024", BenchDense, d,
+                               kDFF);
+  benchmark::RegisterBenchmark("xnn_dense_f32/linear2/1024x256", BenchDense,
+                               kDFF, d);
+  const size_t layer_bytes =
+      (d * qkv + kHeads * kDValue * d + 2 * d * kDFF) * sizeof(float);
+  benchmark::RegisterBenchmark("read_bandwidth/one_layer_f32_weights",
+                               BenchReadBandwidth, layer_bytes);
+  benchmark::RegisterBenchmark("read_bandwidth/mnist_f32_weights",
+                               BenchReadBandwidth, kLayers * layer_bytes);
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace tarn
+
+int main(int argc, char** argv) {
+  // The machine may be shared: by default every benchmark runs 5 times and
+  // reports mean, median and spread. Flags given later override these.
+  std::vector<char*> args(argv, argv + argc);
+  char repetitions[] = "--benchmark_repetitions=5";
+  char aggregates[] = "--benchmark_report_aggregates_only=true";
+  args.insert(args.begin() + 1, {repetitions, aggregates});
+  int args_count = static_cast<int>(args.size());
+  using tarn::kernels::Isa;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (const tarn::kernels::KernelTable* k = tarn::kernels::KernelsFor(isa)) {
+      tarn::bench::RegisterKernels(isa, k);
+    } else {
+      std::fprintf(stderr,
+                   "tarn_kernels_bench: no %s variant on this CPU or "
+                   "in this build; skipped\n",
+                   tarn::kernels::IsaName(isa));
+    }
+  }
+  tarn::bench::RegisterLimits();
+  benchmark::Initialize(&args_count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) {
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,622 @@
+// tarn_step_bench: one model stepped at batch 1, beside the limit and with a
+// profile of where a step's time goes.
+//
+//   build/bench/tarn_step_bench --model mnist.tarn --threads 1,2 \
+//       --json mnist.json
+//
+// For each thread count (SessionOptions::num_threads) it times `steps` steps,
+// each on its own, after `warmup` untimed ones and reports the median and the
+// best as ms/step (and, with one thread, the median CPU time of the thread).
+// Before each timed step it makes one timed pass of the machine's read
+// bandwidth (bandwidth.h) over a buffer as large as the weights one step
+// streams, with as many threads: as many samples as steps, of about the same
+// length, taken under the same load. The floor is those bytes at the best
+// pass's bandwidth. A step's weights are
+// every matrix, bias and norm vector of the layers and the head, plus one row
+// of each embedding table, in the file's dtype.
+//
+// The profile times, in isolation and at the model's sizes, what a step
+// runs: the XNNPACK fully-connected operators (one per layer and kind, own
+// random weights, set up and run like the runtime's dense layers), the
+// feature map and rank-one kernels (kernels::Kernels(), one S per layer) and
+// the norms. The rest of a measured step (embedding, position, bookkeeping)
+// is what the parts leave over. Nothing is timed inside the library.
+//
+// --json writes every figure (and every timed step) for the driver,
+// bench/step_bench.py, which also runs PyTorch on the same model.
+
+#include <time.h>
+#include <xnnpack.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bandwidth.h"
+#include "kernels/kernels.h"
+#include "tarn/tarn.hpp"
+
+namespace tarn {
+namespace bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+double MillisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+struct Options {
+  std::string model_path;
+  std::vector<int> threads = {1, 2};
+  int steps = 500;
+  double max_seconds = 30;  // per thread count, once 20 steps are timed
+  int warmup = 32;
+  int profile_reps = 101;
+  bool profile = true;
+  std::vector<int32_t> check_tokens;
+  std::string json_path;
+};
+
+// What one step reads from the model, by the file's dtypes.
+struct StepBytes {
+  bool f16 = false;          // the file stores matrices in f16
+  size_t matrix_params = 0;  // 2-D weights, embedding rows
+  size_t vector_params = 0;  // biases, norms, favor+ omega, conv
+  size_t weights = 0;        // bytes of the two above
+  size_t state = 0;          // S and z, read and written each step
+};
+
+StepBytes CountStepBytes(const Model& model) {
+  const ModelConfig& c = model.config();
+  const size_t d = c.d_model, H = c.num_heads, dk = c.d_key, dv = c.d_value,
+               C = c.feature_dim, ff = c.d_ff;
+  StepBytes b;
+  size_t m = 0, v = 0;
+  if (c.input_kind == InputKind::kTokens) {
+    m += d;  // one row of the token embedding
+  } else if (c.input_projection) {
+    m += size_t{c.input_dim} * c.stack_window * d;
+    v += d;
+  }
+  if (c.position == "learned") m += d;
+  const size_t qkv = H * (2 * dk + dv);
+  m += c.num_layers * (qkv * d + d * H * dv + 2 * d * ff);
+  v += c.num_layers * (qkv + d + ff + d + 4 * d);
+  if (c.feature_map == "favor+") v += c.num_layers * dk * (C / 2);
+  if (c.conv_kernel > 0) v += c.num_layers * (d * c.conv_kernel + d);
+  if (c.final_norm) v += 2 * d;
+  if (c.output_dim > 0) {
+    m += size_t{c.output_dim} * d;
+    v += c.output_dim;
+  }
+  b.f16 = model.weight_bytes() < model.parameter_count() * sizeof(float);
+  b.matrix_params = m;
+  b.vector_params = v;
+  b.weights = m * (b.f16 ? 2 : 4) + v * 4;
+  b.state = c.num_layers * H * (C * dv + C) * sizeof(float);
+  return b;
+}
+
+// Steps a session once: a token, or frames until the model steps.
+class Stepper {
+ public:
+  Stepper(const Model& model, Session* session)
+      : config_(model.config()),
+        session_(session),
+        output_(model.output_size()),
+        frame_(model.frame_size()) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    for (float& x : frame_) x = normal(rng);
+  }
+
+  Status Step(int32_t token) {
+    if (config_.input_kind == InputKind::kTokens) {
+      return session_->StepToken(token, output_.data(), output_.size());
+    }
+    bool stepped = false;
+    while (!stepped) {
+      Status s = session_->StepFrame(frame_.data(), frame_.size(),
+                                     output_.data(), output_.size(), &stepped);
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+  int32_t TokenFor(uint64_t i) const {
+    return config_.vocab_size == 0
+               ? 0
+               : static_cast<int32_t>((i * 37 + 11) % config_.vocab_size);
+  }
+  const std::vector<float>& output() const { return output_; }
+
+ private:
+  const ModelConfig& config_;
+  Session* session_;
+  std::vector<float> output_;
+  std::vector<float> frame_;
+};
+
+[[noreturn]] void Fail(const std::string& what, const Status& status) {
+  std::cerr << "tarn_step_bench: " << what << ": " << status.message() << "\n";
+  std::exit(1);
+}
+
+struct Summary {
+  double median = 0, best = 0;
+};
+
+Summary Summarise(const std::vector<double>& ms) {
+  return {Median(ms), ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end())};
+}
+
+double ThreadCpuMilliseconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+Json TimeSteps(const Model& model, const Options& o, int threads,
+               const StepBytes& bytes) {
+  SessionOptions options;
+  options.num_threads = threads;
+  std::unique_ptr<Session> session;
+  Status status = Session::Create(model, options, &session);
+  if (!status.ok()) Fail("creating a session", status);
+  Stepper stepper(model, session.get());
+  uint64_t i = 0;
+  for (int w = 0; w < o.warmup; ++w) {
+    if (!(status = stepper.Step(stepper.TokenFor(i++))).ok()) {
+      Fail("step", status);
+    }
+  }
+  // Each step is timed on its own: on a shared machine a step preempted by
+  // another process is an outlier the median ignores, where a long timed
+  // batch of steps would absorb it. With one thread the thread's CPU time is
+  // recorded too (it leaves out time spent preempted).
+  ReadBandwidthMeter meter(bytes.weights, threads);
+  std::vector<double> wall_ms, cpu_ms;
+  const Clock::time_point began = Clock::now();
+  for (int s = 0; s < o.steps; ++s) {
+    // On an oversubscribed machine a multi-threaded step can take 100x its
+    // unloaded time; bound the run rather than the count.
+    if (s >= 20 && MillisecondsSince(began) > o.max_seconds * 1e3) break;
+    meter.Pass();
+    const double cpu_start = threads == 1 ? ThreadCpuMilliseconds() : 0;
+    const Clock::time_point start = Clock::now();
+    status = stepper.Step(stepper.TokenFor(i++));
+    wall_ms.push_back(MillisecondsSince(start));
+    if (threads == 1) cpu_ms.push_back(ThreadCpuMilliseconds() - cpu_start);
+    if (!status.ok()) Fail("step", status);
+  }
+  const Summary t = Summarise(wall_ms);
+  const double gb = static_cast<double>(bytes.weights) / 1e9;
+  const double floor_ms = gb / meter.best_gbs() * 1e3;
+  Json j;
+  j["threads"] = threads;
+  j["steps_timed"] = wall_ms.size();
+  j["warmup_steps"] = o.warmup;
+  j["ms_per_step_median"] = t.median;
+  j["ms_per_step_best"] = t.best;
+  j["cpu_ms_per_step_median"] =
+      cpu_ms.empty() ? Json(nullptr) : Json(Median(cpu_ms));
+  j["achieved_gbs_median"] = gb / (t.median / 1e3);
+  j["achieved_gbs_best"] = gb / (t.best / 1e3);
+  j["bandwidth_bytes"] = meter.bytes();
+  j["bandwidth_passes"] = meter.passes();
+  j["bandwidth_gbs_best"] = meter.best_gbs();
+  j["bandwidth_gbs_median"] = meter.median_gbs();
+  j["floor_ms"] = floor_ms;
+  j["fraction_of_floor_median"] = floor_ms / t.median;
+  j["fraction_of_floor_best"] = floor_ms / t.best;
+  j["step_ms"] = wall_ms;
+  j["step_cpu_ms"] = cpu_ms;
+  j["bandwidth_gbs_all"] = meter.all_gbs();
+  return j;
+}
+
+// The outputs of `tokens` stepped from a fresh session with `threads`.
+std::vector<std::vector<float>> CheckOutputs(
+    const Model& model, int threads, const std::vector<int32_t>& tokens) {
+  SessionOptions options;
+  options.num_threads = threads;
+  std::unique_ptr<Session> session;
+  Status status = Session::Create(model, options, &session);
+  if (!status.ok()) Fail("creating a session", status);
+  Stepper stepper(model, session.get());
+  std::vector<std::vector<float>> outputs;
+  for (int32_t token : tokens) {
+    if (!(status = stepper.Step(token)).ok()) Fail("check step", status);
+    outputs.push_back(stepper.output());
+  }
+  return outputs;
+}
+
+// ---- Profile ---------------------------------------------------------------
+
+// Times `pass` (one step's worth of one part): `reps` samples, each of enough
+// passes to last about 100 us; returns per-pass microseconds.
+Summary TimePass(const std::function<void()>& pass, int reps) {
+  pass();
+  Clock::time_point start = Clock::now();
+  pass();
+  const double once_ms = std::max(MillisecondsSince(start), 1e-6);
+  const int inner = static_cast<int>(std::clamp(0.1 / once_ms, 1.0, 1000.0));
+  std::vector<double> us;
+  for (int r = 0; r < reps; ++r) {
+    start = Clock::now();
+    for (int i = 0; i < inner; ++i) pass();
+    us.push_back(MillisecondsSince(start) * 1e3 / inner);
+  }
+  return Summarise(us);
+}
+
+std::vector<float> RandomVector(size_t n, float scale, std::mt19937* rng) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(*rng);
+  return v;
+}
+
+// A fully-connected operator used as the runtime's DenseLayer uses one:
+// under a lock, set up, then run.
+class Dense {
+ public:
+  Dense(size_t inputs, size_t outputs, bool relu, std::mt19937* rng)
+      : input_(RandomVector(inputs, 1, rng)), output_(outputs) {
+    const std::vector<float> w =
+        RandomVector(inputs * outputs, 1 / std::sqrt(float(inputs)), rng);
+    const std::vector<float> b = RandomVector(outputs, 0.1f, rng);
+    const float inf = std::numeric_limits<float>::infinity();
+    if (xnn_create_fully_connected_nc_f32(inputs, outputs, inputs, outputs,
+                                          w.data(), b.data(), relu ? 0 : -inf,
+                                          inf, 0, &op_) != xnn_status_success) {
+      std::cerr << "tarn_step_bench: XNNPACK fully-connected " << inputs << "->"
+                << outputs << " failed\n";
+      std::exit(1);
+    }
+  }
+  ~Dense() { xnn_delete_operator(op_); }
+  Dense(const Dense&) = delete;
+  Dense& operator=(const Dense&) = delete;
+
+  void Run() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    xnn_setup_fully_connected_nc_f32(op_, 1, input_.data(), output_.data(),
+                                     nullptr);
+    xnn_run_operator(op_, nullptr);
+  }
+
+ private:
+  std::vector<float> input_, output_;
+  xnn_operator_t op_ = nullptr;
+  std::mutex mutex_;
+};
+
+// `step_us`: a measured step to set the parts against (0: none).
+Json Profile(const Model& model, const Options& o, double step_us,
+             const std::string& step_basis) {
+  const ModelConfig& c = model.config();
+  const size_t L = c.num_layers, d = c.d_model, H = c.num_heads, dk = c.d_key,
+               dv = c.d_value, C = c.feature_dim, ff = c.d_ff;
+  const kernels::KernelTable& k = kernels::Kernels();
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    std::cerr << "tarn_step_bench: xnn_initialize failed\n";
+    std::exit(1);
+  }
+  std::mt19937 rng(42);
+  Json parts = Json::array();
+  double sum_median = 0, sum_best = 0;
+  auto add = [&](const std::string& group, const std::string& name,
+                 const std::string& sizes, const std::function<void()>& pass) {
+    const Summary us = TimePass(pass, o.profile_reps);
+    sum_median += us.median;
+    sum_best += us.best;
+    parts.push_back({{"group", group},
+                     {"part", name},
+                     {"sizes", sizes},
+                     {"us_per_step_median", us.median},
+                     {"us_per_step_best", us.best}});
+  };
+
+  // Dense layers: one operator per layer and kind, as in the model.
+  auto dense_part = [&](const std::string& name, size_t in, size_t out,
+                        bool relu) {
+    std::vector<std::unique_ptr<Dense>> ops;
+    for (size_t l = 0; l < L; ++l) {
+      ops.push_back(std::make_unique<Dense>(in, out, relu, &rng));
+    }
+    add("dense", name,
+        std::to_string(L) + " x " + std::to_string(in) + "->" +
+            std::to_string(out),
+        [&ops] {
+          for (auto& op : ops) op->Run();
+        });
+  };
+  dense_part("qkv projection", d, H * (2 * dk + dv), false);
+  dense_part("out projection", H * dv, d, false);
+  dense_part("ffn linear1", d, ff, c.activation == "relu");
+  dense_part("ffn linear2", ff, d, false);
+  if (c.output_dim > 0) {
+    Dense head(d, c.output_dim, false, &rng);
+    add("dense", "head",
+        "1 x " + std::to_string(d) + "->" + std::to_string(c.output_dim),
+        [&head] { head.Run(); });
+  }
+
+  // Attention: phi of queries and keys, then the fused rank-one update and
+  // read-out per head, each layer with its own S and z.
+  std::vector<float> qk = RandomVector(2 * H * dk, 1, &rng);
+  std::vector<float> phi(2 * H * C);
+  std::vector<float> v = RandomVector(H * dv, 1, &rng);
+  std::vector<float> S(L * H * C * dv), z(L * H * C), y(H * dv);
+  if (c.feature_map == "favor+") {
+    add("attention", "feature map (favor+: exp part only)",
+        std::to_string(L) + " x 2 x " + std::to_string(H * C), [&] {
+          for (size_t l = 0; l < L; ++l) {
+            k.exp_shifted(H * C, qk.data(), 1.0f, phi.data());
+            k.exp_shifted(H * C, qk.data() + H * dk, 1.0f, phi.data() + H * C);
+          }
+        });
+  } else {
+    auto fm = c.feature_map == "relu" ? k.relu : k.elu_plus_one;
+    add("attention", "feature map (" + c.feature_map + ")",
+        std::to_string(L) + " x 2 x " + std::to_string(H * dk), [&] {
+          for (size_t l = 0; l < L; ++l) {
+            fm(H * dk, qk.data(), phi.data());
+            fm(H * dk, qk.data() + H * dk, phi.data() + H * C);
+          }
+        });
+  }
+  for (size_t i = 0; i < phi.size(); ++i) phi[i] = 0.5f + (i % 7) * 0.1f;
+  add("attention", "rank-one update + read-out",
+      std::to_string(L * H) + " x C " + std::to_string(C) + ", d_v " +
+          std::to_string(dv),
+      [&] {
+        for (size_t l = 0; l < L; ++l) {
+          for (size_t h = 0; h < H; ++h) {
+            const size_t head = l * H + h;
+            k.causal_step(C, dv, &phi[H * C + h * C], &v[h * dv], &phi[h * C],
+                          c.attention_eps, &S[head * C * dv], &z[head * C],
+                          &y[h * dv]);
+          }
+        }
+      });
+
+  // The rest the kernels do: norms (with the residual add), activation.
+  std::vector<float> x = RandomVector(d, 1, &rng), r = RandomVector(d, 1, &rng),
+                     gamma = RandomVector(d, 1, &rng),
+                     beta = RandomVector(d, 0.1f, &rng), normed(d);
+  const size_t norms = 2 * L + (c.final_norm ? 1 : 0);
+  if (c.norm_placement == "post") {
+    add("other", "residual add + layer norm",
+        std::to_string(norms) + " x " + std::to_string(d), [&] {
+          for (size_t i = 0; i < 2 * L; ++i) {
+            k.add_layer_norm(d, x.data(), r.data(), gamma.data(), beta.data(),
+                             c.norm_eps, x.data());
+          }
+          if (c.final_norm) {
+            k.layer_norm(d, x.data(), gamma.data(), beta.data(), c.norm_eps,
+                         normed.data());
+          }
+        });
+  } else {
+    add("other", "layer norm + residual add",
+        std::to_string(norms) + " x " + std::to_string(d), [&] {
+          for (size_t i = 0; i < 2 * L; ++i) {
+            k.layer_norm(d, x.data(), gamma.data(), beta.data(), c.norm_eps,
+                         normed.data());
+            k.add(d, x.data(), normed.data(), x.data());
+          }
+          if (c.final_norm) {
+            k.layer_norm(d, x.data(), gamma.data(), beta.data(), c.norm_eps,
+                         normed.data());
+          }
+        });
+  }
+  if (c.activation == "gelu") {
+    std::vector<float> hidden = RandomVector(ff, 2, &rng), out(ff);
+    add("other", "gelu", std::to_string(L) + " x " + std::to_string(ff), [&] {
+      for (size_t l = 0; l < L; ++l) k.gelu(ff, hidden.data(), out.data());
+    });
+  }
+
+  Json groups = Json::object();
+  for (const char* g : {"dense", "attention", "other"}) {
+    double med = 0, best = 0;
+    for (const Json& p : parts) {
+      if (p["group"] == g) {
+        med += p["us_per_step_median"].get<double>();
+        best += p["us_per_step_best"].get<double>();
+      }
+    }
+    groups[g] = {{"us_per_step_median", med}, {"us_per_step_best", best}};
+  }
+  Json j;
+  j["threads"] = 1;
+  j["reps"] = o.profile_reps;
+  j["kernels"] = kernels::IsaName(kernels::ActiveIsa());
+  j["parts"] = parts;
+  j["groups"] = groups;
+  j["sum_us_median"] = sum_median;
+  j["sum_us_best"] = sum_best;
+  j["step_us"] = step_us;
+  j["step_basis"] = step_basis;
+  j["rest_us"] = step_us > 0 ? Json(step_us - sum_median) : Json(nullptr);
+  return j;
+}
+
+// ---- Report ----------------------------------------------------------------
+
+void PrintReport(const Json& j) {
+  const Json& b = j["step_bytes"];
+  std::printf("%s: %s, %u layers, d_model %u, %u heads, d_ff %u; kernels %s\n",
+              j["model"].get<std::string>().c_str(),
+              j["dtype"].get<std::string>().c_str(),
+              j["config"]["num_layers"].get<unsigned>(),
+              j["config"]["d_model"].get<unsigned>(),
+              j["config"]["num_heads"].get<unsigned>(),
+              j["config"]["d_ff"].get<unsigned>(),
+              j["kernels"].get<std::string>().c_str());
+  std::printf("weights streamed per step: %.2f MB (%s); state %.0f KB\n",
+              b["weights"].get<double>() / 1e6,
+              j["dtype"].get<std::string>().c_str(),
+              b["state"].get<double>() / 1e3);
+  std::printf("%-7s %12s %12s %9s %16s %9s %8s\n", "threads", "ms/step med",
+              "ms/step best", "GB/s med", "read GB/s (best)", "floor ms",
+              "% floor");
+  for (const Json& r : j["runs"]) {
+    std::printf("%-7d %12.3f %12.3f %9.1f %16.1f %9.3f %7.0f%%\n",
+                r["threads"].get<int>(), r["ms_per_step_median"].get<double>(),
+                r["ms_per_step_best"].get<double>(),
+                r["achieved_gbs_median"].get<double>(),
+                r["bandwidth_gbs_best"].get<double>(),
+                r["floor_ms"].get<double>(),
+                100 * r["fraction_of_floor_median"].get<double>());
+  }
+  if (!j["runs"].empty()) {
+    const Json& r = j["runs"][0];
+    std::printf(
+        "(%d steps timed one by one after %d warm-up; read bandwidth: best "
+        "of %d passes over %.2f MB, one before each step)\n",
+        r["steps_timed"].get<int>(), r["warmup_steps"].get<int>(),
+        r["bandwidth_passes"].get<int>(),
+        r["bandwidth_bytes"].get<double>() / 1e6);
+  }
+  if (j.contains("profile")) {
+    const Json& p = j["profile"];
+    std::printf("profile, 1 thread, parts timed in isolation (median of %d):\n",
+                p["reps"].get<int>());
+    for (const Json& part : p["parts"]) {
+      std::printf("  %-9s %-36s %9.1f us  %s\n",
+                  part["group"].get<std::string>().c_str(),
+                  part["part"].get<std::string>().c_str(),
+                  part["us_per_step_median"].get<double>(),
+                  part["sizes"].get<std::string>().c_str());
+    }
+    if (!p["rest_us"].is_null()) {
+      std::printf("  %-46s %9.1f us  (step: %.1f us, %s)\n",
+                  "rest (embedding, position, bookkeeping)",
+                  p["rest_us"].get<double>(), p["step_us"].get<double>(),
+                  p["step_basis"].get<std::string>().c_str());
+    }
+  }
+}
+
+int Run(const Options& o) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(o.model_path, &model);
+  if (!status.ok()) Fail("loading " + o.model_path, status);
+  const ModelConfig& c = model->config();
+  const StepBytes bytes = CountStepBytes(*model);
+
+  Json j;
+  j["model"] = o.model_path;
+  j["dtype"] = bytes.f16 ? "f16" : "f32";
+  j["kernels"] = kernels::IsaName(kernels::ActiveIsa());
+  j["config"] = {{"num_layers", c.num_layers},   {"d_model", c.d_model},
+                 {"num_heads", c.num_heads},     {"d_key", c.d_key},
+                 {"d_value", c.d_value},         {"d_ff", c.d_ff},
+                 {"feature_dim", c.feature_dim}, {"feature_map", c.feature_map},
+                 {"vocab_size", c.vocab_size},   {"output_dim", c.output_dim}};
+  j["parameters"] = model->parameter_count();
+  j["file_weight_bytes"] = model->weight_bytes();
+  j["step_bytes"] = {{"matrix_params", bytes.matrix_params},
+                     {"vector_params", bytes.vector_params},
+                     {"weights", bytes.weights},
+                     {"state", bytes.state}};
+  j["runs"] = Json::array();
+  for (int t : o.threads) j["runs"].push_back(TimeSteps(*model, o, t, bytes));
+  if (o.profile) {
+    // Against the fastest 1-thread step: the parts' short samples mostly
+    // escape what slows a step on a loaded machine, and on an idle one the
+    // fastest step is the median.
+    double step_us = 0;
+    for (const Json& r : j["runs"]) {
+      if (r["threads"] == 1) {
+        step_us = r["ms_per_step_best"].get<double>() * 1e3;
+      }
+    }
+    j["profile"] = Profile(*model, o, step_us, "fastest 1-thread step");
+  }
+  if (!o.check_tokens.empty()) {
+    std::vector<std::vector<float>> first;
+    bool identical = true;
+    for (int t : o.threads) {
+      auto outputs = CheckOutputs(*model, t, o.check_tokens);
+      if (first.empty()) {
+        first = outputs;
+      } else {
+        for (size_t s = 0; s < first.size(); ++s) {
+          identical =
+              identical && std::memcmp(first[s].data(), outputs[s].data(),
+                                       first[s].size() * sizeof(float)) == 0;
+        }
+      }
+    }
+    j["check_tokens"] = o.check_tokens;
+    j["check_outputs"] = first;
+    j["threads_bit_identical"] = identical;
+  }
+  PrintReport(j);
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << j.dump(1) << "\n";
+    if (!out) {
+      std::cerr << "tarn_step_bench: cannot write " << o.json_path << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace tarn
+
+int main(int argc, char** argv) {
+  tarn::bench::Options o;
+  CLI::App app{
+      "Times a tarn model's steps at batch 1 beside the memory-bandwidth "
+      "floor, and profiles a step. See bench/step_bench.py for the full "
+      "comparison with PyTorch."};
+  app.add_option("--model", o.model_path, "the .tarn model")->required();
+  app.add_option("--threads", o.threads, "thread counts, e.g. 1,2")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256));
+  app.add_option("--steps", o.steps,
+                 "timed steps, each after one bandwidth pass")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-seconds", o.max_seconds,
+                 "stop timing a thread count after this long (once 20 steps "
+                 "are timed)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "untimed steps first")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--profile-reps", o.profile_reps, "samples per profiled part")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("!--no-profile", o.profile, "skip the profile");
+  app.add_option("--check-tokens", o.check_tokens,
+                 "tokens to step from a fresh session; their outputs go to "
+                 "the JSON, and are compared across thread counts")
+      ->delimiter(',');
+  app.add_option("--json", o.json_path, "write every figure to this file");
+  CLI11_PARSE(app, argc, argv);
+  return tarn::bench::Run(o);
+}
