@@ -1,0 +1,280 @@
+/* tarn.h: the C API of tarn, linear-attention transformers run as recurrent
+ * networks on CPUs. C99; usable from C++.
+ *
+ * A worked example: load a token model, feed it a prompt, generate greedily,
+ * and rewind to a snapshot.
+ *
+ *   #include <stdio.h>
+ *   #include <stdlib.h>
+ *   #include "tarn/tarn.h"
+ *
+ *   tarn_model* model = NULL;
+ *   if (tarn_model_load("model.tarn", &model) != TARN_STATUS_OK) {
+ *     fprintf(stderr, "%s\n", tarn_last_error());
+ *     return 1;
+ *   }
+ *   tarn_session* session = NULL;
+ *   if (tarn_session_create(model, NULL, &session) != TARN_STATUS_OK) { ... }
+ *
+ *   size_t width = tarn_model_output_size(model);
+ *   float* logits = malloc(width * sizeof(float));
+ *   int32_t prompt[] = {1, 17, 4, 9};
+ *   // All but the last prompt token in parallel chunks, without outputs;
+ *   // the last one as a step, whose output predicts the next token.
+ *   tarn_session_prefill_tokens(session, prompt, 3, NULL, 0);
+ *   tarn_session_step_token(session, prompt[3], logits, width);
+ *
+ *   size_t snapshot_size = tarn_model_snapshot_bytes(model);
+ *   void* snapshot = malloc(snapshot_size);
+ *   tarn_session_snapshot(session, snapshot, snapshot_size);
+ *   for (int i = 0; i < 20; ++i) {
+ *     int32_t next = argmax(logits, width);
+ *     if (tarn_session_step_token(session, next, logits, width) !=
+ *         TARN_STATUS_OK) { ... }
+ *   }
+ *   tarn_session_restore(session, snapshot, snapshot_size);  // rewind
+ *
+ *   free(snapshot);
+ *   free(logits);
+ *   tarn_session_free(session);
+ *   tarn_model_free(model);
+ *
+ * examples/embed/embed.c is this example complete, with a session in a
+ * caller's arena and a batch of streams.
+ *
+ * Errors. Every fallible function returns a tarn_status; TARN_STATUS_OK is
+ * 0. On failure, tarn_last_error() returns a message saying what went wrong
+ * and where (tensor name, expected vs actual size, token id, ...). No
+ * function aborts or lets a C++ exception escape. A call that fails leaves
+ * its session as it was.
+ *
+ * Ownership and lifetimes. A tarn_model is immutable once loaded and may be
+ * shared by any number of sessions and threads; free it after every session
+ * and batch made from it. A tarn_session is one stream's recurrent state and
+ * scratch, in one block of tarn_model_session_bytes() bytes that the library
+ * allocates at creation, or that the caller provides (an arena): stepping,
+ * prefilling, snapshots and batches never allocate. A session is used by one
+ * thread at a time. Every buffer passed in is the caller's and only borrowed
+ * for the call.
+ *
+ * Getters given a NULL handle return 0 (false); free functions accept NULL.
+ *
+ * Sizes. Buffers of floats are given with their size in floats; buffers of
+ * bytes in bytes. Outputs are written row by row: one row of
+ * tarn_model_output_size() floats per step.
+ */
+
+#ifndef TARN_TARN_H_
+#define TARN_TARN_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- Status --------------------------------------------------------------- */
+
+typedef enum tarn_status {
+  TARN_STATUS_OK = 0,
+  TARN_STATUS_INVALID_ARGUMENT = 1, /* a caller's argument is wrong */
+  TARN_STATUS_INVALID_MODEL = 2,    /* a model file is damaged */
+  TARN_STATUS_UNSUPPORTED = 3,      /* valid, but not for this model/build */
+  TARN_STATUS_OUT_OF_RANGE = 4,     /* e.g. past learned positions */
+  TARN_STATUS_IO_ERROR = 5,         /* a file could not be read */
+  TARN_STATUS_OUT_OF_MEMORY = 6,
+  TARN_STATUS_INTERNAL = 7 /* a third-party library failed unexpectedly */
+} tarn_status;
+
+/* The message of the last call that failed on the calling thread ("" if
+ * none has). Thread-local: calls on other threads do not change it. Valid
+ * until the next failing call on this thread. */
+const char* tarn_last_error(void);
+
+/* "ok", "invalid argument", ...: the status's name. */
+const char* tarn_status_name(tarn_status status);
+
+/* The library's version, "major.minor.patch". */
+const char* tarn_version(void);
+
+/* --- Model ---------------------------------------------------------------- */
+
+typedef struct tarn_model tarn_model;
+
+typedef enum tarn_input_kind {
+  TARN_INPUT_TOKENS = 0, /* steps take token ids */
+  TARN_INPUT_FRAMES = 1  /* steps take frames of tarn_model_frame_size() */
+} tarn_input_kind;
+
+/* Maps and validates a .tarn file completely (structure, every shape, the
+ * weights' checksum). On success *model is the caller's, to free with
+ * tarn_model_free(). */
+tarn_status tarn_model_load(const char* path, tarn_model** model);
+/* The same from bytes in memory: 64-byte aligned, alive and unchanged until
+ * the model is freed. */
+tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
+                                        tarn_model** model);
+/* Frees a model (NULL is fine). Free its sessions and batches first. */
+void tarn_model_free(tarn_model* model);
+
+tarn_input_kind tarn_model_input_kind(const tarn_model* model);
+/* Causal models step and prefill; bidirectional ones encode. */
+bool tarn_model_is_causal(const tarn_model* model);
+/* Token models: ids are in [0, vocab_size). */
+uint32_t tarn_model_vocab_size(const tarn_model* model);
+/* Frame models: floats per frame. */
+size_t tarn_model_frame_size(const tarn_model* model);
+/* Floats of one step's output. */
+size_t tarn_model_output_size(const tarn_model* model);
+/* A hash of the configuration and weights; snapshots carry it. */
+uint64_t tarn_model_identity(const tarn_model* model);
+/* Bytes of a session snapshot. */
+size_t tarn_model_snapshot_bytes(const tarn_model* model);
+
+/* --- Session -------------------------------------------------------------- */
+
+typedef struct tarn_session tarn_session;
+
+typedef struct tarn_session_options {
+  /* Threads for the dense layers, [1, 256]. */
+  int32_t num_threads;
+  /* Most positions one prefill or encode chunk holds, [1, 4096]; the
+   * session's scratch grows with it. 1: the smallest session. */
+  uint32_t max_prefill_chunk;
+} tarn_session_options;
+
+/* num_threads 1, max_prefill_chunk 64. */
+tarn_session_options tarn_session_options_default(void);
+
+/* Bytes of one session's block for these options (NULL: the defaults); 0
+ * for invalid options. An arena for tarn_session_create_in_arena() must hold
+ * this many. */
+size_t tarn_model_session_bytes(const tarn_model* model,
+                                const tarn_session_options* options);
+
+/* A new session (allocated at once, tarn_model_session_bytes() bytes);
+ * options NULL: the defaults. Free it with tarn_session_free(). */
+tarn_status tarn_session_create(const tarn_model* model,
+                                const tarn_session_options* options,
+                                tarn_session** session);
+/* The same, placed in `arena`: at least tarn_model_session_bytes() bytes,
+ * 64-byte aligned, the caller's, untouched by anything else until the
+ * session is freed. No heap allocation at all (with num_threads 1).
+ * tarn_session_free() ends the session and leaves the arena to the caller. */
+tarn_status tarn_session_create_in_arena(const tarn_model* model,
+                                         const tarn_session_options* options,
+                                         void* arena, size_t arena_bytes,
+                                         tarn_session** session);
+/* Ends a session (NULL is fine). */
+void tarn_session_free(tarn_session* session);
+
+/* One token: writes output_size floats (exactly tarn_model_output_size()). */
+tarn_status tarn_session_step_token(tarn_session* session, int32_t token,
+                                    float* output, size_t output_size);
+/* One frame of frame_size floats (finite). With frame stacking the model
+ * steps every stack_hop frames; *stepped says whether it did and `output`
+ * was written. */
+tarn_status tarn_session_step_frame(tarn_session* session, const float* frame,
+                                    size_t frame_size, float* output,
+                                    size_t output_size, bool* stepped);
+
+/* Feeds `count` tokens as stepping would, in parallel chunks, ending in the
+ * state stepping gives (within float rounding). outputs: NULL (none), or at
+ * least count x output_size floats for every position's output. */
+tarn_status tarn_session_prefill_tokens(tarn_session* session,
+                                        const int32_t* tokens, size_t count,
+                                        float* outputs, size_t outputs_size);
+/* The same for frames [frame_count][frame_size]: *steps gets the number of
+ * steps taken (tarn_session_steps_for_frames()), outputs NULL or at least
+ * steps x output_size floats. */
+tarn_status tarn_session_prefill_frames(tarn_session* session,
+                                        const float* frames, size_t frame_count,
+                                        float* outputs, size_t outputs_size,
+                                        size_t* steps);
+/* Steps the next frame_count frames would take from the session's state. */
+size_t tarn_session_steps_for_frames(const tarn_session* session,
+                                     size_t frame_count);
+
+/* Bidirectional models: every position's output for a whole sequence, in
+ * O(count). outputs: at least count x output_size floats. Allocates
+ * count x (d_model + heads x C) floats for the call. */
+tarn_status tarn_session_encode_tokens(tarn_session* session,
+                                       const int32_t* tokens, size_t count,
+                                       float* outputs, size_t outputs_size);
+/* The same for frames; *steps gets the number of outputs. */
+tarn_status tarn_session_encode_frames(tarn_session* session,
+                                       const float* frames, size_t frame_count,
+                                       float* outputs, size_t outputs_size,
+                                       size_t* steps);
+
+/* Back to a new session's state. */
+void tarn_session_reset(tarn_session* session);
+/* Steps taken since creation or the last reset. */
+uint64_t tarn_session_position(const tarn_session* session);
+
+/* Writes the session's state (tarn_model_snapshot_bytes() bytes): a header
+ * with the model's identity and the state layout version, then the state. */
+tarn_status tarn_session_snapshot(const tarn_session* session, void* buffer,
+                                  size_t size);
+/* Replaces the session's state with a snapshot's; refuses one of another
+ * model or state layout, or a damaged one. Continuing is then bit-identical
+ * to continuing the session snapshotted. */
+tarn_status tarn_session_restore(tarn_session* session, const void* snapshot,
+                                 size_t size);
+/* A new session (allocated, same options) in this one's state. */
+tarn_status tarn_session_clone(const tarn_session* session,
+                               tarn_session** clone);
+
+/* --- Batch ---------------------------------------------------------------- */
+
+/* Steps many sessions of one model in one call, the dense layers as
+ * matrix-matrix products; each session's state is updated in place, with
+ * results bit-identical to stepping it alone. A batch holds only scratch. */
+typedef struct tarn_batch tarn_batch;
+
+typedef struct tarn_batch_options {
+  /* Most sessions per call, [1, 4096]. */
+  uint32_t max_streams;
+  /* Threads for the dense layers, [1, 256]. */
+  int32_t num_threads;
+} tarn_batch_options;
+
+/* max_streams 16, num_threads 1. */
+tarn_batch_options tarn_batch_options_default(void);
+/* Bytes of one batch's block (options NULL: the defaults); 0 if invalid. */
+size_t tarn_model_batch_bytes(const tarn_model* model,
+                              const tarn_batch_options* options);
+
+tarn_status tarn_batch_create(const tarn_model* model,
+                              const tarn_batch_options* options,
+                              tarn_batch** batch);
+/* In a caller's arena, as tarn_session_create_in_arena(). */
+tarn_status tarn_batch_create_in_arena(const tarn_model* model,
+                                       const tarn_batch_options* options,
+                                       void* arena, size_t arena_bytes,
+                                       tarn_batch** batch);
+void tarn_batch_free(tarn_batch* batch);
+
+/* Steps sessions[i] with tokens[i], i < count (distinct sessions of the
+ * batch's model, count <= max_streams); outputs: at least count x
+ * output_size floats, row i session i's. Everything is checked first: on an
+ * error no session has moved. */
+tarn_status tarn_batch_step_tokens(tarn_batch* batch,
+                                   tarn_session* const* sessions,
+                                   const int32_t* tokens, size_t count,
+                                   float* outputs, size_t outputs_size);
+/* Feeds frames [count][frame_size], frame i to sessions[i]; stepped[i] says
+ * whether session i stepped and row i of outputs was written. */
+tarn_status tarn_batch_step_frames(tarn_batch* batch,
+                                   tarn_session* const* sessions,
+                                   const float* frames, size_t count,
+                                   float* outputs, size_t outputs_size,
+                                   bool* stepped);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TARN_TARN_H_ */

@@ -1,0 +1,377 @@
+// The C API (tarn/tarn.h) over the C++ one: handles are the C++ objects
+// themselves, statuses map one to one, and no exception crosses.
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "tarn/tarn.h"
+#include "tarn/tarn.hpp"
+
+#ifndef TARN_VERSION
+#define TARN_VERSION "unknown"
+#endif
+
+namespace {
+
+// A fixed buffer, so that recording an error never allocates and the
+// thread-local needs no destructor.
+thread_local char last_error[1024] = "";
+
+tarn_status Record(const tarn::Status& status) {
+  if (status.ok()) return TARN_STATUS_OK;
+  std::snprintf(last_error, sizeof last_error, "%s", status.message().c_str());
+  return static_cast<tarn_status>(status.code());
+}
+
+tarn_status Fail(tarn_status code, const char* message) {
+  std::snprintf(last_error, sizeof last_error, "%s", message);
+  return code;
+}
+
+// Runs `body` (returning a tarn::Status), turning exceptions into statuses.
+template <typename Body>
+tarn_status Guard(Body&& body) {
+  try {
+    return Record(body());
+  } catch (const std::bad_alloc&) {
+    return Fail(TARN_STATUS_OUT_OF_MEMORY, "out of memory");
+  } catch (...) {
+    return Fail(TARN_STATUS_INTERNAL, "unexpected C++ exception");
+  }
+}
+
+tarn::Status Null(const char* what) {
+  return tarn::Status(tarn::StatusCode::kInvalidArgument,
+                      std::string(what) + " is null");
+}
+
+const tarn::Model* Cpp(const tarn_model* model) {
+  return reinterpret_cast<const tarn::Model*>(model);
+}
+tarn::Session* Cpp(tarn_session* session) {
+  return reinterpret_cast<tarn::Session*>(session);
+}
+const tarn::Session* Cpp(const tarn_session* session) {
+  return reinterpret_cast<const tarn::Session*>(session);
+}
+tarn::SessionBatch* Cpp(tarn_batch* batch) {
+  return reinterpret_cast<tarn::SessionBatch*>(batch);
+}
+tarn::Session* const* Cpp(tarn_session* const* sessions) {
+  return reinterpret_cast<tarn::Session* const*>(sessions);
+}
+
+tarn::SessionOptions Options(const tarn_session_options* options) {
+  tarn::SessionOptions cpp;
+  if (options != nullptr) {
+    cpp.num_threads = options->num_threads;
+    cpp.max_prefill_chunk = options->max_prefill_chunk;
+  }
+  return cpp;
+}
+
+tarn::BatchOptions Options(const tarn_batch_options* options) {
+  tarn::BatchOptions cpp;
+  if (options != nullptr) {
+    cpp.max_streams = options->max_streams;
+    cpp.num_threads = options->num_threads;
+  }
+  return cpp;
+}
+
+static_assert(static_cast<int>(tarn::StatusCode::kInternal) ==
+                  TARN_STATUS_INTERNAL,
+              "C and C++ status codes must agree");
+
+}  // namespace
+
+extern "C" {
+
+const char* tarn_last_error(void) { return last_error; }
+
+const char* tarn_status_name(tarn_status status) {
+  switch (status) {
+    case TARN_STATUS_OK:
+      return "ok";
+    case TARN_STATUS_INVALID_ARGUMENT:
+      return "invalid argument";
+    case TARN_STATUS_INVALID_MODEL:
+      return "invalid model";
+    case TARN_STATUS_UNSUPPORTED:
+      return "unsupported";
+    case TARN_STATUS_OUT_OF_RANGE:
+      return "out of range";
+    case TARN_STATUS_IO_ERROR:
+      return "i/o error";
+    case TARN_STATUS_OUT_OF_MEMORY:
+      return "out of memory";
+    case TARN_STATUS_INTERNAL:
+      return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* tarn_version(void) { return TARN_VERSION; }
+
+// --- Model -------------------------------------------------------------------
+
+tarn_status tarn_model_load(const char* path, tarn_model** model) {
+  return Guard([&] {
+    if (path == nullptr) return Null("path");
+    if (model == nullptr) return Null("model");
+    std::unique_ptr<tarn::Model> loaded;
+    tarn::Status status = tarn::Model::Load(path, &loaded);
+    if (status.ok()) *model = reinterpret_cast<tarn_model*>(loaded.release());
+    return status;
+  });
+}
+
+tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
+                                        tarn_model** model) {
+  return Guard([&] {
+    if (model == nullptr) return Null("model");
+    std::unique_ptr<tarn::Model> loaded;
+    tarn::Status status = tarn::Model::FromBuffer(data, size, &loaded);
+    if (status.ok()) *model = reinterpret_cast<tarn_model*>(loaded.release());
+    return status;
+  });
+}
+
+void tarn_model_free(tarn_model* model) {
+  delete reinterpret_cast<tarn::Model*>(model);
+}
+
+tarn_input_kind tarn_model_input_kind(const tarn_model* model) {
+  return model == nullptr ||
+                 Cpp(model)->config().input_kind == tarn::InputKind::kTokens
+             ? TARN_INPUT_TOKENS
+             : TARN_INPUT_FRAMES;
+}
+
+bool tarn_model_is_causal(const tarn_model* model) {
+  return model != nullptr && Cpp(model)->config().causal;
+}
+
+uint32_t tarn_model_vocab_size(const tarn_model* model) {
+  return model ? Cpp(model)->config().vocab_size : 0;
+}
+
+size_t tarn_model_frame_size(const tarn_model* model) {
+  return model ? Cpp(model)->frame_size() : 0;
+}
+
+size_t tarn_model_output_size(const tarn_model* model) {
+  return model ? Cpp(model)->output_size() : 0;
+}
+
+uint64_t tarn_model_identity(const tarn_model* model) {
+  return model ? Cpp(model)->identity() : 0;
+}
+
+size_t tarn_model_snapshot_bytes(const tarn_model* model) {
+  return model ? Cpp(model)->snapshot_bytes() : 0;
+}
+
+// --- Session -----------------------------------------------------------------
+
+tarn_session_options tarn_session_options_default(void) {
+  const tarn::SessionOptions cpp;
+  return tarn_session_options{cpp.num_threads, cpp.max_prefill_chunk};
+}
+
+size_t tarn_model_session_bytes(const tarn_model* model,
+                                const tarn_session_options* options) {
+  return model ? Cpp(model)->session_bytes(Options(options)) : 0;
+}
+
+tarn_status tarn_session_create(const tarn_model* model,
+                                const tarn_session_options* options,
+                                tarn_session** session) {
+  return tarn_session_create_in_arena(model, options, nullptr, 0, session);
+}
+
+tarn_status tarn_session_create_in_arena(const tarn_model* model,
+                                         const tarn_session_options* options,
+                                         void* arena, size_t arena_bytes,
+                                         tarn_session** session) {
+  return Guard([&] {
+    if (model == nullptr) return Null("model");
+    if (session == nullptr) return Null("session");
+    std::unique_ptr<tarn::Session> created;
+    tarn::Status status =
+        arena == nullptr
+            ? tarn::Session::Create(*Cpp(model), Options(options), &created)
+            : tarn::Session::Create(*Cpp(model), Options(options), arena,
+                                    arena_bytes, &created);
+    if (status.ok()) {
+      *session = reinterpret_cast<tarn_session*>(created.release());
+    }
+    return status;
+  });
+}
+
+void tarn_session_free(tarn_session* session) { delete Cpp(session); }
+
+tarn_status tarn_session_step_token(tarn_session* session, int32_t token,
+                                    float* output, size_t output_size) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->StepToken(token, output, output_size);
+  });
+}
+
+tarn_status tarn_session_step_frame(tarn_session* session, const float* frame,
+                                    size_t frame_size, float* output,
+                                    size_t output_size, bool* stepped) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->StepFrame(frame, frame_size, output, output_size,
+                                   stepped);
+  });
+}
+
+tarn_status tarn_session_prefill_tokens(tarn_session* session,
+                                        const int32_t* tokens, size_t count,
+                                        float* outputs, size_t outputs_size) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->PrefillTokens(tokens, count, outputs, outputs_size);
+  });
+}
+
+tarn_status tarn_session_prefill_frames(tarn_session* session,
+                                        const float* frames, size_t frame_count,
+                                        float* outputs, size_t outputs_size,
+                                        size_t* steps) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->PrefillFrames(frames, frame_count, outputs,
+                                       outputs_size, steps);
+  });
+}
+
+size_t tarn_session_steps_for_frames(const tarn_session* session,
+                                     size_t frame_count) {
+  return session ? Cpp(session)->StepsForFrames(frame_count) : 0;
+}
+
+tarn_status tarn_session_encode_tokens(tarn_session* session,
+                                       const int32_t* tokens, size_t count,
+                                       float* outputs, size_t outputs_size) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->EncodeTokens(tokens, count, outputs, outputs_size);
+  });
+}
+
+tarn_status tarn_session_encode_frames(tarn_session* session,
+                                       const float* frames, size_t frame_count,
+                                       float* outputs, size_t outputs_size,
+                                       size_t* steps) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->EncodeFrames(frames, frame_count, outputs,
+                                      outputs_size, steps);
+  });
+}
+
+void tarn_session_reset(tarn_session* session) {
+  if (session != nullptr) Cpp(session)->Reset();
+}
+
+uint64_t tarn_session_position(const tarn_session* session) {
+  return session ? Cpp(session)->position() : 0;
+}
+
+tarn_status tarn_session_snapshot(const tarn_session* session, void* buffer,
+                                  size_t size) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->Snapshot(buffer, size);
+  });
+}
+
+tarn_status tarn_session_restore(tarn_session* session, const void* snapshot,
+                                 size_t size) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    return Cpp(session)->Restore(snapshot, size);
+  });
+}
+
+tarn_status tarn_session_clone(const tarn_session* session,
+                               tarn_session** clone) {
+  return Guard([&] {
+    if (session == nullptr) return Null("session");
+    if (clone == nullptr) return Null("clone");
+    std::unique_ptr<tarn::Session> copy;
+    tarn::Status status = Cpp(session)->Clone(&copy);
+    if (status.ok()) *clone = reinterpret_cast<tarn_session*>(copy.release());
+    return status;
+  });
+}
+
+// --- Batch -------------------------------------------------------------------
+
+tarn_batch_options tarn_batch_options_default(void) {
+  const tarn::BatchOptions cpp;
+  return tarn_batch_options{cpp.max_streams, cpp.num_threads};
+}
+
+size_t tarn_model_batch_bytes(const tarn_model* model,
+                              const tarn_batch_options* options) {
+  return model ? Cpp(model)->batch_bytes(Options(options)) : 0;
+}
+
+tarn_status tarn_batch_create(const tarn_model* model,
+                              const tarn_batch_options* options,
+                              tarn_batch** batch) {
+  return tarn_batch_create_in_arena(model, options, nullptr, 0, batch);
+}
+
+tarn_status tarn_batch_create_in_arena(const tarn_model* model,
+                                       const tarn_batch_options* options,
+                                       void* arena, size_t arena_bytes,
+                                       tarn_batch** batch) {
+  return Guard([&] {
+    if (model == nullptr) return Null("model");
+    if (batch == nullptr) return Null("batch");
+    std::unique_ptr<tarn::SessionBatch> created;
+    tarn::Status status =
+        arena == nullptr
+            ? tarn::SessionBatch::Create(*Cpp(model), Options(options),
+                                         &created)
+            : tarn::SessionBatch::Create(*Cpp(model), Options(options), arena,
+                                         arena_bytes, &created);
+    if (status.ok()) *batch = reinterpret_cast<tarn_batch*>(created.release());
+    return status;
+  });
+}
+
+void tarn_batch_free(tarn_batch* batch) { delete Cpp(batch); }
+
+tarn_status tarn_batch_step_tokens(tarn_batch* batch,
+                                   tarn_session* const* sessions,
+                                   const int32_t* tokens, size_t count,
+                                   float* outputs, size_t outputs_size) {
+  return Guard([&] {
+    if (batch == nullptr) return Null("batch");
+    return Cpp(batch)->StepTokens(Cpp(sessions), tokens, count, outputs,
+                                  outputs_size);
+  });
+}
+
+tarn_status tarn_batch_step_frames(tarn_batch* batch,
+                                   tarn_session* const* sessions,
+                                   const float* frames, size_t count,
+                                   float* outputs, size_t outputs_size,
+                                   bool* stepped) {
+  return Guard([&] {
+    if (batch == nullptr) return Null("batch");
+    return Cpp(batch)->StepFrames(Cpp(sessions), frames, count, outputs,
+                                  outputs_size, stepped);
+  });
+}
+
+}  // extern "C"
