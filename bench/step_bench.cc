@@ -16,11 +16,12 @@
 // of each embedding table, in the file's dtype.
 //
 // The profile times, in isolation and at the model's sizes, what a step
-// runs: the XNNPACK fully-connected operators (one per layer and kind, own
-// random weights, set up and run like the runtime's dense layers), the
+// runs: dense layers as XNNPACK f32 fully-connected operators (one per layer
+// and kind, own random weights, set up and run under a lock per call), the
 // feature map and rank-one kernels (kernels::Kernels(), one S per layer) and
-// the norms. The rest of a measured step (embedding, position, bookkeeping)
-// is what the parts leave over. Nothing is timed inside the library.
+// the norms. Set against the fastest measured step, what is left is the rest
+// (embedding, position, bookkeeping, and parts that ran faster in isolation).
+// Nothing is timed inside the library.
 //
 // --json writes every figure (and every timed step) for the driver,
 // bench/step_bench.py, which also runs PyTorch on the same model.
@@ -274,8 +275,8 @@ std::vector<float> RandomVector(size_t n, float scale, std::mt19937* rng) {
   return v;
 }
 
-// A fully-connected operator used as the runtime's DenseLayer uses one:
-// under a lock, set up, then run.
+// An XNNPACK fully-connected operator, run at batch 1: under a lock, set up,
+// then run.
 class Dense {
  public:
   Dense(size_t inputs, size_t outputs, bool relu, std::mt19937* rng)

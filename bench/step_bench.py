@@ -313,7 +313,7 @@ def time_torch(model, threads: int, args):
 
 # perf groups, by library or symbol (self time)
 PERF_GROUPS = [
-    ("dense (XNNPACK)", re.compile(r"XNNPACK|xnn_")),
+    ("dense layers", re.compile(r"XNNPACK|xnn_|Dense|Gemv|Tile<")),
     ("attention (phi + rank-one)", re.compile(r"CausalStep|EluPlusOne|ExpShifted|::Relu\b|FeatureMap|expf")),
     ("norms + residual", re.compile(r"Normalize|LayerNorm|::Add\b")),
     ("thread pool", re.compile(r"pthreadpool")),
@@ -400,9 +400,24 @@ def print_summary(report: dict, args):
                 )
     print(
         "ms/step: median wall time of one step; best: fastest step; cpu ms: median CPU time of the stepping thread (1 thread only).\n"
-        "f16: the floor counts f16 matrix bytes, but the runtime still widens f16 weights to f32 at load (it streams f32 bytes),\n"
-        "so no f16 speed-up is expected yet."
+        "f16 rows: the floor counts the f16 file's bytes (2 per matrix weight), whatever the runtime does with them."
     )
+    if "f16" in args.dtypes and "f32" in args.dtypes:
+        print("f16 speed-up over f32 (median; fastest step; CPU time), per thread count:")
+        for name, e in report["shapes"].items():
+            runs32 = {run["threads"]: run for run in e["tarn"]["f32"]["runs"]}
+            cells = []
+            for run in e["tarn"]["f16"]["runs"]:
+                r32 = runs32[run["threads"]]
+                ratio = {
+                    "median": r32["ms_per_step_median"] / run["ms_per_step_median"],
+                    "best": r32["ms_per_step_best"] / run["ms_per_step_best"],
+                    "cpu": r32["cpu_ms_per_step_median"] / run["cpu_ms_per_step_median"] if run["cpu_ms_per_step_median"] else None,
+                }
+                e.setdefault("f16_speedup", {})[str(run["threads"])] = ratio
+                cpu = f", {ratio['cpu']:.2f}x" if ratio["cpu"] else ""
+                cells.append(f"{run['threads']} thr {ratio['median']:.2f}x, {ratio['best']:.2f}x{cpu}")
+            print(f"  {name}: " + "; ".join(cells))
 
     print("\ntarn vs PyTorch eager, same model, same run (PyTorch/tarn > 1: tarn is faster)")
     header = (
@@ -458,7 +473,8 @@ def print_summary(report: dict, args):
         # Parts are medians, the step its fastest: on a loaded machine the
         # parts can add up to more than the step.
         step = max(p.get("step_us") or 0, p["sum_us_median"])
-        print(f"\nprofile, {name} {dtype}, 1 thread: parts timed in isolation at the model's sizes (median of {p['reps']}; kernels {p['kernels']})")
+        print(f"\nprofile, {name} {dtype}, 1 thread: parts timed in isolation at the model's sizes (median of {p['reps']}; "
+              f"dense: XNNPACK f32 operators; kernels: {p['kernels']})")
         for part in p["parts"]:
             print(
                 f"  {part['group']:<9} {part['part']:<36} {part['us_per_step_median']:>9.1f} us "
