@@ -55,7 +55,14 @@ int Info(const std::string& path) {
               c.output_dim > 0 ? "head" : "no head", model->output_size());
   std::printf("parameters       %zu\n", model->parameter_count());
   std::printf("weight bytes     %zu\n", model->weight_bytes());
-  std::printf("session bytes    %zu\n", model->session_bytes());
+  SessionOptions smallest;
+  smallest.max_prefill_chunk = 1;
+  std::printf("session bytes    %zu (prefill chunks of %u; %zu with 1)\n",
+              model->session_bytes(), kDefaultPrefillChunk,
+              model->session_bytes(smallest));
+  std::printf("snapshot bytes   %zu\n", model->snapshot_bytes());
+  std::printf("identity         %016llx\n",
+              static_cast<unsigned long long>(model->identity()));
   for (const auto& [key, value] : model->metadata()) {
     std::printf("meta %-11s %s\n", key.c_str(), value.c_str());
   }

@@ -292,9 +292,9 @@ class Session {
 
 // Steps many sessions of one model in one call: row i of the dense layers'
 // matrix-matrix products is session i's step, and each session's state is
-// updated in place. Results are those of stepping each session on its own
-// (bit-identical: the kernels are the same, and XNNPACK computes each row
-// of a product as it computes a single row). A batch holds only scratch;
+// updated in place. Results are those of stepping each session on its own,
+// bit-identical: the kernels are the same, and a dense layer computes each
+// row of a product as it computes a single row. A batch holds only scratch;
 // the sessions may differ in position and may be stepped alone between
 // batch calls.
 //
