@@ -98,8 +98,10 @@ void Engine::Embed(const Rows& rows, float* x) {
   if (c_.input_kind == InputKind::kFrames) {
     if (m_.input_projection) {
       m_.input_projection->Run(n, at(scratch_.windows), x, threads_);
-    } else if (x != InputRow(0)) {
-      std::memcpy(x, InputRow(0), n * d * sizeof(float));
+    } else {
+      if (x != InputRow(0)) std::memcpy(x, InputRow(0), n * d * sizeof(float));
+      // No projection to fuse a relu into: apply it here.
+      if (c_.input_activation == "relu") k_.relu(n * d, x, x);
     }
     Activate(c_.input_activation, n * d, x);
   }
