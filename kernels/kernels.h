@@ -63,7 +63,52 @@ struct KernelTable {
   // y = float(x) for n IEEE-754 binary16 values (f16 weights). Infinities and
   // subnormals convert exactly; NaNs stay NaN. x: [n]; y: [n].
   void (*f16_to_f32)(size_t n, const uint16_t* x, float* y);
+  // A dense (fully-connected) layer, y = x W^T + b, clamped:
+  //   y[r][o] = min(max(b[o] + sum_i x[r][i] W[o][i], y_min), y_max)
+  // for r < rows and o < outputs, W [outputs][inputs] stored packed (see
+  // PackDense below). Built for rows == 1 (a step: W streamed once at the
+  // memory bandwidth) and small row counts (each loaded weight reused across
+  // up to 4 rows).
+  // Every variant computes y[r][o] as one chain of fused multiply-adds,
+  // starting from b[o] (0 without bias) and adding x[r][i] W[o][i] for
+  // i = 0, 1, ..., inputs - 1 in that order, then clamps like maxps/minps
+  // (a NaN sum becomes y_min). So every variant, every row count and every
+  // split of the outputs into whole blocks gives the same bits (the order of
+  // XNNPACK's f32 GEMM microkernels too).
+  // x: [rows][inputs]; w: PackedDenseSize(inputs, outputs) elements; bias:
+  // [outputs] or nullptr; y: rows of y_stride >= outputs floats, of which
+  // [0, outputs) are written; y must not overlap x.
+  // Outputs [first, first + count) of a bigger layer, first a multiple of
+  // kDenseBlock: pass w + PackedDenseOffset(inputs, first), bias + first,
+  // y + first and outputs = count.
+  void (*dense_f32)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
+                    const float* x, const float* w, const float* bias,
+                    float y_min, float y_max, float* y);
+  // dense_f32 with W stored as IEEE-754 binary16, widened exactly to f32 as
+  // it is loaded (the arithmetic is f32).
+  void (*dense_f16)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
+                    const float* x, const uint16_t* w, const float* bias,
+                    float y_min, float y_max, float* y);
 };
+
+// The packed layout of a dense layer's W [outputs][inputs]: blocks of
+// kDenseBlock consecutive output rows, each stored input-major so that one
+// step of the inner loop reads kDenseBlock contiguous weights:
+//   packed[b][i][j] = W[b * kDenseBlock + j][i],
+// zero where b * kDenseBlock + j >= outputs. Block b starts at element
+// PackedDenseOffset(inputs, b * kDenseBlock). The same layout serves every
+// variant and both dtypes; the runtime packs once, when a model is loaded.
+inline constexpr size_t kDenseBlock = 16;
+inline constexpr size_t PackedDenseOffset(size_t inputs, size_t first) {
+  return first / kDenseBlock * kDenseBlock * inputs;
+}
+inline constexpr size_t PackedDenseSize(size_t inputs, size_t outputs) {
+  return PackedDenseOffset(inputs, outputs + kDenseBlock - 1);
+}
+// Packs w [outputs][inputs] into packed [PackedDenseSize(inputs, outputs)].
+void PackDense(size_t inputs, size_t outputs, const float* w, float* packed);
+void PackDense(size_t inputs, size_t outputs, const uint16_t* w,
+               uint16_t* packed);
 
 enum class Isa { kScalar, kAvx2, kAvx512, kNeon };
 

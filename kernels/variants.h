@@ -7,21 +7,27 @@
 #include <cstddef>
 #include <cstdint>
 
-#define TARN_KERNELS_DECLARE_VARIANT(isa)                                   \
-  namespace isa {                                                           \
-  void EluPlusOne(size_t n, const float* x, float* y);                      \
-  void Relu(size_t n, const float* x, float* y);                            \
-  void Gelu(size_t n, const float* x, float* y);                            \
-  void ExpShifted(size_t n, const float* x, float shift, float* y);         \
-  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,  \
-                  const float* phi_q, float eps, float* S, float* z,        \
-                  float* y);                                                \
-  void LayerNorm(size_t n, const float* x, const float* gamma,              \
-                 const float* beta, float eps, float* y);                   \
-  void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma, \
-                    const float* beta, float eps, float* y);                \
-  void Add(size_t n, const float* a, const float* b, float* y);             \
-  void F16ToF32(size_t n, const uint16_t* x, float* y);                     \
+#define TARN_KERNELS_DECLARE_VARIANT(isa)                                    \
+  namespace isa {                                                            \
+  void EluPlusOne(size_t n, const float* x, float* y);                       \
+  void Relu(size_t n, const float* x, float* y);                             \
+  void Gelu(size_t n, const float* x, float* y);                             \
+  void ExpShifted(size_t n, const float* x, float shift, float* y);          \
+  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,   \
+                  const float* phi_q, float eps, float* S, float* z,         \
+                  float* y);                                                 \
+  void LayerNorm(size_t n, const float* x, const float* gamma,               \
+                 const float* beta, float eps, float* y);                    \
+  void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma,  \
+                    const float* beta, float eps, float* y);                 \
+  void Add(size_t n, const float* a, const float* b, float* y);              \
+  void F16ToF32(size_t n, const uint16_t* x, float* y);                      \
+  void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
+                const float* x, const float* w, const float* bias,           \
+                float y_min, float y_max, float* y);                         \
+  void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
+                const float* x, const uint16_t* w, const float* bias,        \
+                float y_min, float y_max, float* y);                         \
   }
 
 namespace tarn {

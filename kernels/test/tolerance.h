@@ -4,6 +4,7 @@
 #define TARN_KERNELS_TEST_TOLERANCE_H_
 
 #include <cmath>
+#include <cstddef>
 
 namespace tarn {
 namespace kernels {
@@ -29,6 +30,20 @@ inline constexpr double kGeluMaxAbsError = 1e-6;
 
 // f16 -> f32 conversion is exact: every binary16 value is a binary32 value.
 inline constexpr Tolerance kF16ToF32{0.0, 0.0};
+
+// dense_f32 / dense_f16: every variant computes each output as the same
+// chain of fused multiply-adds (kernels.h), so SIMD variants match the scalar
+// one exactly, f32 and f16 weights alike (f16 widens to f32 exactly).
+inline constexpr Tolerance kDense{0.0, 0.0};
+
+// The scalar dense chain against double precision: n fused multiply-adds
+// round n times, so |error| <= gamma_n * (|b| + sum_i |x_i w_i|) with
+// gamma_n = n u / (1 - n u), u = 2^-24 (Higham, Accuracy and Stability of
+// Numerical Algorithms, 2nd ed., eq. 3.5).
+inline double DenseErrorBound(size_t terms, double magnitude) {
+  const double nu = static_cast<double>(terms) * 0x1p-24;
+  return nu / (1.0 - nu) * magnitude;
+}
 
 inline bool Near(double actual, double expected, Tolerance tol) {
   if (std::isnan(expected)) return std::isnan(actual);

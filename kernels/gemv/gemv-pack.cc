@@ -1,0 +1,38 @@
+// Packing of dense weights into the layout of kernels.h (PackDense): the same
+// for every variant, so it is built for the baseline ISA.
+#include <cassert>
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace tarn {
+namespace kernels {
+namespace {
+
+template <typename T>
+void Pack(size_t inputs, size_t outputs, const T* w, T* packed) {
+  assert(outputs == 0 || inputs == 0 || (w != nullptr && packed != nullptr));
+  const size_t blocks = (outputs + kDenseBlock - 1) / kDenseBlock;
+  for (size_t b = 0; b < blocks; ++b) {
+    T* block = packed + PackedDenseOffset(inputs, b * kDenseBlock);
+    std::memset(block, 0, kDenseBlock * inputs * sizeof(T));
+    for (size_t j = 0; j < kDenseBlock && b * kDenseBlock + j < outputs; ++j) {
+      const T* row = w + (b * kDenseBlock + j) * inputs;
+      for (size_t i = 0; i < inputs; ++i) block[i * kDenseBlock + j] = row[i];
+    }
+  }
+}
+
+}  // namespace
+
+void PackDense(size_t inputs, size_t outputs, const float* w, float* packed) {
+  Pack(inputs, outputs, w, packed);
+}
+
+void PackDense(size_t inputs, size_t outputs, const uint16_t* w,
+               uint16_t* packed) {
+  Pack(inputs, outputs, w, packed);
+}
+
+}  // namespace kernels
+}  // namespace tarn

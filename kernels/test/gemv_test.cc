@@ -1,0 +1,295 @@
+// dense_f32 and dense_f16 (kernels/gemv): packing, the scalar chain against
+// double precision, every SIMD variant against scalar bit for bit, over row
+// counts around each variant's row tile, output counts around the 16-wide
+// block and its groups, odd input counts, strided and clamped outputs, and
+// outputs split into blocks the way the runtime splits them across threads.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/test/test_util.h"
+
+namespace tarn {
+namespace kernels {
+namespace testing {
+namespace {
+
+constexpr float kInf = HUGE_VALF;
+
+uint32_t Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// Round to nearest binary16 for test data: values are drawn as halves, so
+// f16 and f32 weights are the same numbers.
+uint16_t ToHalf(float f) {
+  uint32_t b = Bits(f);
+  const uint32_t sign = (b >> 16) & 0x8000u;
+  b &= 0x7fffffffu;
+  if (b < 0x38800000u) return static_cast<uint16_t>(sign);  // flush tiny
+  const uint32_t rounded = b + 0xfffu + ((b >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+struct Layer {
+  size_t inputs, outputs;
+  std::vector<float> w;     // [outputs][inputs], values exact in f16
+  std::vector<uint16_t> h;  // the same, binary16
+  std::vector<float> bias;  // [outputs]
+  std::vector<float> packed_w;
+  std::vector<uint16_t> packed_h;
+};
+
+Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Layer l{inputs, outputs, {}, {}, {}, {}, {}};
+  l.w = Uniform(inputs * outputs, -1.0f, 1.0f, rng);
+  l.h.resize(l.w.size());
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  for (size_t i = 0; i < l.w.size(); ++i) l.h[i] = ToHalf(l.w[i]);
+  s->f16_to_f32(l.h.size(), l.h.data(), l.w.data());
+  l.bias = Uniform(outputs, -1.0f, 1.0f, rng);
+  l.packed_w.assign(PackedDenseSize(inputs, outputs), -7.0f);
+  l.packed_h.assign(PackedDenseSize(inputs, outputs), 0x7777);
+  PackDense(inputs, outputs, l.w.data(), l.packed_w.data());
+  PackDense(inputs, outputs, l.h.data(), l.packed_h.data());
+  return l;
+}
+
+TEST(DensePack, Layout) {
+  for (size_t outputs : {1, 15, 16, 17, 40}) {
+    for (size_t inputs : {1, 3, 16}) {
+      const Layer l = RandomLayer(inputs, outputs, 7);
+      const size_t blocks = (outputs + kDenseBlock - 1) / kDenseBlock;
+      ASSERT_EQ(l.packed_w.size(), blocks * kDenseBlock * inputs);
+      for (size_t b = 0; b < blocks; ++b) {
+        for (size_t i = 0; i < inputs; ++i) {
+          for (size_t j = 0; j < kDenseBlock; ++j) {
+            const size_t at = (b * inputs + i) * kDenseBlock, o = b * 16 + j;
+            ASSERT_EQ(at, PackedDenseOffset(inputs, b * 16) + i * 16);
+            const float expected = o < outputs ? l.w[o * inputs + i] : 0.0f;
+            const uint16_t half = o < outputs ? l.h[o * inputs + i] : 0;
+            EXPECT_EQ(l.packed_w[at + j], expected)
+                << b << " " << i << " " << j;
+            EXPECT_EQ(l.packed_h[at + j], half) << b << " " << i << " " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Runs one variant's dense_f32 (half = false) or dense_f16 on `l` and returns
+// y [rows][outputs]; y is written with a row stride of outputs + gap into a
+// buffer of sentinels, and every sentinel outside the outputs must survive.
+std::vector<float> RunDense(const KernelTable& k, bool half, const Layer& l,
+                            size_t rows, const std::vector<float>& x,
+                            bool with_bias, float lo, float hi,
+                            size_t gap = 3) {
+  const size_t stride = l.outputs + gap;
+  Guarded y(rows * stride, 1);
+  const float* bias = with_bias ? l.bias.data() : nullptr;
+  if (half) {
+    k.dense_f16(rows, l.inputs, l.outputs, stride, x.data(), l.packed_h.data(),
+                bias, lo, hi, y.get());
+  } else {
+    k.dense_f32(rows, l.inputs, l.outputs, stride, x.data(), l.packed_w.data(),
+                bias, lo, hi, y.get());
+  }
+  EXPECT_TRUE(y.Intact()) << "wrote out of bounds";
+  std::vector<float> out(rows * l.outputs);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < stride; ++o) {
+      if (o < l.outputs) {
+        out[r * l.outputs + o] = y[r * stride + o];
+      } else {
+        EXPECT_EQ(Bits(y[r * stride + o]), Guarded::kSentinel)
+            << "wrote into the row gap at row " << r << ", column " << o;
+      }
+    }
+  }
+  return out;
+}
+
+TEST(DenseScalar, MatchesDoubleWithinTheFmaChainBound) {
+  const KernelTable* k = KernelsFor(Isa::kScalar);
+  for (size_t inputs : {1, 2, 17, 256, 1024}) {
+    for (size_t outputs : {1, 16, 33}) {
+      SCOPED_TRACE("inputs " + std::to_string(inputs) + ", outputs " +
+                   std::to_string(outputs));
+      const Layer l = RandomLayer(inputs, outputs, inputs * 31 + outputs);
+      std::mt19937 rng(static_cast<uint32_t>(inputs));
+      const size_t rows = 3;
+      const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
+      for (bool half : {false, true}) {
+        const std::vector<float> y =
+            RunDense(*k, half, l, rows, x, true, -kInf, kInf);
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t o = 0; o < outputs; ++o) {
+            double exact = l.bias[o], magnitude = std::fabs(l.bias[o]);
+            for (size_t i = 0; i < inputs; ++i) {
+              const double term =
+                  double{x[r * inputs + i]} * l.w[o * inputs + i];
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            EXPECT_LE(std::fabs(y[r * outputs + o] - exact),
+                      DenseErrorBound(inputs, magnitude))
+                << "y[" << r << "][" << o << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DenseScalar, ClampsLikeMaxMin) {
+  const KernelTable* k = KernelsFor(Isa::kScalar);
+  const Layer l = RandomLayer(5, 20, 3);
+  std::mt19937 rng(3);
+  const std::vector<float> x = Uniform(2 * 5, -1.0f, 1.0f, rng);
+  const std::vector<float> free =
+      RunDense(*k, false, l, 2, x, true, -kInf, kInf);
+  const std::vector<float> relu =
+      RunDense(*k, false, l, 2, x, true, 0.0f, kInf);
+  const std::vector<float> box =
+      RunDense(*k, false, l, 2, x, true, -0.25f, 0.5f);
+  for (size_t i = 0; i < free.size(); ++i) {
+    EXPECT_EQ(relu[i], free[i] > 0.0f ? free[i] : 0.0f);
+    EXPECT_EQ(box[i], std::fmin(std::fmax(free[i], -0.25f), 0.5f));
+  }
+}
+
+class DenseSimd : public ::testing::TestWithParam<Isa> {};
+
+void ExpectBitsEqual(const std::vector<float>& actual,
+                     const std::vector<float>& expected, const char* what) {
+  ASSERT_EQ(actual.size(), expected.size());
+  int reported = 0;
+  for (size_t i = 0; i < actual.size() && reported < 5; ++i) {
+    if (!Near(actual[i], expected[i], kDense) ||
+        Bits(actual[i]) != Bits(expected[i])) {
+      ADD_FAILURE() << what << "[" << i << "] = " << actual[i]
+                    << ", scalar gives " << expected[i];
+      ++reported;
+    }
+  }
+}
+
+// Row counts around each variant's tile of rows (4) and block groups of up
+// to 8 (AVX-512 at one row), outputs around the 16-wide block.
+TEST_P(DenseSimd, MatchesScalarBitForBit) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  for (size_t outputs : Sizes()) {
+    for (size_t inputs : {1, 3, 8, 17, 64}) {
+      const Layer l = RandomLayer(inputs, outputs, 1000 * outputs + inputs);
+      for (size_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + ", inputs " +
+                     std::to_string(inputs) + ", outputs " +
+                     std::to_string(outputs));
+        std::mt19937 rng(static_cast<uint32_t>(rows));
+        const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
+        for (bool half : {false, true}) {
+          SCOPED_TRACE(half ? "f16" : "f32");
+          ExpectBitsEqual(RunDense(*k, half, l, rows, x, true, -kInf, kInf),
+                          RunDense(*s, half, l, rows, x, true, -kInf, kInf),
+                          "y");
+        }
+        // Without bias, with a relu clamp, with both bounds.
+        ExpectBitsEqual(RunDense(*k, false, l, rows, x, false, 0.0f, kInf),
+                        RunDense(*s, false, l, rows, x, false, 0.0f, kInf),
+                        "y (no bias, relu)");
+        ExpectBitsEqual(RunDense(*k, true, l, rows, x, true, -0.5f, 0.25f),
+                        RunDense(*s, true, l, rows, x, true, -0.5f, 0.25f),
+                        "y (f16, clamped)");
+      }
+    }
+  }
+}
+
+// The model's sizes, and a long chain.
+TEST_P(DenseSimd, MatchesScalarAtModelSizes) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  struct Shape {
+    size_t inputs, outputs;
+  };
+  for (Shape shape : {Shape{256, 768}, Shape{1024, 256}, Shape{2048, 40}}) {
+    const Layer l = RandomLayer(shape.inputs, shape.outputs, 5);
+    for (size_t rows : {1, 4, 11}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + ", " +
+                   std::to_string(shape.inputs) + " -> " +
+                   std::to_string(shape.outputs));
+      std::mt19937 rng(static_cast<uint32_t>(rows));
+      const std::vector<float> x =
+          Uniform(rows * shape.inputs, -1.0f, 1.0f, rng);
+      for (bool half : {false, true}) {
+        ExpectBitsEqual(RunDense(*k, half, l, rows, x, true, -kInf, kInf),
+                        RunDense(*s, half, l, rows, x, true, -kInf, kInf), "y");
+      }
+    }
+  }
+}
+
+// Outputs computed in pieces of whole blocks (how the runtime splits a layer
+// across threads) are the bits of the whole, for every variant.
+class DenseSplit : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(DenseSplit, PiecesOfBlocksMatchTheWhole) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const size_t inputs = 40, outputs = 200, rows = 6;
+  const Layer l = RandomLayer(inputs, outputs, 11);
+  std::mt19937 rng(11);
+  const std::vector<float> x = Uniform(rows * inputs, -1.0f, 1.0f, rng);
+  for (bool half : {false, true}) {
+    const std::vector<float> whole =
+        RunDense(*k, half, l, rows, x, true, -kInf, kInf, 0);
+    for (size_t piece : {16, 32, 48, 64, 128}) {
+      SCOPED_TRACE("pieces of " + std::to_string(piece));
+      std::vector<float> y(rows * outputs);
+      for (size_t first = 0; first < outputs; first += piece) {
+        const size_t count = std::min(piece, outputs - first);
+        const size_t offset = PackedDenseOffset(inputs, first);
+        if (half) {
+          k->dense_f16(rows, inputs, count, outputs, x.data(),
+                       l.packed_h.data() + offset, l.bias.data() + first, -kInf,
+                       kInf, y.data() + first);
+        } else {
+          k->dense_f32(rows, inputs, count, outputs, x.data(),
+                       l.packed_w.data() + offset, l.bias.data() + first, -kInf,
+                       kInf, y.data() + first);
+        }
+      }
+      ExpectBitsEqual(y, whole, "y");
+    }
+  }
+}
+
+TEST_P(DenseSplit, NoRowsOrNoOutputsWriteNothing) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const Layer l = RandomLayer(4, 16, 1);
+  const std::vector<float> x(4, 1.0f);
+  Guarded y(16, 1);
+  k->dense_f32(0, 4, 16, 16, x.data(), l.packed_w.data(), nullptr, -kInf, kInf,
+               y.get());
+  k->dense_f16(1, 4, 0, 16, x.data(), l.packed_h.data(), nullptr, -kInf, kInf,
+               y.get());
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(Bits(y[i]), Guarded::kSentinel);
+  EXPECT_TRUE(y.Intact());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, DenseSimd, ::testing::ValuesIn(SimdIsas()),
+                         IsaParamName);
+INSTANTIATE_TEST_SUITE_P(Kernels, DenseSplit,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2,
+                                           Isa::kAvx512, Isa::kNeon),
+                         IsaParamName);
+
+}  // namespace
+}  // namespace testing
+}  // namespace kernels
+}  // namespace tarn
