@@ -1,58 +1,94 @@
 #include "dense.h"
 
+#include <algorithm>
 #include <cassert>
-#include <mutex>
 #include <string>
 
 namespace tarn {
 namespace {
 
-Status InitializeXnnpackOnce() {
-  static const xnn_status status = xnn_initialize(/*allocator=*/nullptr);
-  if (status != xnn_status_success) {
-    return Status(StatusCode::kInternal,
-                  "XNNPACK failed to initialize (status " +
-                      std::to_string(static_cast<int>(status)) + ")");
-  }
-  return Status::Ok();
-}
+constexpr size_t kWeightAlignment = 64;
+
+struct Task {
+  const DenseLayer* layer;
+  size_t rows;
+  const float* input;
+  float* output;
+};
 
 }  // namespace
 
-DenseLayer::~DenseLayer() {
-  if (op_ != nullptr) xnn_delete_operator(op_);
-}
-
-Status DenseLayer::Init(size_t inputs, size_t outputs, const float* weight,
-                        const float* bias, float output_min, float output_max) {
-  Status status = InitializeXnnpackOnce();
-  if (!status.ok()) return status;
-  xnn_status created = xnn_create_fully_connected_nc_f32(
-      inputs, outputs, /*input_stride=*/inputs, /*output_stride=*/outputs,
-      weight, bias, output_min, output_max, /*flags=*/0, &op_);
-  if (created != xnn_status_success) {
-    op_ = nullptr;
-    return Status(StatusCode::kInternal,
-                  "XNNPACK could not create a " + std::to_string(inputs) +
-                      "->" + std::to_string(outputs) +
-                      " fully-connected operator (status " +
-                      std::to_string(static_cast<int>(created)) + ")");
+Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
+                        const void* weight, const float* bias, float output_min,
+                        float output_max) {
+  const size_t element =
+      storage == Storage::kF16 ? sizeof(uint16_t) : sizeof(float);
+  const size_t bytes = kernels::PackedDenseSize(inputs, outputs) * element;
+  const size_t allocated =
+      (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+  weights_.reset(allocated > 0 ? std::aligned_alloc(kWeightAlignment, allocated)
+                               : nullptr);
+  if (weights_ == nullptr) {
+    return Status(StatusCode::kOutOfMemory,
+                  "cannot allocate " + std::to_string(allocated) +
+                      " bytes for the packed weights of a " +
+                      std::to_string(inputs) + "->" + std::to_string(outputs) +
+                      " dense layer");
   }
+  if (storage == Storage::kF16) {
+    kernels::PackDense(inputs, outputs, static_cast<const uint16_t*>(weight),
+                       static_cast<uint16_t*>(weights_.get()));
+  } else {
+    kernels::PackDense(inputs, outputs, static_cast<const float*>(weight),
+                       static_cast<float*>(weights_.get()));
+  }
+  weight_bytes_ = bytes;
+  storage_ = storage;
+  bias_.assign(bias, bias + outputs);
   inputs_ = inputs;
   outputs_ = outputs;
+  output_min_ = output_min;
+  output_max_ = output_max;
   return Status::Ok();
+}
+
+void DenseLayer::RunBlocks(size_t rows, const float* input, float* output,
+                           size_t first, size_t count) const {
+  assert(first % kernels::kDenseBlock == 0);
+  const size_t offset = kernels::PackedDenseOffset(inputs_, first);
+  if (storage_ == Storage::kF16) {
+    kernels_.dense_f16(rows, inputs_, count, outputs_, input,
+                       static_cast<const uint16_t*>(weights_.get()) + offset,
+                       bias_.data() + first, output_min_, output_max_,
+                       output + first);
+  } else {
+    kernels_.dense_f32(rows, inputs_, count, outputs_, input,
+                       static_cast<const float*>(weights_.get()) + offset,
+                       bias_.data() + first, output_min_, output_max_,
+                       output + first);
+  }
 }
 
 void DenseLayer::Run(size_t rows, const float* input, float* output,
                      pthreadpool_t threads) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Shapes were validated when the model was loaded: these cannot fail.
-  xnn_status status =
-      xnn_setup_fully_connected_nc_f32(op_, rows, input, output, threads);
-  assert(status == xnn_status_success);
-  status = xnn_run_operator(op_, threads);
-  assert(status == xnn_status_success);
-  (void)status;
+  const size_t workers =
+      threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
+  if (workers <= 1 || outputs_ <= kernels::kDenseBlock) {
+    RunBlocks(rows, input, output, 0, outputs_);
+    return;
+  }
+  // One piece of whole blocks per thread.
+  const size_t blocks =
+      (outputs_ + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
+  const size_t piece = (blocks + workers - 1) / workers * kernels::kDenseBlock;
+  Task task{this, rows, input, output};
+  pthreadpool_parallelize_1d_tile_1d(
+      threads,
+      [](void* context, size_t first, size_t count) {
+        const Task& t = *static_cast<const Task*>(context);
+        t.layer->RunBlocks(t.rows, t.input, t.output, first, count);
+      },
+      &task, outputs_, piece, /*flags=*/0);
 }
 
 }  // namespace tarn

@@ -1,50 +1,69 @@
-// Dense (fully-connected) layers: y = W x + b for a batch of rows, through
-// XNNPACK operators created once per model.
+// Dense (fully-connected) layers: y = W x + b for a batch of rows, on tarn's
+// dense kernels (kernels/gemv) over weights packed once per model.
 
 #ifndef TARN_RUNTIME_SRC_DENSE_H_
 #define TARN_RUNTIME_SRC_DENSE_H_
 
 #include <pthreadpool.h>
-#include <xnnpack.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
-#include <mutex>
+#include <memory>
+#include <vector>
 
+#include "kernels/kernels.h"
 #include "tarn/tarn.hpp"
 
 namespace tarn {
 
 class DenseLayer {
  public:
-  DenseLayer() = default;
-  ~DenseLayer();
-  DenseLayer(const DenseLayer&) = delete;
-  DenseLayer& operator=(const DenseLayer&) = delete;
+  enum class Storage { kF32, kF16 };
 
-  // weight [outputs][inputs] and bias [outputs] are copied (packed) by
-  // XNNPACK, so they need not outlive the call. Outputs are clamped to
-  // [output_min, output_max], which fuses a following relu for free.
-  Status Init(size_t inputs, size_t outputs, const float* weight,
-              const float* bias,
+  // weight [outputs][inputs] (f32, or IEEE binary16 for kF16) and bias
+  // [outputs] are copied: weight packed into kernels' layout and kept in its
+  // own dtype (f16 stays f16: half the bytes a step streams), so neither
+  // needs to outlive the call. Outputs are clamped to [output_min,
+  // output_max], which fuses a following relu for free.
+  Status Init(size_t inputs, size_t outputs, Storage storage,
+              const void* weight, const float* bias,
               float output_min = -std::numeric_limits<float>::infinity(),
               float output_max = std::numeric_limits<float>::infinity());
 
-  // output [rows][outputs] = input [rows][inputs] W^T + b.
+  // output [rows][outputs] = input [rows][inputs] W^T + b. With a thread
+  // pool the outputs are split into whole blocks of kernels::kDenseBlock;
+  // every output is the same chain of operations whatever the split (see
+  // kernels.h), so results are bit-identical for every thread count, and for
+  // every row count. Thread-safe: the layer is read-only after Init.
   void Run(size_t rows, const float* input, float* output,
            pthreadpool_t threads) const;
 
   size_t inputs() const { return inputs_; }
   size_t outputs() const { return outputs_; }
-  bool initialized() const { return op_ != nullptr; }
+  bool initialized() const { return weights_ != nullptr; }
+  // Bytes of packed weights (what a step streams).
+  size_t weight_bytes() const { return weight_bytes_; }
 
  private:
-  xnn_operator_t op_ = nullptr;
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+
+  // Runs outputs [first, first + count) for all rows.
+  void RunBlocks(size_t rows, const float* input, float* output, size_t first,
+                 size_t count) const;
+
+  const kernels::KernelTable& kernels_ = kernels::Kernels();
+  std::unique_ptr<void, Free> weights_;  // packed, 64-byte aligned
+  size_t weight_bytes_ = 0;
+  Storage storage_ = Storage::kF32;
+  std::vector<float> bias_;  // [outputs]
   size_t inputs_ = 0;
   size_t outputs_ = 0;
-  // An XNNPACK operator keeps the pointers of its last setup, so sessions
-  // sharing the model take turns between setup and run.
-  mutable std::mutex mutex_;
+  float output_min_ = 0.0f;
+  float output_max_ = 0.0f;
 };
 
 }  // namespace tarn

@@ -104,7 +104,7 @@ bool MayBeHalf(const std::string& name) {
          name == "head.weight";
 }
 
-// A matrix as f32, converting f16 storage (XNNPACK packs its own copy).
+// A matrix as f32, converting f16 storage.
 std::vector<float> ToFloat(const TensorView& t) {
   std::vector<float> values(t.elements);
   if (t.dtype == schema::DType::F32) {
@@ -424,11 +424,16 @@ Status Model::Impl::PrepareWeights() {
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
+  // Dense weights keep the file's dtype (f16 stays f16, packed once).
+  auto storage = [](const TensorView& w) {
+    return w.dtype == schema::DType::F16 ? DenseLayer::Storage::kF16
+                                         : DenseLayer::Storage::kF32;
+  };
   auto dense = [&](const std::string& name, float output_min,
                    std::unique_ptr<DenseLayer>* layer) {
     const TensorView& w = tensors.at(name + ".weight");
     *layer = std::make_unique<DenseLayer>();
-    return (*layer)->Init(w.shape[1], w.shape[0], ToFloat(w).data(),
+    return (*layer)->Init(w.shape[1], w.shape[0], storage(w), w.data,
                           f32(name + ".bias"), output_min);
   };
   const float kNoMin = -std::numeric_limits<float>::infinity();
@@ -447,19 +452,36 @@ Status Model::Impl::PrepareWeights() {
   for (uint32_t l = 0; status.ok() && l < c.num_layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     LayerWeights& w = layers[l];
-    // Queries, keys and values from one operator: one pass over x.
+    // Queries, keys and values from one layer: one pass over x. Stacked in
+    // f16 when all three are f16, else in f32.
+    std::vector<const TensorView*> parts;
     std::vector<float> qkv_weight, qkv_bias;
+    std::vector<uint16_t> qkv_half;
+    bool half = true;
     for (const char* part : {"query", "key", "value"}) {
       const std::string name = p + "attention." + part + "_projection";
-      std::vector<float> weight = ToFloat(tensors.at(name + ".weight"));
-      qkv_weight.insert(qkv_weight.end(), weight.begin(), weight.end());
+      parts.push_back(&tensors.at(name + ".weight"));
+      half = half && parts.back()->dtype == schema::DType::F16;
       const TensorView& bias = tensors.at(name + ".bias");
       qkv_bias.insert(qkv_bias.end(), f32(name + ".bias"),
                       f32(name + ".bias") + bias.elements);
     }
+    for (const TensorView* part : parts) {
+      if (half) {
+        const auto* data = static_cast<const uint16_t*>(part->data);
+        qkv_half.insert(qkv_half.end(), data, data + part->elements);
+      } else {
+        std::vector<float> weight = ToFloat(*part);
+        qkv_weight.insert(qkv_weight.end(), weight.begin(), weight.end());
+      }
+    }
     w.qkv = std::make_unique<DenseLayer>();
-    status = w.qkv->Init(c.d_model, qkv_bias.size(), qkv_weight.data(),
-                         qkv_bias.data());
+    status =
+        half
+            ? w.qkv->Init(c.d_model, qkv_bias.size(), DenseLayer::Storage::kF16,
+                          qkv_half.data(), qkv_bias.data())
+            : w.qkv->Init(c.d_model, qkv_bias.size(), DenseLayer::Storage::kF32,
+                          qkv_weight.data(), qkv_bias.data());
     if (status.ok())
       status = dense(p + "attention.out_projection", kNoMin, &w.out);
     // relu after linear1 is fused into its output clamp.

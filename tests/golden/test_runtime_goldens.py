@@ -24,9 +24,12 @@ pytestmark = pytest.mark.skipif(not TARN, reason="TARN_BIN is not set: run throu
 # Acceptance bound of the end-to-end slice: max |tarn - reference| <= 1e-4,
 # relative to max |reference| where that exceeds 1.
 TOLERANCE = 1e-4
-# f16 weights round every matrix to 11 significant bits; outputs then differ
-# from the f32 reference by about 1e-3 of their scale.
-F16_TOLERANCE = 1e-2
+# f16 weights round every matrix to 11 significant bits (relative error up to
+# 2^-11 = 4.9e-4 per weight); the arithmetic stays f32. Measured max scaled
+# |tarn f16 - PyTorch f32|: 3.4e-4 on tokens_f16 (2,000 steps), 3.1e-4 on the
+# paper's MNIST shape (converter.goldens --case mnist, 1,000 steps). The bound
+# is one f16 ulp at 1 (2^-10), about 3x the measured error.
+F16_TOLERANCE = 1e-3
 
 
 def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
