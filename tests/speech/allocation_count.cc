@@ -3,13 +3,15 @@
 #include <cerrno>
 #include <cstdlib>
 
-extern "C" {
-void* __libc_malloc(size_t size);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* p, size_t size);
-void* __libc_memalign(size_t alignment, size_t size);
-void __libc_free(void* p);
-}
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TARN_SANITIZER_OWNS_MALLOC 1
+#endif
+#endif
+
+#ifdef TARN_SANITIZER_OWNS_MALLOC
+#include <sanitizer/allocator_interface.h>
+#endif
 
 namespace {
 
@@ -21,6 +23,24 @@ inline void Count() {
 }
 
 }  // namespace
+
+#ifdef TARN_SANITIZER_OWNS_MALLOC
+// Under ASan or TSan the sanitizer's allocator is malloc (for uninstrumented
+// libraries too): count through its hook rather than replacing malloc.
+namespace {
+void OnMalloc(const volatile void*, size_t) { Count(); }
+void OnFree(const volatile void*) {}
+const int hooks_installed =
+    __sanitizer_install_malloc_and_free_hooks(OnMalloc, OnFree);
+}  // namespace
+#else
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* p, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
+void __libc_free(void* p);
+}
 
 extern "C" {
 
@@ -54,6 +74,7 @@ int posix_memalign(void** out, size_t alignment, size_t size) {
 }
 
 }  // extern "C"
+#endif  // TARN_SANITIZER_OWNS_MALLOC
 
 namespace tarn::testing {
 
