@@ -1,7 +1,8 @@
-// Many threads, one Model: each thread runs its own sessions on a model they
-// all share, and every stream's outputs must equal, bit for bit, those of
-// the same stream run alone. Built and run under ThreadSanitizer by
-// scripts/test.sh (TARN_SANITIZE=thread), where a data race fails the test.
+// Many threads, one Model: each thread runs its own sessions (and its own
+// SessionBatch) on a model they all share, and every stream's outputs must
+// equal, bit for bit, those of the same stream run alone. Built and run under
+// ThreadSanitizer by scripts/test.sh (TARN_SANITIZE=thread), where a data race
+// fails the test.
 //
 // Models: the fuzzers' tiny seeds (every kind: tokens, stacked frames,
 // favor+, convolution, learned positions) and, when $TARN_GOLDENS holds
@@ -183,22 +184,24 @@ TEST(Concurrency, LoadCreateStepFreeFromManyThreadsAtOnce) {
   for (std::thread& thread : threads) thread.join();
 }
 
-// A session with its own thread pool (num_threads > 1) beside single-threaded
-// sessions on the same model.
-TEST(Concurrency, ThreadPoolSessionsBesideOthers) {
-  for (const std::string& path : ModelPaths()) {
+// A session with its own thread pool (num_threads = 2) beside a
+// single-threaded one on the same model, on a token and a frame model.
+// pthreadpool's workers spin while they wait: kept short for small machines.
+TEST(Concurrency, ThreadPoolSessionBesideAnother) {
+  const std::vector<std::string> paths = ModelPaths();
+  for (const std::string& path : {paths.front(), paths.back()}) {
     SCOPED_TRACE(path);
     std::unique_ptr<Model> model = LoadModel(path);
     ASSERT_TRUE(model);
-    const int steps = StepsFor(*model);
+    const int steps = StepsFor(*model, 30);
     std::unique_ptr<Session> reference;
     ASSERT_TRUE(Session::Create(*model, SessionOptions(), &reference).ok());
     const std::vector<float> expected =
         Stream(*model, 5).Run(*reference, steps);
 
-    std::vector<std::vector<float>> got(3);
+    std::vector<std::vector<float>> got(2);
     std::vector<std::thread> threads;
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < 2; ++t) {
       threads.emplace_back([&, t] {
         SessionOptions options;
         options.num_threads = t + 1;
@@ -212,10 +215,132 @@ TEST(Concurrency, ThreadPoolSessionsBesideOthers) {
       });
     }
     for (std::thread& thread : threads) thread.join();
-    // Threads split the dense layers' rows, never a dot product: the sums
-    // are the same, in the same order.
-    for (int t = 0; t < 3; ++t)
+    // Threads split the dense layers' output rows, never a dot product: the
+    // sums are the same, in the same order.
+    for (int t = 0; t < 2; ++t)
       EXPECT_EQ(got[t], expected) << (t + 1) << " threads";
+  }
+}
+
+// Batched calls: each thread steps its own streams through its own
+// SessionBatch on the shared model, and single steps of a session between
+// batch calls; every stream must equal the same stream stepped alone.
+TEST(Concurrency, BatchesOnOneModelFromManyThreads) {
+  for (const std::string& path : ModelPaths()) {
+    SCOPED_TRACE(path);
+    std::unique_ptr<Model> model = LoadModel(path);
+    ASSERT_TRUE(model);
+    const ModelConfig& c = model->config();
+    const int rounds = StepsFor(*model, 40);
+    constexpr int kStreams = 3;
+    const size_t out = model->output_size(), width = model->frame_size();
+
+    // Stream s of thread t sees input number i: a token or a frame.
+    auto token = [&](int t, int s, int i) {
+      return static_cast<int32_t>((t * 131 + s * 17 + i * 7) % c.vocab_size);
+    };
+    auto frame = [&](int t, int s, int i, std::vector<float>* f) {
+      for (size_t j = 0; j < width; ++j)
+        (*f)[j] =
+            static_cast<float>((t * 131 + s * 17 + i * 7 + j) % 23) / 11.0f -
+            1.0f;
+    };
+    // One stream alone: rounds inputs, each output kept (zeros when the
+    // model did not step).
+    auto alone = [&](int t, int s) {
+      std::unique_ptr<Session> session;
+      EXPECT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+      std::vector<float> outputs(rounds * out), f(width);
+      for (int i = 0; i < rounds; ++i) {
+        Status status;
+        if (c.input_kind == InputKind::kTokens) {
+          status = session->StepToken(token(t, s, i), &outputs[i * out], out);
+        } else {
+          bool stepped;
+          frame(t, s, i, &f);
+          status = session->StepFrame(f.data(), width, &outputs[i * out], out,
+                                      &stepped);
+          if (!stepped) std::fill_n(&outputs[i * out], out, 0.0f);
+        }
+        EXPECT_TRUE(status.ok()) << status.message();
+      }
+      return outputs;
+    };
+
+    std::vector<std::vector<std::vector<float>>> got(
+        kThreads, std::vector<std::vector<float>>(kStreams));
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        BatchOptions options;
+        options.max_streams = kStreams;
+        std::unique_ptr<SessionBatch> batch;
+        std::vector<std::unique_ptr<Session>> owned(kStreams);
+        std::vector<Session*> sessions;
+        Status status = SessionBatch::Create(*model, options, &batch);
+        for (auto& session : owned) {
+          if (status.ok())
+            status = Session::Create(*model, SessionOptions(), &session);
+          sessions.push_back(session.get());
+        }
+        if (!status.ok()) {
+          ADD_FAILURE() << status.message();
+          return;
+        }
+        for (auto& g : got[t]) g.assign(rounds * out, 0.0f);
+        std::vector<int32_t> tokens(kStreams);
+        std::vector<float> frames(kStreams * width), outputs(kStreams * out);
+        bool stepped[kStreams];
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) std::this_thread::yield();
+        for (int i = 0; i < rounds; ++i) {
+          if (i % 4 == 3) {
+            // Stream 0 alone between batch calls; the others in a batch.
+            for (int s = 0; s < kStreams; ++s) {
+              std::vector<float> f(width);
+              bool one_stepped = true;
+              if (c.input_kind == InputKind::kTokens) {
+                status = sessions[s]->StepToken(token(t, s, i),
+                                                &got[t][s][i * out], out);
+              } else {
+                frame(t, s, i, &f);
+                status = sessions[s]->StepFrame(
+                    f.data(), width, &got[t][s][i * out], out, &one_stepped);
+              }
+              if (!one_stepped) std::fill_n(&got[t][s][i * out], out, 0.0f);
+            }
+          } else if (c.input_kind == InputKind::kTokens) {
+            for (int s = 0; s < kStreams; ++s) tokens[s] = token(t, s, i);
+            status = batch->StepTokens(sessions.data(), tokens.data(), kStreams,
+                                       outputs.data(), outputs.size());
+            for (int s = 0; s < kStreams; ++s)
+              std::copy_n(&outputs[s * out], out, &got[t][s][i * out]);
+          } else {
+            for (int s = 0; s < kStreams; ++s) {
+              std::vector<float> f(width);
+              frame(t, s, i, &f);
+              std::copy(f.begin(), f.end(), &frames[s * width]);
+            }
+            status = batch->StepFrames(sessions.data(), frames.data(), kStreams,
+                                       outputs.data(), outputs.size(), stepped);
+            for (int s = 0; s < kStreams; ++s) {
+              if (stepped[s])
+                std::copy_n(&outputs[s * out], out, &got[t][s][i * out]);
+            }
+          }
+          if (!status.ok()) {
+            ADD_FAILURE() << status.message();
+            return;
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (int t = 0; t < kThreads; ++t) {
+      for (int s = 0; s < kStreams; ++s)
+        EXPECT_EQ(got[t][s], alone(t, s)) << "thread " << t << " stream " << s;
+    }
   }
 }
 

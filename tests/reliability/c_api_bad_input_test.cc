@@ -1,0 +1,442 @@
+// Bad input at the C API (tarn/tarn.h): every case returns a status, never
+// crashes, and tarn_last_error() names the problem. One test per case; the
+// C++ API's cases are tests/runtime/bad_input_test.cc, and
+// tests/runtime/c_api_test.cc already covers a null path, a null session to
+// step, a token out of range and another model's snapshot.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tarn/tarn.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kSeeds = TARN_SOURCE_DIR "/tests/fuzz/seeds/";
+// vocabulary 5, output 5; frames of 3, output 3; bidirectional tokens.
+const std::string kTokens = kSeeds + "tokens_elu_post_sinusoidal.tarn";
+const std::string kFrames = kSeeds + "frames_projected_conv_labels.tarn";
+const std::string kEncoder = kSeeds + "tokens_bidirectional.tarn";
+
+std::string LastError() { return tarn_last_error(); }
+
+struct ModelFree {
+  void operator()(tarn_model* m) const { tarn_model_free(m); }
+};
+struct SessionFree {
+  void operator()(tarn_session* s) const { tarn_session_free(s); }
+};
+struct BatchFree {
+  void operator()(tarn_batch* b) const { tarn_batch_free(b); }
+};
+using Model = std::unique_ptr<tarn_model, ModelFree>;
+using Session = std::unique_ptr<tarn_session, SessionFree>;
+using Batch = std::unique_ptr<tarn_batch, BatchFree>;
+
+Model Load(const std::string& path) {
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_OK)
+      << LastError();
+  return Model(model);
+}
+
+Session Open(const tarn_model* model) {
+  tarn_session* session = nullptr;
+  EXPECT_EQ(tarn_session_create(model, nullptr, &session), TARN_STATUS_OK)
+      << LastError();
+  return Session(session);
+}
+
+// A file's bytes in 64-byte aligned memory, for tarn_model_load_from_buffer.
+struct Bytes {
+  explicit Bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+    size = raw.size();
+    data = static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64));
+    std::memcpy(data, raw.data(), size);
+  }
+  ~Bytes() { std::free(data); }
+  uint8_t* data;
+  size_t size;
+};
+
+// --- Null handles and null out-pointers
+// ---------------------------------------
+
+TEST(CApiBadInput, NullModelOutPointer) {
+  EXPECT_EQ(tarn_model_load(kTokens.c_str(), nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "model is null");
+}
+
+TEST(CApiBadInput, NullBuffer) {
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load_from_buffer(nullptr, 100, &model),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("model buffer is null"));
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST(CApiBadInput, NullModelHandle) {
+  tarn_session* session = nullptr;
+  EXPECT_EQ(tarn_session_create(nullptr, nullptr, &session),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "model is null");
+  tarn_batch* batch = nullptr;
+  EXPECT_EQ(tarn_batch_create(nullptr, nullptr, &batch),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "model is null");
+  // Getters give 0, free functions accept NULL.
+  EXPECT_EQ(tarn_model_vocab_size(nullptr), 0u);
+  EXPECT_EQ(tarn_model_frame_size(nullptr), 0u);
+  EXPECT_EQ(tarn_model_snapshot_bytes(nullptr), 0u);
+  EXPECT_EQ(tarn_model_session_bytes(nullptr, nullptr), 0u);
+  EXPECT_FALSE(tarn_model_is_causal(nullptr));
+  tarn_model_free(nullptr);
+  tarn_session_free(nullptr);
+  tarn_batch_free(nullptr);
+}
+
+TEST(CApiBadInput, NullSessionOutPointer) {
+  Model model = Load(kTokens);
+  EXPECT_EQ(tarn_session_create(model.get(), nullptr, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "session is null");
+}
+
+TEST(CApiBadInput, NullSessionHandle) {
+  float out[5];
+  bool stepped;
+  int32_t tokens[2] = {1, 2};
+  size_t steps;
+  char buffer[16];
+  tarn_session* clone = nullptr;
+  for (tarn_status status :
+       {tarn_session_step_frame(nullptr, out, 3, out, 3, &stepped),
+        tarn_session_prefill_tokens(nullptr, tokens, 2, nullptr, 0),
+        tarn_session_prefill_frames(nullptr, out, 1, nullptr, 0, &steps),
+        tarn_session_encode_tokens(nullptr, tokens, 2, out, 5),
+        tarn_session_snapshot(nullptr, buffer, sizeof buffer),
+        tarn_session_restore(nullptr, buffer, sizeof buffer),
+        tarn_session_clone(nullptr, &clone)}) {
+    EXPECT_EQ(status, TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(LastError(), "session is null");
+  }
+  tarn_session_reset(nullptr);
+  EXPECT_EQ(tarn_session_position(nullptr), 0u);
+  EXPECT_EQ(tarn_session_steps_for_frames(nullptr, 10), 0u);
+}
+
+TEST(CApiBadInput, NullCloneOutPointer) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  EXPECT_EQ(tarn_session_clone(session.get(), nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "clone is null");
+}
+
+TEST(CApiBadInput, NullBatchHandle) {
+  float out[5];
+  int32_t token = 1;
+  EXPECT_EQ(tarn_batch_step_tokens(nullptr, nullptr, &token, 1, out, 5),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "batch is null");
+}
+
+TEST(CApiBadInput, NullSessionInABatch) {
+  Model model = Load(kTokens);
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session session = Open(model.get());
+  tarn_session* sessions[2] = {session.get(), nullptr};
+  int32_t tokens[2] = {1, 2};
+  float out[10];
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 10),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("null"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), nullptr, tokens, 2, out, 10),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("null"));
+}
+
+TEST(CApiBadInput, NullOutputAndFrame) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  float frame[3] = {0, 0, 0}, out[3];
+  bool stepped = true;
+  EXPECT_EQ(
+      tarn_session_step_frame(session.get(), frame, 3, nullptr, 3, &stepped),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("output buffer holds 0 floats"));
+  EXPECT_EQ(
+      tarn_session_step_frame(session.get(), nullptr, 3, out, 3, &stepped),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("frame holds 0 floats"));
+  EXPECT_EQ(tarn_session_step_frame(session.get(), frame, 3, out, 3, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("'stepped' is null"));
+}
+
+// --- Wrong sizes
+// ----------------------------------------------------------------
+
+TEST(CApiBadInput, OutputOfWrongSize) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  float out[6];
+  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 6),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(),
+              HasSubstr("output buffer holds 6 floats; the model writes 5"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, FrameOfWrongSize) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  float frame[4] = {}, out[3];
+  bool stepped;
+  EXPECT_EQ(tarn_session_step_frame(session.get(), frame, 4, out, 3, &stepped),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(),
+              HasSubstr("frame holds 4 floats; the model's frames have 3"));
+}
+
+TEST(CApiBadInput, PrefillOutputsTooSmall) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  int32_t tokens[3] = {1, 2, 3};
+  float out[14];
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), tokens, 3, out, 14),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("14"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, SnapshotBufferTooSmall) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  std::vector<uint8_t> buffer(tarn_model_snapshot_bytes(model.get()) - 1);
+  EXPECT_EQ(tarn_session_snapshot(session.get(), buffer.data(), buffer.size()),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("snapshot buffer holds " +
+                                     std::to_string(buffer.size()) + " bytes"));
+}
+
+TEST(CApiBadInput, ArenaTooSmallOrMisaligned) {
+  Model model = Load(kTokens);
+  const size_t bytes = tarn_model_session_bytes(model.get(), nullptr);
+  void* arena = std::aligned_alloc(64, bytes + 64);
+  tarn_session* session = nullptr;
+  EXPECT_EQ(tarn_session_create_in_arena(model.get(), nullptr, arena, bytes - 1,
+                                         &session),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr(std::to_string(bytes)));
+  EXPECT_EQ(
+      tarn_session_create_in_arena(
+          model.get(), nullptr, static_cast<char*>(arena) + 8, bytes, &session),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("aligned"));
+  EXPECT_EQ(session, nullptr);
+  std::free(arena);
+}
+
+TEST(CApiBadInput, OptionsOutOfRange) {
+  Model model = Load(kTokens);
+  tarn_session_options options = tarn_session_options_default();
+  options.num_threads = 0;
+  tarn_session* session = nullptr;
+  EXPECT_EQ(tarn_session_create(model.get(), &options, &session),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("num_threads"));
+  options = tarn_session_options_default();
+  options.max_prefill_chunk = 0;
+  EXPECT_EQ(tarn_session_create(model.get(), &options, &session),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("max_prefill_chunk"));
+  EXPECT_EQ(tarn_model_session_bytes(model.get(), &options), 0u);
+  tarn_batch_options batch_options = tarn_batch_options_default();
+  batch_options.max_streams = 0;
+  tarn_batch* batch = nullptr;
+  EXPECT_EQ(tarn_batch_create(model.get(), &batch_options, &batch),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("max_streams"));
+}
+
+TEST(CApiBadInput, BatchOfMoreSessionsThanItHolds) {
+  Model model = Load(kTokens);
+  tarn_batch_options options = tarn_batch_options_default();
+  options.max_streams = 1;
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), &options, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session a = Open(model.get()), b = Open(model.get());
+  tarn_session* sessions[2] = {a.get(), b.get()};
+  int32_t tokens[2] = {1, 2};
+  float out[10];
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 10),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("2"));
+  EXPECT_EQ(tarn_session_position(a.get()), 0u);
+}
+
+TEST(CApiBadInput, SameSessionTwiceInABatch) {
+  Model model = Load(kTokens);
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session a = Open(model.get());
+  tarn_session* sessions[2] = {a.get(), a.get()};
+  int32_t tokens[2] = {1, 2};
+  float out[10];
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 10),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("sessions 0 and 1 are the same"));
+  EXPECT_EQ(tarn_session_position(a.get()), 0u);
+}
+
+// --- Values
+// ---------------------------------------------------------------------
+
+TEST(CApiBadInput, NegativeToken) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  float out[5];
+  EXPECT_EQ(tarn_session_step_token(session.get(), -1, out, 5),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("token -1 is out of range: the "
+                                     "vocabulary has 5 tokens"));
+}
+
+TEST(CApiBadInput, TokenOutOfRangeInAPrefill) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  int32_t tokens[3] = {1, 7, 2};
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), tokens, 3, nullptr, 0),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("token 7 at index 1 is out of range"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, NonFiniteFrame) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  float out[3];
+  bool stepped = true;
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    float frame[3] = {0.5f, bad, 0.5f};
+    EXPECT_EQ(
+        tarn_session_step_frame(session.get(), frame, 3, out, 3, &stepped),
+        TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_THAT(LastError(), HasSubstr("frame value 1 is"));
+    EXPECT_THAT(LastError(), HasSubstr("frames must be finite"));
+  }
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, NonFiniteFrameInAPrefill) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  std::vector<float> frames(12, 0.25f);
+  frames[7] = NAN;
+  size_t steps = 99;
+  EXPECT_EQ(tarn_session_prefill_frames(session.get(), frames.data(), 4,
+                                        nullptr, 0, &steps),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("must be finite"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, StepOfABidirectionalModel) {
+  Model model = Load(kEncoder);
+  Session session = Open(model.get());
+  float out[5];
+  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 5),
+            TARN_STATUS_UNSUPPORTED);
+  EXPECT_THAT(LastError(), HasSubstr("bidirectional"));
+}
+
+TEST(CApiBadInput, EncodeWithACausalModel) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  int32_t tokens[2] = {1, 2};
+  float out[10];
+  EXPECT_EQ(tarn_session_encode_tokens(session.get(), tokens, 2, out, 10),
+            TARN_STATUS_UNSUPPORTED);
+  EXPECT_THAT(LastError(), HasSubstr("causal"));
+}
+
+// --- Files and snapshots
+// --------------------------------------------------------
+
+TEST(CApiBadInput, MissingFile) {
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load("/nonexistent/dir/m.tarn", &model),
+            TARN_STATUS_IO_ERROR);
+  EXPECT_THAT(LastError(), HasSubstr("cannot open '/nonexistent/dir/m.tarn'"));
+}
+
+TEST(CApiBadInput, TruncatedModel) {
+  Bytes bytes(kTokens);
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load_from_buffer(bytes.data, bytes.size / 2, &model),
+            TARN_STATUS_INVALID_MODEL);
+  EXPECT_THAT(LastError(), HasSubstr("truncated or corrupt"));
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST(CApiBadInput, SchemaFromTheFuture) {
+  Bytes bytes(kTokens);
+  // schema_version is the root table's first field: a struct of two
+  // ushorts. Find it through the FlatBuffers offsets: root table at
+  // bytes[0..3], its vtable at table - soffset, field 0 at vtable[4].
+  uint32_t table;
+  std::memcpy(&table, bytes.data, 4);
+  int32_t soffset;
+  std::memcpy(&soffset, bytes.data + table, 4);
+  uint16_t field;
+  std::memcpy(&field, bytes.data + table - soffset + 4, 2);
+  ASSERT_NE(field, 0);
+  const uint16_t major = 7;
+  std::memcpy(bytes.data + table + field, &major, 2);
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load_from_buffer(bytes.data, bytes.size, &model),
+            TARN_STATUS_UNSUPPORTED);
+  EXPECT_THAT(LastError(), HasSubstr("schema version 7."));
+  EXPECT_THAT(LastError(), HasSubstr("upgrade tarn"));
+}
+
+TEST(CApiBadInput, DamagedSnapshot) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  float out[5];
+  ASSERT_EQ(tarn_session_step_token(session.get(), 1, out, 5), TARN_STATUS_OK);
+  std::vector<uint8_t> snapshot(tarn_model_snapshot_bytes(model.get()));
+  ASSERT_EQ(
+      tarn_session_snapshot(session.get(), snapshot.data(), snapshot.size()),
+      TARN_STATUS_OK);
+  EXPECT_EQ(
+      tarn_session_restore(session.get(), snapshot.data(), snapshot.size() - 4),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("snapshot"));
+  std::vector<uint8_t> garbage(snapshot.size(), 0xab);
+  EXPECT_EQ(tarn_session_restore(session.get(), garbage.data(), garbage.size()),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("not a tarn snapshot"));
+  EXPECT_EQ(tarn_session_position(session.get()), 1u);
+}
+
+}  // namespace
