@@ -23,26 +23,3 @@ if command -v nvcc >/dev/null 2>&1; then
     tarn_cuda_kernels_test tarn_cuda_backend_test tarn_cuda_bench
   ctest --test-dir "$cuda_build" -L cuda -j"$(nproc)" --output-on-failure
 fi
-
-# Reliability (issue 8), with clang: the whole suite again, built with
-# AddressSanitizer + UndefinedBehaviorSanitizer (its ctest adds a short run
-# of each fuzzer, fuzz_*_smoke), then the concurrency test built with
-# ThreadSanitizer, on the goldens made above. TARN_SANITIZERS=0 skips both.
-if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
-  goldens=$(cd "$build" && pwd)/tests/goldens
-  asan=${TARN_ASAN_BUILD_DIR:-$build-asan}
-  CC=clang CXX=clang++ cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTARN_SANITIZE=address,undefined -DTARN_FUZZ=ON -DTARN_BUILD_BENCH=OFF
-  cmake --build "$asan" -j"$(nproc)"
-  # Not under sanitizers: install_and_consume links the installed static
-  # libraries into consumers built without them; speech_long_stream bounds
-  # the resident set, which the sanitizer's allocator grows by design (both
-  # run in the build above).
-  ctest --test-dir "$asan" -j"$(nproc)" --output-on-failure \
-    -E '^(install_and_consume|speech_long_stream)$'
-  tsan=${TARN_TSAN_BUILD_DIR:-$build-tsan}
-  CC=clang CXX=clang++ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTARN_SANITIZE=thread -DTARN_BUILD_BENCH=OFF
-  cmake --build "$tsan" -j"$(nproc)" --target tarn_concurrency_test
-  TARN_GOLDENS="$goldens" "$tsan/tests/reliability/tarn_concurrency_test"
-fi
