@@ -4,10 +4,28 @@
 #include <cassert>
 #include <string>
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#include <sanitizer/tsan_interface.h>
+#define TARN_TSAN 1
+#endif
+#endif
+
 namespace tarn {
 namespace {
 
 constexpr size_t kWeightAlignment = 64;
+
+// pthreadpool orders what the caller did before parallelize() before every
+// task, and every task before parallelize() returns, with atomics in its
+// own (uninstrumented) code; ThreadSanitizer is told so here.
+#ifdef TARN_TSAN
+void HappensBefore(void* sync) { __tsan_release(sync); }
+void HappensAfter(void* sync) { __tsan_acquire(sync); }
+#else
+void HappensBefore(void*) {}
+void HappensAfter(void*) {}
+#endif
 
 struct Task {
   const DenseLayer* layer;
@@ -82,13 +100,17 @@ void DenseLayer::Run(size_t rows, const float* input, float* output,
       (outputs_ + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
   const size_t piece = (blocks + workers - 1) / workers * kernels::kDenseBlock;
   Task task{this, rows, input, output};
+  HappensBefore(&task);
   pthreadpool_parallelize_1d_tile_1d(
       threads,
       [](void* context, size_t first, size_t count) {
+        HappensAfter(context);
         const Task& t = *static_cast<const Task*>(context);
         t.layer->RunBlocks(t.rows, t.input, t.output, first, count);
+        HappensBefore(context);
       },
       &task, outputs_, piece, /*flags=*/0);
+  HappensAfter(&task);
 }
 
 }  // namespace tarn
