@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "c_api_guard.h"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
 
@@ -12,39 +13,28 @@
 #define TARN_VERSION "unknown"
 #endif
 
-namespace {
+namespace tarn {
+namespace c_api {
 
+namespace {
 // A fixed buffer, so that recording an error never allocates and the
 // thread-local needs no destructor.
 thread_local char last_error[1024] = "";
+}  // namespace
 
-tarn_status Record(const tarn::Status& status) {
+tarn_status Record(const Status& status) {
   if (status.ok()) return TARN_STATUS_OK;
   std::snprintf(last_error, sizeof last_error, "%s", status.message().c_str());
   return static_cast<tarn_status>(status.code());
 }
 
-tarn_status Fail(tarn_status code, const char* message) {
-  std::snprintf(last_error, sizeof last_error, "%s", message);
-  return code;
-}
+}  // namespace c_api
+}  // namespace tarn
 
-// Runs `body` (returning a tarn::Status), turning exceptions into statuses.
-template <typename Body>
-tarn_status Guard(Body&& body) {
-  try {
-    return Record(body());
-  } catch (const std::bad_alloc&) {
-    return Fail(TARN_STATUS_OUT_OF_MEMORY, "out of memory");
-  } catch (...) {
-    return Fail(TARN_STATUS_INTERNAL, "unexpected C++ exception");
-  }
-}
+namespace {
 
-tarn::Status Null(const char* what) {
-  return tarn::Status(tarn::StatusCode::kInvalidArgument,
-                      std::string(what) + " is null");
-}
+using tarn::c_api::Guard;
+using tarn::c_api::Null;
 
 const tarn::Model* Cpp(const tarn_model* model) {
   return reinterpret_cast<const tarn::Model*>(model);
@@ -88,7 +78,7 @@ static_assert(static_cast<int>(tarn::StatusCode::kInternal) ==
 
 extern "C" {
 
-const char* tarn_last_error(void) { return last_error; }
+const char* tarn_last_error(void) { return tarn::c_api::last_error; }
 
 const char* tarn_status_name(tarn_status status) {
   switch (status) {

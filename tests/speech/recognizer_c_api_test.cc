@@ -1,0 +1,340 @@
+// The recognizer's C API (tarn/tarn.h) against tarn::Recognizer: the same
+// utterances, words and times on a bundled sample with the bundled model,
+// and clear refusals of bad input.
+
+#include <gtest/gtest.h>
+#include <sndfile.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tarn/recognizer.hpp"
+#include "tarn/tarn.h"
+
+namespace {
+
+const std::string kAsr = TARN_ASR_EXAMPLE_DIR;
+
+std::string Fixture(const std::string& name) {
+  const char* dir = std::getenv("TARN_SPEECH_FIXTURES");
+  return std::string(dir ? dir : "speech-fixtures") + "/" + name;
+}
+
+std::vector<int16_t> ReadPcm(const std::string& path) {
+  SF_INFO info{};
+  SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
+  EXPECT_NE(file, nullptr) << path;
+  if (file == nullptr) return {};
+  std::vector<int16_t> samples(static_cast<size_t>(info.frames));
+  sf_readf_short(file, samples.data(), info.frames);
+  sf_close(file);
+  return samples;
+}
+
+std::vector<std::string> ReadWords(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+// The C view of a result, copied out (it lives only until the next call).
+tarn::RecognitionResult Copy(const tarn_recognition_result& c) {
+  tarn::RecognitionResult result;
+  result.text = c.text;
+  result.start = c.start;
+  result.end = c.end;
+  for (size_t i = 0; i < c.word_count; ++i) {
+    result.words.push_back({c.words[i].word, c.words[i].start, c.words[i].end});
+  }
+  return result;
+}
+
+std::string Describe(const std::vector<tarn::RecognitionResult>& results) {
+  std::string text;
+  for (const auto& r : results) {
+    text += "[" + std::to_string(r.start) + "-" + std::to_string(r.end) + "] " +
+            r.text + ":";
+    for (const auto& w : r.words) {
+      text += " " + w.word + "@" + std::to_string(w.start) + "-" +
+              std::to_string(w.end);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+// Utterances of `pcm` through the C++ Recognizer: popped ones, then the
+// final one; partial results seen on the way (one per chunk).
+std::vector<tarn::RecognitionResult> RecognizeCpp(
+    const tarn::Model& model, const tarn::RecognizerOptions& options,
+    const std::vector<int16_t>& pcm, size_t chunk,
+    std::vector<std::string>* partials) {
+  std::unique_ptr<tarn::Recognizer> recognizer;
+  tarn::Status status = tarn::Recognizer::Create(model, options, &recognizer);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return {};
+  std::vector<tarn::RecognitionResult> out;
+  tarn::RecognitionResult result;
+  for (size_t at = 0; at < pcm.size(); at += chunk) {
+    const size_t n = std::min(chunk, pcm.size() - at);
+    EXPECT_TRUE(recognizer->AcceptWaveform(pcm.data() + at, n).ok());
+    while (recognizer->PopResult(&result)) out.push_back(result);
+    partials->push_back(recognizer->PartialResult().text);
+  }
+  out.push_back(recognizer->FinalResult());
+  return out;
+}
+
+// The same through the C API; floats (PCM / 32768) when as_float.
+std::vector<tarn::RecognitionResult> RecognizeC(
+    tarn_recognizer* recognizer, const std::vector<int16_t>& pcm, size_t chunk,
+    bool as_float, std::vector<std::string>* partials) {
+  std::vector<tarn::RecognitionResult> out;
+  const tarn_recognition_result* result = nullptr;
+  std::vector<float> floats(chunk);
+  for (size_t at = 0; at < pcm.size(); at += chunk) {
+    const size_t n = std::min(chunk, pcm.size() - at);
+    tarn_status status;
+    if (as_float) {
+      for (size_t i = 0; i < n; ++i) floats[i] = pcm[at + i] / 32768.0f;
+      status = tarn_recognizer_accept_float(recognizer, floats.data(), n);
+    } else {
+      status = tarn_recognizer_accept_int16(recognizer, pcm.data() + at, n);
+    }
+    EXPECT_EQ(status, TARN_STATUS_OK) << tarn_last_error();
+    const size_t queued = tarn_recognizer_queued_results(recognizer);
+    size_t popped = 0;
+    while (tarn_recognizer_pop_result(recognizer, &result) == TARN_STATUS_OK &&
+           result != nullptr) {
+      out.push_back(Copy(*result));
+      ++popped;
+    }
+    EXPECT_EQ(popped, queued);
+    EXPECT_EQ(tarn_recognizer_partial_result(recognizer, &result),
+              TARN_STATUS_OK);
+    partials->push_back(result->text);
+  }
+  EXPECT_EQ(tarn_recognizer_final_result(recognizer, &result), TARN_STATUS_OK);
+  out.push_back(Copy(*result));
+  return out;
+}
+
+void ExpectSame(const std::vector<tarn::RecognitionResult>& c,
+                const std::vector<tarn::RecognitionResult>& cpp) {
+  ASSERT_EQ(Describe(c), Describe(cpp));
+  // Describe() rounds times to microseconds; the C API copies them exactly.
+  for (size_t i = 0; i < c.size(); ++i) {
+    for (size_t w = 0; w < c[i].words.size(); ++w) {
+      EXPECT_EQ(c[i].words[w].start, cpp[i].words[w].start);
+      EXPECT_EQ(c[i].words[w].end, cpp[i].words[w].end);
+    }
+  }
+}
+
+struct Loaded {
+  tarn_model* model = nullptr;
+  std::unique_ptr<tarn::Model> cpp;
+  ~Loaded() { tarn_model_free(model); }
+};
+
+void Load(const std::string& path, Loaded* loaded) {
+  ASSERT_EQ(tarn_model_load(path.c_str(), &loaded->model), TARN_STATUS_OK)
+      << tarn_last_error();
+  tarn::Status status = tarn::Model::Load(path, &loaded->cpp);
+  ASSERT_TRUE(status.ok()) << status.message();
+}
+
+// Greedy, then the word-list beam search, on a held-out sample with two
+// utterances (a sample, 1.2 s of silence, the sample again), in 100 ms
+// chunks: the C API gives the C++ Recognizer's utterances, word times and
+// partial results, from 16-bit PCM and from floats alike, and again after a
+// reset.
+TEST(RecognizerCApi, SameAsCppRecognizer) {
+  Loaded loaded;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  std::vector<int16_t> pcm = ReadPcm(kAsr + "/samples/en-us_klatt4_012205.wav");
+  ASSERT_FALSE(pcm.empty());
+  const std::vector<int16_t> once = pcm;
+  pcm.insert(pcm.end(), 19200, 0);
+  pcm.insert(pcm.end(), once.begin(), once.end());
+  const std::vector<std::string> words = ReadWords(kAsr + "/words.txt");
+  ASSERT_EQ(words.size(), 40u);
+  std::vector<const char*> word_pointers;
+  for (const auto& w : words) word_pointers.push_back(w.c_str());
+
+  for (uint32_t beam : {0u, 8u}) {
+    SCOPED_TRACE("beam " + std::to_string(beam));
+    tarn::RecognizerOptions cpp_options;
+    tarn_recognizer_options options = tarn_recognizer_options_default();
+    EXPECT_EQ(options.endpoint_silence_ms, cpp_options.endpoint_silence_ms);
+    if (beam) {
+      cpp_options.beam_width = options.beam_width = beam;
+      cpp_options.words = words;
+      options.words = word_pointers.data();
+      options.word_count = word_pointers.size();
+    }
+    std::vector<std::string> cpp_partials;
+    const auto expected =
+        RecognizeCpp(*loaded.cpp, cpp_options, pcm, 1600, &cpp_partials);
+    ASSERT_EQ(expected.size(), 2u) << Describe(expected);
+    EXPECT_FALSE(expected[0].words.empty()) << Describe(expected);
+
+    tarn_recognizer* recognizer = nullptr;
+    ASSERT_EQ(
+        tarn_recognizer_create(loaded.model, 16000, &options, &recognizer),
+        TARN_STATUS_OK)
+        << tarn_last_error();
+    EXPECT_EQ(tarn_recognizer_sample_rate(recognizer), 16000u);
+    EXPECT_DOUBLE_EQ(tarn_recognizer_step_seconds(recognizer), 0.03);
+    for (bool as_float : {false, true}) {
+      SCOPED_TRACE(as_float ? "float" : "int16");
+      std::vector<std::string> partials;
+      ExpectSame(RecognizeC(recognizer, pcm, 1600, as_float, &partials),
+                 expected);
+      EXPECT_EQ(partials, cpp_partials);
+      tarn_recognizer_reset(recognizer);
+    }
+    tarn_recognizer_free(recognizer);
+  }
+}
+
+TEST(RecognizerCApi, NullHandlesAndArguments) {
+  Loaded loaded;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  tarn_recognizer* recognizer = nullptr;
+  EXPECT_EQ(tarn_recognizer_create(nullptr, 16000, nullptr, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "model is null");
+  EXPECT_EQ(recognizer, nullptr);
+  EXPECT_EQ(tarn_recognizer_create(loaded.model, 16000, nullptr, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "recognizer is null");
+
+  const int16_t pcm[4] = {0, 0, 0, 0};
+  const float floats[4] = {0, 0, 0, 0};
+  const tarn_recognition_result* result = nullptr;
+  EXPECT_EQ(tarn_recognizer_accept_int16(nullptr, pcm, 4),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "recognizer is null");
+  EXPECT_EQ(tarn_recognizer_accept_float(nullptr, floats, 4),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_recognizer_pop_result(nullptr, &result),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_recognizer_partial_result(nullptr, &result),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_recognizer_final_result(nullptr, &result),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "recognizer is null");
+  EXPECT_EQ(tarn_recognizer_queued_results(nullptr), 0u);
+  EXPECT_EQ(tarn_recognizer_sample_rate(nullptr), 0u);
+  EXPECT_EQ(tarn_recognizer_step_seconds(nullptr), 0.0);
+  tarn_recognizer_reset(nullptr);
+  tarn_recognizer_free(nullptr);
+
+  ASSERT_EQ(tarn_recognizer_create(loaded.model, 16000, nullptr, &recognizer),
+            TARN_STATUS_OK);
+  EXPECT_EQ(tarn_recognizer_accept_int16(recognizer, nullptr, 4),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "samples is null");
+  EXPECT_EQ(tarn_recognizer_accept_int16(recognizer, nullptr, 0),
+            TARN_STATUS_OK);
+  EXPECT_EQ(tarn_recognizer_pop_result(recognizer, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "result is null");
+  EXPECT_EQ(tarn_recognizer_pop_result(recognizer, &result), TARN_STATUS_OK);
+  EXPECT_EQ(result, nullptr);  // nothing queued
+  tarn_recognizer_free(recognizer);
+
+  tarn_recognizer_options options = tarn_recognizer_options_default();
+  options.beam_width = 8;
+  options.word_count = 2;
+  EXPECT_EQ(tarn_recognizer_create(loaded.model, 16000, &options, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(),
+               "options.words is null but options.word_count is 2");
+  const char* words[2] = {"yes", nullptr};
+  options.words = words;
+  EXPECT_EQ(tarn_recognizer_create(loaded.model, 16000, &options, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(), "options.words[1] is null");
+}
+
+TEST(RecognizerCApi, RefusesAnotherSampleRate) {
+  Loaded loaded;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  tarn_recognizer* recognizer = nullptr;
+  EXPECT_EQ(tarn_recognizer_create(loaded.model, 8000, nullptr, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(tarn_last_error(),
+               "audio at 8000 Hz, but the model's front end takes 16000 Hz: "
+               "resample the audio first");
+  EXPECT_EQ(recognizer, nullptr);
+}
+
+TEST(RecognizerCApi, RefusesNonFiniteSamples) {
+  Loaded loaded;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  tarn_recognizer* recognizer = nullptr;
+  ASSERT_EQ(tarn_recognizer_create(loaded.model, 16000, nullptr, &recognizer),
+            TARN_STATUS_OK);
+  std::vector<float> audio(1000, 0.01f);
+  audio[700] = NAN;
+  EXPECT_EQ(
+      tarn_recognizer_accept_float(recognizer, audio.data(), audio.size()),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("sample 700"),
+            std::string::npos)
+      << tarn_last_error();
+  audio[700] = INFINITY;
+  EXPECT_EQ(
+      tarn_recognizer_accept_float(recognizer, audio.data(), audio.size()),
+      TARN_STATUS_INVALID_ARGUMENT);
+  // Still usable: nothing of the refused call was kept.
+  audio[700] = 0.01f;
+  EXPECT_EQ(
+      tarn_recognizer_accept_float(recognizer, audio.data(), audio.size()),
+      TARN_STATUS_OK)
+      << tarn_last_error();
+  tarn_recognizer_free(recognizer);
+}
+
+// Models that cannot listen (speech fixtures): a speech-shaped model without
+// an audio front end, one without output labels.
+TEST(RecognizerCApi, RefusesModelsThatCannotListen) {
+  Loaded no_audio;
+  ASSERT_NO_FATAL_FAILURE(Load(Fixture("noaudio.tarn"), &no_audio));
+  tarn_recognizer* recognizer = nullptr;
+  EXPECT_EQ(tarn_recognizer_create(no_audio.model, 16000, nullptr, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("no audio front end"),
+            std::string::npos)
+      << tarn_last_error();
+  EXPECT_EQ(recognizer, nullptr);
+
+  Loaded no_labels;
+  ASSERT_NO_FATAL_FAILURE(Load(Fixture("nolabels.tarn"), &no_labels));
+  EXPECT_EQ(
+      tarn_recognizer_create(no_labels.model, 16000, nullptr, &recognizer),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("labels"), std::string::npos)
+      << tarn_last_error();
+
+  // Word list without the beam search: the decoder's refusal comes through.
+  Loaded speech;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &speech));
+  tarn_recognizer_options options = tarn_recognizer_options_default();
+  const char* words[1] = {"yes"};
+  options.words = words;
+  options.word_count = 1;
+  EXPECT_EQ(tarn_recognizer_create(speech.model, 16000, &options, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("beam"), std::string::npos)
+      << tarn_last_error();
+}
+
+}  // namespace
