@@ -25,6 +25,13 @@
 //
 // --json writes every figure (and every timed step) for the driver,
 // bench/step_bench.py, which also runs PyTorch on the same model.
+//
+// --positions 16,1024,65536 times steps at those stream positions instead
+// (token models, one thread count): one session per position, brought there
+// by PrefillTokens, stepped round-robin, with the process's RSS read at each
+// position. With --rounds-on-stdin it times one round per line it reads,
+// answering each with a JSON line, so that bench/peers.py can interleave it
+// with the peers it runs.
 
 #include <time.h>
 #include <xnnpack.h>
@@ -73,6 +80,8 @@ struct Options {
   bool profile = true;
   std::vector<int32_t> check_tokens;
   std::string json_path;
+  std::vector<uint64_t> positions;  // --positions: time steps at these
+  bool rounds_on_stdin = false;
 };
 
 // What one step reads from the model, by the file's dtypes.
@@ -520,6 +529,217 @@ void PrintReport(const Json& j) {
   }
 }
 
+// ---- Positions
+// ---------------------------------------------------------------
+
+// This process's resident set and its peak, in KiB (Linux; -1 elsewhere).
+struct Rss {
+  long kib = -1, peak_kib = -1;
+};
+
+Rss ReadRss() {
+  Rss rss;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) rss.kib = std::stol(line.substr(6));
+    if (line.rfind("VmHWM:", 0) == 0) rss.peak_kib = std::stol(line.substr(6));
+  }
+  return rss;
+}
+
+// A step at each of o.positions, timed round-robin so that every position
+// meets the same load. One session per position, all created (and stepped
+// once, so that their memory is touched) before anything is measured; one
+// stream then advances from 0 through the positions by PrefillTokens (the
+// state stepping gives), copied into each position's session by
+// Snapshot/Restore, and the process's RSS is read at each position.
+class PositionSweep {
+ public:
+  PositionSweep(const Model& model, const Options& o, int threads)
+      : model_(model),
+        positions_(o.positions),
+        snapshot_(model.snapshot_bytes()),
+        steps_ms_(positions_.size()),
+        steps_cpu_ms_(positions_.size()) {
+    if (model.config().input_kind != InputKind::kTokens) {
+      std::cerr << "tarn_step_bench: --positions needs a token model\n";
+      std::exit(1);
+    }
+    options_.num_threads = threads;
+    for (size_t i = 0; i < positions_.size(); ++i) {
+      std::unique_ptr<Session> session;
+      Status status = Session::Create(model, options_, &session);
+      if (!status.ok()) Fail("creating a session", status);
+      sessions_.push_back(std::move(session));
+      steppers_.push_back(std::make_unique<Stepper>(model, sessions_[i].get()));
+    }
+    for (uint64_t i = 0; i < prefill_tokens_.size(); ++i) {
+      prefill_tokens_[i] = steppers_[0]->TokenFor(i);
+    }
+    // A full prefill chunk and a step touch all of a session's memory.
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+      Status status = sessions_[i]->PrefillTokens(
+          prefill_tokens_.data(), options_.max_prefill_chunk, nullptr, 0);
+      if (status.ok()) status = steppers_[i]->Step(0);
+      if (!status.ok()) Fail("prefill", status);
+      sessions_[i]->Reset();
+    }
+  }
+
+  // Brings session i to positions_[i]; returns the RSS at each position.
+  Json Advance() {
+    const Rss before = ReadRss();
+    Json at = Json::array();
+    const Clock::time_point start = Clock::now();
+    uint64_t position = 0;
+    for (size_t i = 0; i < positions_.size(); ++i) {
+      Session* session = sessions_[i].get();
+      Status status;
+      if (i > 0) {
+        status = sessions_[i - 1]->Snapshot(snapshot_.data(), snapshot_.size());
+        if (status.ok())
+          status = session->Restore(snapshot_.data(), snapshot_.size());
+        if (!status.ok()) Fail("snapshot/restore", status);
+      }
+      while (position < positions_[i]) {
+        const size_t n = std::min<uint64_t>(prefill_tokens_.size(),
+                                            positions_[i] - position);
+        status = session->PrefillTokens(prefill_tokens_.data(), n, nullptr, 0);
+        if (!status.ok()) Fail("prefill", status);
+        position += n;
+      }
+      const Rss rss = ReadRss();
+      at.push_back({{"position", session->position()},
+                    {"rss_kib", rss.kib},
+                    {"peak_rss_kib", rss.peak_kib}});
+    }
+    Json j;
+    j["method"] =
+        "one stream advanced by PrefillTokens (chunks of " +
+        std::to_string(options_.max_prefill_chunk) +
+        ") and copied into each position's session by Snapshot/Restore";
+    j["seconds"] = MillisecondsSince(start) / 1e3;
+    j["rss_kib_before"] = before.kib;
+    j["peak_rss_kib_before"] = before.peak_kib;
+    j["at"] = at;
+    return j;
+  }
+
+  // One untimed step per session, then `steps` timed steps of each, the
+  // sessions taken in turn from a start that moves by one every step.
+  // Returns this round's times (and keeps them for Report()).
+  Json Round(int steps) {
+    const size_t n = sessions_.size();
+    for (size_t i = 0; i < n; ++i) StepOnce(i);
+    Json wall = Json::array(), cpu = Json::array();
+    std::vector<std::vector<double>> wall_ms(n), cpu_ms(n);
+    for (int s = 0; s < steps; ++s) {
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = (s + k) % n;
+        const double cpu_start = ThreadCpuMilliseconds();
+        const Clock::time_point start = Clock::now();
+        StepOnce(i);
+        wall_ms[i].push_back(MillisecondsSince(start));
+        cpu_ms[i].push_back(ThreadCpuMilliseconds() - cpu_start);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      steps_ms_[i].insert(steps_ms_[i].end(), wall_ms[i].begin(),
+                          wall_ms[i].end());
+      steps_cpu_ms_[i].insert(steps_cpu_ms_[i].end(), cpu_ms[i].begin(),
+                              cpu_ms[i].end());
+      wall.push_back(wall_ms[i]);
+      cpu.push_back(cpu_ms[i]);
+    }
+    return {{"step_ms", wall}, {"step_cpu_ms", cpu}};
+  }
+
+  // Every round's steps per position.
+  Json Report() const {
+    Json at = Json::array();
+    for (size_t i = 0; i < positions_.size(); ++i) {
+      const Summary t = Summarise(steps_ms_[i]);
+      at.push_back({{"position", positions_[i]},
+                    {"steps_timed", steps_ms_[i].size()},
+                    {"ms_per_step_median", t.median},
+                    {"ms_per_step_best", t.best},
+                    {"cpu_ms_per_step_median", Median(steps_cpu_ms_[i])},
+                    {"step_ms", steps_ms_[i]},
+                    {"step_cpu_ms", steps_cpu_ms_[i]}});
+    }
+    return at;
+  }
+
+  size_t session_bytes() const { return model_.session_bytes(options_); }
+
+ private:
+  void StepOnce(size_t i) {
+    const Status status =
+        steppers_[i]->Step(steppers_[i]->TokenFor(sessions_[i]->position()));
+    if (!status.ok()) Fail("step", status);
+  }
+
+  const Model& model_;
+  SessionOptions options_;
+  std::vector<uint64_t> positions_;
+  std::vector<std::unique_ptr<Session>> sessions_;
+  std::vector<std::unique_ptr<Stepper>> steppers_;
+  std::vector<uint8_t> snapshot_;
+  std::vector<int32_t> prefill_tokens_ = std::vector<int32_t>(4096);
+  std::vector<std::vector<double>> steps_ms_, steps_cpu_ms_;
+};
+
+// --positions: the sweep, one round of o.steps steps, or with
+// --rounds-on-stdin one round per line read (a step count), each answered
+// by one JSON line on stdout; the whole record goes to --json at the end.
+int RunPositions(const Model& model, const Options& o, Json j) {
+  if (o.threads.size() != 1) {
+    std::cerr << "tarn_step_bench: --positions takes one --threads value\n";
+    return 1;
+  }
+  if (!std::is_sorted(o.positions.begin(), o.positions.end())) {
+    std::cerr << "tarn_step_bench: --positions must be ascending\n";
+    return 1;
+  }
+  PositionSweep sweep(model, o, o.threads[0]);
+  j["threads"] = o.threads[0];
+  j["session_bytes"] = sweep.session_bytes();
+  j["snapshot_bytes"] = model.snapshot_bytes();
+  j["advance"] = sweep.Advance();
+  if (!o.check_tokens.empty()) {
+    j["check_tokens"] = o.check_tokens;
+    j["check_outputs"] = CheckOutputs(model, o.threads[0], o.check_tokens);
+  }
+  if (o.rounds_on_stdin) {
+    std::cout << Json{{"ready", j["advance"]}}.dump() << std::endl;
+    for (std::string line; std::getline(std::cin, line);) {
+      std::cout << sweep.Round(std::stoi(line)).dump() << std::endl;
+    }
+  } else {
+    sweep.Round(o.steps);
+  }
+  j["positions"] = sweep.Report();
+  j["peak_rss_kib_end"] = ReadRss().peak_kib;
+  if (!o.rounds_on_stdin) {
+    for (const Json& p : j["positions"]) {
+      std::printf(
+          "position %8llu: %.3f ms/step median, %.3f best\n",
+          static_cast<unsigned long long>(p["position"].get<uint64_t>()),
+          p["ms_per_step_median"].get<double>(),
+          p["ms_per_step_best"].get<double>());
+    }
+  }
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << j.dump(1) << "\n";
+    if (!out) {
+      std::cerr << "tarn_step_bench: cannot write " << o.json_path << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int Run(const Options& o) {
   std::unique_ptr<Model> model;
   Status status = Model::Load(o.model_path, &model);
@@ -542,6 +762,7 @@ int Run(const Options& o) {
                      {"vector_params", bytes.vector_params},
                      {"weights", bytes.weights},
                      {"state", bytes.state}};
+  if (!o.positions.empty()) return RunPositions(*model, o, j);
   j["runs"] = Json::array();
   for (int t : o.threads) j["runs"].push_back(TimeSteps(*model, o, t, bytes));
   if (o.profile) {
@@ -618,6 +839,13 @@ int main(int argc, char** argv) {
                  "the JSON, and are compared across thread counts")
       ->delimiter(',');
   app.add_option("--json", o.json_path, "write every figure to this file");
+  app.add_option("--positions", o.positions,
+                 "instead: time --steps steps at each of these stream "
+                 "positions (ascending), round-robin, with the RSS at each")
+      ->delimiter(',');
+  app.add_flag("--rounds-on-stdin", o.rounds_on_stdin,
+               "with --positions: time one round per line read from stdin "
+               "(its step count), one JSON line each on stdout");
   CLI11_PARSE(app, argc, argv);
   return tarn::bench::Run(o);
 }

@@ -1,0 +1,550 @@
+#!/usr/bin/python3
+"""tarn against its peers, on the same models and thread count, in one run.
+
+    /usr/bin/python3 -m venv --system-site-packages .venv
+    .venv/bin/pip install onnxruntime
+    .venv/bin/python bench/peers.py --bench build/bench/tarn_step_bench --json peers.json
+
+The peers, all on the same weights (random, seeded) of the paper's image
+shapes (bench/step_bench.py's SHAPES: MNIST 8 layers, CIFAR-10 16 layers):
+  - tarn: tarn_step_bench --positions, one session per position;
+  - PyTorch eager, linear: the reference model's step() (converter/reference.py,
+    fast-transformers' recurrent form: S and z updated in place each step);
+  - ONNX Runtime, linear: that step exported as an ONNX graph with S and z as
+    inputs and outputs (bench/peer_models.py LinearStep);
+  - PyTorch eager and ONNX Runtime, softmax with a key/value cache (the paper's
+    "stateful-softmax", bench/peer_models.py SoftmaxStep): same layers and
+    weights, softmax attention over a cache of p positions.
+A step at position p is timed with a stream at that position: tarn's sessions
+are advanced there (PrefillTokens), the linear peers' states start there
+(their cost does not depend on the state's values) and the softmax peers read
+a cache of p positions of arbitrary values. Every graph and module is checked
+against an independent computation before timing (the ONNX linear step
+against the reference's step(); the softmax step, eager and ONNX, against the
+softmax model's parallel causal form; tarn's outputs against the reference).
+
+Timing, for a shared machine: --rounds rounds; in each, tarn times
+--tarn-steps steps of every position (round-robin, in its own process, which
+waits between rounds), then --cycles cycles run every Python peer's cell (one
+peer at one position) in turn, start rotated every cycle: an untimed step then
+--burst timed ones, as a stream stepping one model runs them (a cell whose
+step exceeds 100 ms, a softmax cache far larger than any CPU cache, gets one
+timed step and no warm-up). Every step is timed on its own;
+the pooled steps give the median, the fastest step and the median CPU time of
+the stepping thread. Memory: tarn's RSS as one stream advances (tarn_step_bench);
+each Python peer's RSS in a process of its own, positions in increasing order,
+after 3 steps at each. Per image: a linear step costs the same at every
+position, so steps x ms/step; a softmax step grows with the position, so the
+sum over positions 0..N-1 of the step time interpolated between measured
+positions.
+
+Prints the tables, writes PNG plots (--plots, default docs/) and every figure
+to --json. Nothing here asserts a speed: --smoke runs a tiny model for the
+test suite, --quick the MNIST shape to position 4,096.
+"""
+
+import os
+
+# Before torch loads OpenMP: idle OpenMP threads sleep instead of spinning on
+# a machine whose cores are shared.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path[:0] = [str(REPO), str(BENCH)]
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import peer_models  # noqa: E402
+from converter.convert import convert_state_dict  # noqa: E402
+from converter.goldens import build_model  # noqa: E402
+from converter.reference import ModelConfig  # noqa: E402
+from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info  # noqa: E402
+
+try:
+    import onnxruntime as ort
+except ImportError:
+    ort = None
+
+VENV_HINT = (
+    "onnxruntime is not importable: the ONNX Runtime columns are left out. Make the virtual environment:\n"
+    "  /usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install onnxruntime\n"
+    "and run this script with .venv/bin/python"
+)
+ENGINES = ["tarn", "torch_linear", "ort_linear", "torch_softmax", "ort_softmax"]
+LABELS = {
+    "tarn": "tarn (linear)",
+    "torch_linear": "PyTorch eager, linear recurrent",
+    "ort_linear": "ONNX Runtime, linear recurrent",
+    "torch_softmax": "PyTorch eager, softmax + KV cache",
+    "ort_softmax": "ONNX Runtime, softmax + KV cache",
+}
+SHORT = {"tarn": "tarn", "torch_linear": "PyTorch linear", "ort_linear": "ORT linear", "torch_softmax": "PyTorch softmax", "ort_softmax": "ORT softmax"}
+CHECK_TOLERANCE = 1e-4
+MEMORY_STEPS = 3
+LONG_STEP_MS = 100
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.memory_child:
+        return memory_child(args)
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="tarn-peers-"))
+    work.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    if ort is None:
+        print(VENV_HINT)
+    report = {
+        "command": " ".join([sys.executable] + sys.argv),
+        "machine": machine_info(),
+        "threads": args.threads,
+        "versions": {"torch": torch.__version__, "blas": loaded_blas(), "onnxruntime": ort.__version__ if ort else None},
+        "timing": (
+            f"{args.rounds} rounds; each: tarn {args.tarn_steps} steps per position (round-robin over positions), then "
+            f"{args.cycles} cycles over every Python peer at every position (round-robin, start rotated each cycle), each "
+            f"cell an untimed step then {args.burst} timed ones (1 and no warm-up where a step exceeds {LONG_STEP_MS} ms); "
+            "every step timed on its own; median, fastest and median thread-CPU time of the pooled steps"
+        ),
+        "shapes": {},
+    }
+    print(f"machine: {report['machine']['cpu']}, {report['machine']['cores']} cores, load average {fmt_load(report['machine']['load_start'])}")
+    print(f"torch {torch.__version__} (BLAS {report['versions']['blas']}), onnxruntime {report['versions']['onnxruntime']}, "
+          f"threads {args.threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}")
+    print(report["timing"], flush=True)
+
+    shapes = prepare_shapes(args, work, report)
+    tarns = {name: TarnSweep(args, s, work) for name, s in shapes.items()}
+    cells = [cell for s in shapes.values() for cell in python_cells(args, s)]
+    for r in range(args.rounds):
+        for name, sweep in tarns.items():
+            sweep.round(args.tarn_steps)
+        run_cycles(cells, args.cycles, args.burst)
+        print(f"round {r + 1}/{args.rounds} done, load average {fmt_load(os.getloadavg())}", flush=True)
+    for name, sweep in tarns.items():
+        report["shapes"][name]["tarn"] = sweep.finish(shapes[name])
+    for cell in cells:
+        report["shapes"][cell.shape]["peers"].setdefault(cell.engine, {})[str(cell.position)] = summarise(cell.wall, cell.cpu)
+    if args.memory:
+        for name in (n for n, s in shapes.items() if s["sweep"]):
+            report["shapes"][name]["memory"] = measure_memory(args, shapes[name], report["shapes"][name]["tarn"])
+    report["machine"]["load_end"] = os.getloadavg()
+
+    print_report(report, args)
+    plots = args.plots
+    if plots is None:
+        plots = str(work / "plots") if args.quick or args.smoke else str(REPO / "docs")
+    if plots:
+        from peer_plots import plot_all
+
+        for path in plot_all(report, Path(plots)):
+            print(f"wrote {path}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+# -- arguments ----------------------------------------------------------------
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="bench/peers.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--bench", default=str(REPO / "build" / "bench" / "tarn_step_bench"), help="the tarn_step_bench executable")
+    p.add_argument("--threads", type=int, default=1, help="threads for every engine (default 1)")
+    p.add_argument("--shapes", default="mnist,cifar", type=lambda s: s.split(","), help="mnist,cifar")
+    p.add_argument("--positions", type=lambda s: [int(x) for x in s.split(",")], help="the MNIST shape's positions (default 16,64,...,65536)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--cycles", type=int, default=8, help="cycles of every Python cell per round (default 8)")
+    p.add_argument("--burst", type=int, default=3, help="timed steps of a Python cell per cycle, after an untimed one (default 3)")
+    p.add_argument("--tarn-steps", type=int, default=100, help="tarn steps per position per round (default 100)")
+    p.add_argument("--quick", action="store_true", help="MNIST shape only, positions to 4,096, fewer steps (about a minute)")
+    p.add_argument("--smoke", action="store_true", help="a tiny model and a few steps, for the test suite")
+    p.add_argument("--no-memory", dest="memory", action="store_false", help="skip the memory-against-position runs")
+    p.add_argument("--plots", help="directory for the PNG plots ('' for none; default docs/, with --quick or --smoke the work directory)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work-dir", help="keep the models here (default: a temporary directory)")
+    p.add_argument("--json", help="write every figure here")
+    p.add_argument("--memory-child", help=argparse.SUPPRESS)
+    p.add_argument("--child-shape", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.memory_child:
+        return args
+    if args.smoke:
+        args.shapes, args.rounds, args.cycles, args.burst, args.tarn_steps = ["tiny"], 1, 2, 2, 3
+        args.positions = args.positions or [4, 64]
+    elif args.quick:
+        args.shapes, args.rounds, args.cycles, args.tarn_steps = ["mnist"], 2, 4, 50
+        args.positions = args.positions or [16, 256, 4096]
+    args.positions = args.positions or [16, 64, 256, 1024, 4096, 16384, 65536]
+    if args.positions != sorted(set(args.positions)) or args.positions[0] < 1:
+        p.error("--positions must be ascending and at least 1 (ONNX Runtime refuses an empty cache)")
+    for name in args.shapes:
+        if name not in SHAPES and not (args.smoke and name == "tiny"):
+            p.error(f"unknown shape {name!r}; known: {', '.join(SHAPES)}")
+    if not Path(args.bench).is_file():
+        p.error(f"{args.bench} does not exist: build tarn_step_bench first, or pass --bench")
+    return args
+
+
+def shape_spec(name: str) -> dict:
+    return SMOKE_SHAPE if name == "tiny" else SHAPES[name]
+
+
+def shape_positions(args, name: str, steps_per_image: int) -> tuple:
+    """(positions, sweep): the position sweep for the first shape; for the
+    others, enough positions to integrate one image's softmax steps."""
+    if name == args.shapes[0]:
+        return args.positions, True
+    return [16, 256, 1024, steps_per_image], False
+
+
+# -- models and checks ----------------------------------------------------------
+
+
+def prepare_shapes(args, work: Path, report: dict) -> dict:
+    shapes = {}
+    for name in args.shapes:
+        spec = shape_spec(name)
+        config = ModelConfig(**spec["config"])
+        model = build_model(config, seed=args.seed).eval()
+        tarn_path = work / f"{name}.tarn"
+        convert_state_dict(model.state_dict(), config, tarn_path, dtype="f32", metadata={"source": f"bench/peers.py {name}, seed {args.seed}"})
+        positions, sweep = shape_positions(args, name, spec["steps_per_image"])
+        s = dict(name=name, config=config, model=model, tarn_path=tarn_path, positions=positions, sweep=sweep, spec=spec)
+        entry = report["shapes"][name] = {
+            "config": config.to_dict(),
+            "positions": positions,
+            "steps_per_image": spec["steps_per_image"],
+            "paper_cpu_s_per_image": {"linear": spec["paper_linear_s"], "stateful_softmax": spec["paper_softmax_s"]},
+            "kv_cache_bytes_per_position": 4 * config.num_layers * config.num_heads * (config.d_key + config.d_value),
+            "peers": {},
+        }
+        tokens = [t % config.vocab_size for t in CHECK_TOKENS]
+        if ort is not None:
+            s["onnx_linear"] = work / f"{name}-linear.onnx"
+            s["onnx_softmax"] = work / f"{name}-softmax.onnx"
+            peer_models.export_linear(model, s["onnx_linear"])
+            peer_models.export_softmax(model, s["onnx_softmax"])
+            s["ort_linear"] = ort_session(s["onnx_linear"], args.threads)
+            s["ort_softmax"] = ort_session(s["onnx_softmax"], args.threads)
+        checks = entry["checks"] = {}
+        if ort is not None:
+            checks["ort_linear_vs_reference_step"] = peer_models.check_linear(model, lambda f: s["ort_linear"].run(None, f), tokens)
+        softmax = peer_models.check_softmax(model, (lambda f: s["ort_softmax"].run(None, f)) if ort else None, tokens)
+        checks["torch_softmax_step_vs_parallel"] = softmax["eager"]
+        if ort is not None:
+            checks["ort_softmax_step_vs_parallel"] = softmax["onnx"]
+        print(f"{name}: largest |difference| of logits over {len(tokens)} steps: "
+              + ", ".join(f"{k} {v:.2e}" for k, v in checks.items()), flush=True)
+        bad = {k: v for k, v in checks.items() if not v <= CHECK_TOLERANCE}
+        if bad:
+            raise SystemExit(f"bench/peers.py: {name}: peers disagree with their references beyond {CHECK_TOLERANCE}: {bad}")
+        shapes[name] = s
+    return shapes
+
+
+def ort_session(path: Path, threads: int):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # As OMP_WAIT_POLICY=PASSIVE for PyTorch: no spinning on shared cores.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+# -- tarn -------------------------------------------------------------------------
+
+
+class TarnSweep:
+    """tarn_step_bench --positions --rounds-on-stdin: it advances its sessions
+    once, then times one round per request."""
+
+    def __init__(self, args, s: dict, work: Path):
+        self.json_path = work / f"{s['name']}-tarn.json"
+        tokens = [t % s["config"].vocab_size for t in CHECK_TOKENS]
+        cmd = [
+            args.bench, "--model", str(s["tarn_path"]), "--threads", str(args.threads),
+            "--positions", ",".join(map(str, s["positions"])), "--rounds-on-stdin",
+            "--check-tokens", ",".join(map(str, tokens)), "--json", str(self.json_path),
+        ]  # fmt: skip
+        print(f"{s['name']}: tarn advancing its sessions to positions {s['positions']}", flush=True)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        ready = json.loads(self.proc.stdout.readline() or "{}")
+        if "ready" not in ready:
+            raise SystemExit(f"bench/peers.py: {' '.join(cmd)} failed")
+        print(f"{s['name']}: tarn advanced in {ready['ready']['seconds']:.1f} s", flush=True)
+
+    def round(self, steps: int):
+        self.proc.stdin.write(f"{steps}\n")
+        self.proc.stdin.flush()
+        json.loads(self.proc.stdout.readline())
+
+    def finish(self, s: dict) -> dict:
+        self.proc.stdin.close()
+        if self.proc.wait() != 0:
+            raise SystemExit("bench/peers.py: tarn_step_bench failed")
+        result = json.loads(self.json_path.read_text())
+        model = s["model"]
+        state = model.initial_state(1)
+        expected = torch.cat([model.step(torch.tensor([t]), state) for t in result.pop("check_tokens")]).numpy()
+        result["max_abs_diff_vs_reference"] = float(np.abs(np.array(result.pop("check_outputs")) - expected).max())
+        if not result["max_abs_diff_vs_reference"] <= CHECK_TOLERANCE:
+            raise SystemExit(f"bench/peers.py: tarn disagrees with the reference: {result['max_abs_diff_vs_reference']}")
+        return result
+
+
+# -- Python peers -------------------------------------------------------------------
+
+
+class Cell:
+    """One peer at one position: `step` runs one timed step."""
+
+    def __init__(self, shape: str, engine: str, position: int, step):
+        self.shape, self.engine, self.position, self.step = shape, engine, position, step
+        self.wall, self.cpu = [], []
+
+
+def python_cells(args, s: dict) -> list:
+    model, name = s["model"], s["name"]
+    token = 3 % s["config"].vocab_size
+    softmax = peer_models.SoftmaxStep(model).eval()
+    cells = []
+    for p in s["positions"]:
+        cells.append(Cell(name, "torch_linear", p, torch_linear_step(model, token, p)))
+        if ort is not None:
+            cells.append(Cell(name, "ort_linear", p, ort_linear_step(model, s["ort_linear"], token, p)))
+        cache = peer_models.random_cache(model, p, seed=p)
+        feed = peer_models.softmax_inputs(model, token, p, cache)
+        cells.append(Cell(name, "torch_softmax", p, torch_softmax_step(softmax, feed)))
+        if ort is not None:
+            cells.append(Cell(name, "ort_softmax", p, lambda sess=s["ort_softmax"], feed=feed: sess.run(None, feed)))
+    return cells
+
+
+def torch_linear_step(model, token: int, position: int):
+    state = model.initial_state(1)
+    state["position"] = position
+    tokens = torch.tensor([token])
+    return lambda: model.step(tokens, state)
+
+
+def ort_linear_step(model, session, token: int, position: int):
+    feed = peer_models.linear_inputs(model, token, position)
+
+    def step():
+        _, feed["S"], feed["z"] = session.run(None, feed)
+        feed["position"] += 1
+
+    return step
+
+
+def torch_softmax_step(softmax, feed: dict):
+    args = [torch.from_numpy(v) for v in feed.values()]
+
+    def step():
+        with torch.no_grad():
+            softmax(*args)
+
+    return step
+
+
+def run_cycles(cells: list, cycles: int, burst: int):
+    """Each cycle runs every cell in turn (the start rotated by one each
+    cycle): an untimed step, then `burst` steps each timed on its own, as a
+    stream stepping one model would run them. A cell whose step exceeds
+    LONG_STEP_MS (a softmax step over a cache far larger than any CPU cache)
+    gets one timed step and no warm-up."""
+    for c in range(cycles):
+        for k in range(len(cells)):
+            cell = cells[(c + k) % len(cells)]
+            long = bool(cell.wall) and statistics.median(cell.wall) > LONG_STEP_MS
+            if not long:
+                cell.step()
+            for _ in range(1 if long else burst):
+                c0, t0 = time.thread_time(), time.perf_counter()
+                cell.step()
+                cell.wall.append((time.perf_counter() - t0) * 1e3)
+                cell.cpu.append((time.thread_time() - c0) * 1e3)
+
+
+def summarise(wall, cpu) -> dict:
+    return {
+        "steps_timed": len(wall),
+        "ms_per_step_median": statistics.median(wall),
+        "ms_per_step_best": min(wall),
+        "cpu_ms_per_step_median": statistics.median(cpu),
+    }
+
+
+# -- memory ------------------------------------------------------------------------
+
+
+def rss_kib() -> dict:
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0])
+    return {"rss_kib": fields.get("VmRSS", -1), "peak_rss_kib": fields.get("VmHWM", -1)}
+
+
+def measure_memory(args, s: dict, tarn: dict) -> dict:
+    """RSS against position: tarn's from its sweep; each Python peer in a
+    process of its own (the same script, --memory-child)."""
+    memory = {"tarn": tarn["advance"]["at"] + [{"position": "end", "peak_rss_kib": tarn["peak_rss_kib_end"]}]}
+    engines = ["torch_linear", "torch_softmax"] + (["ort_linear", "ort_softmax"] if ort is not None else [])
+    for engine in engines:
+        cmd = [sys.executable, __file__, "--memory-child", engine, "--child-shape", s["name"], "--threads", str(args.threads),
+               "--seed", str(args.seed), "--positions", ",".join(map(str, s["positions"]))]  # fmt: skip
+        if ort is not None:
+            cmd += ["--work-dir", str(s["onnx_linear"].parent)]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        memory[engine] = json.loads(out.strip().splitlines()[-1])
+        print(f"{s['name']} memory {engine}: " + ", ".join(f"{m['position']}: {m['peak_rss_kib'] / 1024:.0f} MiB" for m in memory[engine]), flush=True)
+    return memory
+
+
+def memory_child(args) -> int:
+    """Prints [{position, rss_kib, peak_rss_kib}]: one peer stepped MEMORY_STEPS
+    times at each position, in increasing order (so the peak at a position is
+    the peak up to it), what it held for the last position freed first."""
+    torch.set_num_threads(args.threads)
+    spec = shape_spec(args.child_shape)
+    config = ModelConfig(**spec["config"])
+    model = build_model(config, seed=args.seed).eval()
+    token = 3 % config.vocab_size
+    engine, work = args.memory_child, Path(args.work_dir or ".")
+    session = ort_session(work / f"{args.child_shape}-{engine.split('_')[1]}.onnx", args.threads) if engine.startswith("ort") else None
+    softmax = peer_models.SoftmaxStep(model).eval()
+
+    def make_step(p):
+        if engine == "torch_linear":
+            return torch_linear_step(model, token, p)
+        if engine == "ort_linear":
+            return ort_linear_step(model, session, token, p)
+        feed = peer_models.softmax_inputs(model, token, p, peer_models.random_cache(model, p, seed=p))
+        return torch_softmax_step(softmax, feed) if engine == "torch_softmax" else (lambda: session.run(None, feed))
+
+    result = [dict(position=0, **rss_kib())]
+    for p in args.positions:
+        step = make_step(p)
+        for _ in range(MEMORY_STEPS):
+            step()
+        result.append(dict(position=p, **rss_kib()))
+        del step
+    print(json.dumps(result))
+    return 0
+
+
+# -- report -------------------------------------------------------------------------
+
+
+def fmt(x, spec=".3f"):
+    return "-" if x is None else format(x, spec)
+
+
+def engine_runs(entry: dict, engine: str) -> dict:
+    """{position: summary} for one engine."""
+    if engine == "tarn":
+        return {str(p["position"]): p for p in entry["tarn"]["positions"]}
+    return entry["peers"].get(engine, {})
+
+
+def per_image_seconds(entry: dict, engine: str, key: str) -> float:
+    """One image of N steps: the sum over positions 0..N-1 of the step time,
+    interpolated linearly between measured positions (constant beyond them)."""
+    runs = engine_runs(entry, engine)
+    if not runs:
+        return None
+    positions = sorted(int(p) for p in runs)
+    ms = [runs[str(p)][key] for p in positions]
+    n = entry["steps_per_image"]
+    return float(np.interp(np.arange(n), positions, ms).sum() / 1e3)
+
+
+def print_report(report: dict, args):
+    engines = [e for e in ENGINES if e == "tarn" or ort is not None or not e.startswith("ort")]
+    print("\n" + "=" * 100)
+    for name, e in report["shapes"].items():
+        c = e["config"]
+        first = str(e["positions"][0])
+        tarn = engine_runs(e, "tarn")[first]
+        print(f"\n{name}: {c['num_layers']} layers, d_model {c['d_model']}, {c['num_heads']} heads x {c['d_key']}, d_ff {c['d_ff']}, "
+              f"vocab {c['vocab_size']}; batch 1, {args.threads} thread(s); step at position {first}")
+        print(f"{'engine':<36} {'median ms':>9} {'fastest':>8} {'cpu ms':>8}   {'x tarn (median, fastest, cpu)':>30}")
+        e["ratios_vs_tarn"] = {}
+        for engine in engines:
+            run = engine_runs(e, engine).get(first)
+            if run is None:
+                continue
+            ratio = {k: run[k] / tarn[k] for k in ("ms_per_step_median", "ms_per_step_best", "cpu_ms_per_step_median")}
+            e["ratios_vs_tarn"][engine] = ratio
+            print(f"{LABELS[engine]:<36} {run['ms_per_step_median']:>9.3f} {run['ms_per_step_best']:>8.3f} "
+                  f"{run['cpu_ms_per_step_median']:>8.3f}   {ratio['ms_per_step_median']:>9.2f}x {ratio['ms_per_step_best']:>8.2f}x "
+                  f"{ratio['cpu_ms_per_step_median']:>8.2f}x")
+        print(f"checks (largest |difference| of logits): tarn vs reference {e['tarn']['max_abs_diff_vs_reference']:.2e}, "
+              + ", ".join(f"{k} {v:.2e}" for k, v in e["checks"].items()))
+
+        print(f"\n{name}: ms per step against position, median (fastest)")
+        print(f"{'position':>8} " + " ".join(f"{SHORT[x]:>20}" for x in engines) + f" {'KV cache MiB':>12}")
+        for p in e["positions"]:
+            cells = []
+            for engine in engines:
+                run = engine_runs(e, engine).get(str(p))
+                cells.append("-" if run is None else f"{run['ms_per_step_median']:.3f} ({run['ms_per_step_best']:.3f})")
+            print(f"{p:>8} " + " ".join(f"{x:>20}" for x in cells) + f" {e['kv_cache_bytes_per_position'] * p / 2**20:>12.1f}")
+        runs = engine_runs(e, "tarn")
+        lo, hi = runs[str(e["positions"][0])], runs[str(e["positions"][-1])]
+        e["tarn_flatness"] = {k: hi[k] / lo[k] for k in ("ms_per_step_median", "ms_per_step_best", "cpu_ms_per_step_median")}
+        f = e["tarn_flatness"]
+        print(f"tarn step at position {e['positions'][-1]} / at {e['positions'][0]}: median {f['ms_per_step_median']:.3f}, "
+              f"fastest {f['ms_per_step_best']:.3f}, CPU time {f['cpu_ms_per_step_median']:.3f}")
+        if "memory" in e:
+            print(f"\n{name}: peak RSS (MiB) against position ({MEMORY_STEPS} steps at each; tarn: one stream advanced, "
+                  f"session {e['tarn']['session_bytes'] / 2**20:.2f} MiB)")
+            mem_engines = [x for x in engines if x in e["memory"]]
+            print(f"{'position':>8} " + " ".join(f"{SHORT[x]:>16}" for x in mem_engines))
+            for p in e["positions"]:
+                row = []
+                for engine in mem_engines:
+                    m = next((m for m in e["memory"][engine] if m["position"] == p), None)
+                    row.append("-" if m is None else f"{m['peak_rss_kib'] / 1024:.1f}")
+                print(f"{p:>8} " + " ".join(f"{x:>16}" for x in row))
+            t = [m["peak_rss_kib"] for m in e["memory"]["tarn"]]
+            e["tarn_peak_rss_growth_kib"] = max(t) - min(t)
+            print(f"tarn peak RSS from position {e['positions'][0]} to the end of timing: {min(t) / 1024:.2f} -> {max(t) / 1024:.2f} MiB "
+                  f"(+{e['tarn_peak_rss_growth_kib']} KiB)")
+
+    print("\nseconds per image (fastest / median step), beside the paper's Table 5 CPU column")
+    print(f"{'shape':<6} {'steps':>5} " + " ".join(f"{SHORT[x]:>15}" for x in engines) + f" {'paper linear':>13} {'paper softmax':>14}")
+    for name, e in report["shapes"].items():
+        e["per_image_s"] = {}
+        cells = []
+        for engine in engines:
+            best = per_image_seconds(e, engine, "ms_per_step_best")
+            median = per_image_seconds(e, engine, "ms_per_step_median")
+            e["per_image_s"][engine] = {"best": best, "median": median}
+            cells.append("-" if best is None else f"{best:.2f}/{median:.2f}")
+        paper = e["paper_cpu_s_per_image"]
+        print(f"{name:<6} {e['steps_per_image']:>5} " + " ".join(f"{x:>15}" for x in cells)
+              + f" {fmt(paper['linear'], '.1f'):>13} {fmt(paper['stateful_softmax'], '.1f'):>14}")
+    print("(the paper: one image at a time on a CPU of 2020, its own implementations; a linear step costs the same at every "
+          "position, a softmax step is summed over the image's positions)")
+    print(f"load average (1, 5, 15 min) at start {fmt_load(report['machine']['load_start'])}, at end {fmt_load(report['machine']['load_end'])}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
