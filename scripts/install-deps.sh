@@ -14,6 +14,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   g++-aarch64-linux-gnu qemu-user
   espeak-ng sox flite libsndfile1-dev libkissfft-dev
+  libpng-dev zlib1g-dev dataset-fashion-mnist
 )
 
 missing=()

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "generate.h"
 #include "npy.h"
 #include "tarn/tarn.hpp"
 #include "transcribe.h"
@@ -224,10 +225,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
 
   CLI::App* transcribe = tarn::cli::AddTranscribe(&app);
+  CLI::App* generate = tarn::cli::AddGenerate(&app);
 
   CLI11_PARSE(app, argc, argv);
   if (*info) return tarn::cli::Info(model_path);
   if (*transcribe) return tarn::cli::RunTranscribe();
+  if (*generate) return tarn::cli::RunGenerate();
   return tarn::cli::Run(model_path, input_path, output_path, state_dir, threads,
                         prefill, encode->parsed());
 }

@@ -1,0 +1,365 @@
+// `tarn generate MODEL --out GRID.png`: autoregressive image generation, as
+// in the paper's image experiments: a causal token model reads an image's
+// pixels row by row, one grey level (token 0..255) per step, and its 256
+// outputs are the logits of the next pixel.
+//
+// Image models. The model's metadata says how its tokens make an image:
+// `image_height` and `image_width` (pixels) and `image_start_token` (the
+// token fed before the first pixel, so that the first step's output is the
+// first pixel's distribution). examples/generate/export.py writes them.
+//
+// Unconditional (default): --count images, each started from the start
+// token alone, every pixel drawn (tarn/sample.hpp), laid out in a square
+// grid. With --complete IDX_FILE: images --first, --first + 1, ... of an
+// idx3-ubyte file (Fashion-MNIST's, gzipped or not) keep their first
+// --known-rows rows (half the image by default), which are prefilled in one
+// call; the rest is drawn --per-image times. Each grid row is then: the kept
+// part (the rest grey), the completions, the original.
+//
+// All images are stepped together through one SessionBatch per group of
+// streams. Image i's draws come from random stream i (completions: stream
+// (first + i) x per_image + j) of --seed, so an image does not change with
+// --count or with how the streams are batched.
+
+#include "generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "image_files.h"
+#include "tarn/sample.hpp"
+#include "tarn/tarn.hpp"
+
+namespace tarn::cli {
+namespace {
+
+struct GenerateOptions {
+  std::string model_path;
+  std::string out_path;
+  std::string complete_path;
+  uint32_t count = 16;
+  uint32_t first = 0;
+  uint32_t per_image = 3;
+  int known_rows = -1;  // -1: half the image
+  uint64_t seed = 0;
+  float temperature = 1;
+  uint32_t top_k = 0;
+  uint32_t scale = 2;
+  int threads = 1;
+  bool quiet = false;
+};
+
+GenerateOptions& Options() {
+  static GenerateOptions options;
+  return options;
+}
+
+constexpr uint32_t kGreyLevels = 256;
+constexpr uint32_t kMaxImages = 4096;
+constexpr uint32_t kStreamsPerBatch = 64;
+constexpr uint8_t kHiddenGrey = 128;  // pixels not shown: gaps, unknown parts
+constexpr uint32_t kGap = 2;          // pixels between grid cells (x scale)
+
+int Fail(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return 1;
+}
+
+struct ImageModel {
+  uint32_t height = 0, width = 0;
+  int32_t start_token = 0;
+};
+
+// The model's image layout from its metadata, after checking that it is a
+// causal token model with one logit per grey level.
+Status ReadImageModel(const Model& model, const std::string& path,
+                      ImageModel* image) {
+  const ModelConfig& c = model.config();
+  if (c.input_kind != InputKind::kTokens || !c.causal ||
+      model.output_size() != kGreyLevels) {
+    return Status(StatusCode::kInvalidArgument,
+                  "'" + path +
+                      "' is not an image model: generate needs a causal "
+                      "token model with 256 outputs (one per grey level); "
+                      "this one is a " +
+                      (c.causal ? "causal " : "bidirectional ") +
+                      (c.input_kind == InputKind::kTokens ? "token" : "frame") +
+                      " model with " + std::to_string(model.output_size()) +
+                      " outputs");
+  }
+  long long height = -1, width = -1, start = -1;
+  for (const auto& [key, value] : model.metadata()) {
+    long long* field = key == "image_height"        ? &height
+                       : key == "image_width"       ? &width
+                       : key == "image_start_token" ? &start
+                                                    : nullptr;
+    if (field) *field = std::atoll(value.c_str());
+  }
+  if (height <= 0 || width <= 0 || start < 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  "'" + path +
+                      "' lacks the image layout in its metadata "
+                      "(image_height, image_width, image_start_token; see "
+                      "examples/generate/export.py)");
+  }
+  if (start >= c.vocab_size || c.vocab_size < kGreyLevels) {
+    return Status(StatusCode::kInvalidArgument,
+                  "'" + path + "': vocabulary of " +
+                      std::to_string(c.vocab_size) +
+                      " tokens cannot hold the 256 grey levels and start "
+                      "token " +
+                      std::to_string(start));
+  }
+  if (c.position == "learned" && height * width > c.max_positions) {
+    return Status(StatusCode::kInvalidArgument,
+                  "'" + path + "': " + std::to_string(height * width) +
+                      " pixels, but only " + std::to_string(c.max_positions) +
+                      " learned positions");
+  }
+  image->height = static_cast<uint32_t>(height);
+  image->width = static_cast<uint32_t>(width);
+  image->start_token = static_cast<int32_t>(start);
+  return Status::Ok();
+}
+
+// One image being drawn: its pixels (the known ones first), its session
+// and its random stream.
+struct Stream {
+  std::vector<uint8_t> pixels;  // [height x width]
+  std::unique_ptr<Session> session;
+  TokenSampler sampler;
+};
+
+// Redraws the bar when its percentage changes: at most 101 times a run.
+void ShowProgress(size_t done, size_t total, size_t images) {
+  if (done < total && done * 100 / total == (done - 1) * 100 / total) return;
+  constexpr int kBarWidth = 40;
+  const int filled = static_cast<int>(kBarWidth * done / total);
+  std::fprintf(stderr, "\r[%s%s] %3zu%% %zu/%zu pixels of %zu image%s",
+               std::string(filled, '#').c_str(),
+               std::string(kBarWidth - filled, '.').c_str(), done * 100 / total,
+               done, total, images, images == 1 ? "" : "s");
+  if (done == total) std::fputc('\n', stderr);
+}
+
+// Draws pixels [known, height x width) of every stream, whose first `known`
+// pixels are set: each session is prefilled with the start token and all
+// known pixels but the last, then all streams step together.
+Status Draw(const Model& model, const ImageModel& image, size_t known,
+            const SamplingOptions& sampling, const GenerateOptions& options,
+            std::vector<Stream>* streams) {
+  const size_t pixels = size_t{image.height} * image.width;
+  std::vector<int32_t> prefix(known);
+  for (Stream& s : *streams) {
+    SessionOptions session_options;
+    session_options.max_prefill_chunk = 64;
+    Status status = Session::Create(model, session_options, &s.session);
+    if (!status.ok()) return status;
+    if (known == 0) continue;
+    prefix[0] = image.start_token;
+    std::copy(s.pixels.begin(), s.pixels.begin() + (known - 1),
+              prefix.begin() + 1);
+    status = s.session->PrefillTokens(prefix.data(), known, nullptr, 0);
+    if (!status.ok()) return status;
+  }
+  BatchOptions batch_options;
+  batch_options.max_streams = static_cast<uint32_t>(
+      std::min<size_t>(streams->size(), kStreamsPerBatch));
+  batch_options.num_threads = options.threads;
+  std::unique_ptr<SessionBatch> batch;
+  Status status = SessionBatch::Create(model, batch_options, &batch);
+  if (!status.ok()) return status;
+
+  std::vector<Session*> sessions(batch_options.max_streams);
+  std::vector<int32_t> tokens(batch_options.max_streams);
+  std::vector<float> logits(size_t{batch_options.max_streams} * kGreyLevels);
+  for (size_t p = known; p < pixels; ++p) {
+    for (size_t first = 0; first < streams->size();
+         first += batch_options.max_streams) {
+      const size_t count =
+          std::min<size_t>(batch_options.max_streams, streams->size() - first);
+      for (size_t i = 0; i < count; ++i) {
+        Stream& s = (*streams)[first + i];
+        sessions[i] = s.session.get();
+        tokens[i] = p == 0 ? image.start_token : s.pixels[p - 1];
+      }
+      status = batch->StepTokens(sessions.data(), tokens.data(), count,
+                                 logits.data(), logits.size());
+      if (!status.ok()) return status;
+      for (size_t i = 0; i < count; ++i) {
+        Stream& s = (*streams)[first + i];
+        s.pixels[p] = static_cast<uint8_t>(s.sampler.SampleCategorical(
+            logits.data() + i * kGreyLevels, kGreyLevels, sampling));
+      }
+    }
+    if (!options.quiet)
+      ShowProgress(p + 1 - known, pixels - known, streams->size());
+  }
+  return Status::Ok();
+}
+
+// A grid of cells, each one image scaled up `scale` times, kGap x scale
+// grey pixels between and around cells.
+class Grid {
+ public:
+  Grid(uint32_t rows, uint32_t cols, const ImageModel& image, uint32_t scale)
+      : image_(image),
+        scale_(scale),
+        width_(cols * image.width * scale + (cols + 1) * kGap * scale),
+        height_(rows * image.height * scale + (rows + 1) * kGap * scale),
+        pixels_(size_t{width_} * height_, kHiddenGrey) {}
+
+  // Draws the first `shown` pixels of an image (the rest stay grey).
+  void Put(uint32_t row, uint32_t col, const uint8_t* image, size_t shown) {
+    const uint32_t x0 = kGap * scale_ + col * (image_.width + kGap) * scale_;
+    const uint32_t y0 = kGap * scale_ + row * (image_.height + kGap) * scale_;
+    for (size_t p = 0; p < shown; ++p) {
+      const uint32_t x = x0 + (p % image_.width) * scale_;
+      const uint32_t y = y0 + (p / image_.width) * scale_;
+      for (uint32_t dy = 0; dy < scale_; ++dy) {
+        std::fill_n(pixels_.begin() + size_t{y + dy} * width_ + x, scale_,
+                    image[p]);
+      }
+    }
+  }
+
+  Status Write(const std::string& path) const {
+    return WriteGreyPng(path, pixels_.data(), width_, height_);
+  }
+
+ private:
+  ImageModel image_;
+  uint32_t scale_, width_, height_;
+  std::vector<uint8_t> pixels_;  // [height_][width_]
+};
+
+}  // namespace
+
+CLI::App* AddGenerate(CLI::App* app) {
+  GenerateOptions& o = Options();
+  CLI::App* generate = app->add_subcommand(
+      "generate",
+      "Draw images pixel by pixel from an image model (unconditional, or "
+      "completing the top of idx images) into a PNG grid");
+  generate->add_option("model", o.model_path, "a .tarn image model")
+      ->required();
+  generate->add_option("--out", o.out_path, "the PNG grid to write")
+      ->required();
+  generate->add_option("--complete", o.complete_path,
+                       "an idx3-ubyte image file (gzipped or not): complete "
+                       "the top of its images instead");
+  generate
+      ->add_option("--count", o.count,
+                   "images to draw, or (--complete) images to complete")
+      ->check(CLI::Range(1u, kMaxImages));
+  generate->add_option("--first", o.first,
+                       "--complete: index of the first image to complete");
+  generate
+      ->add_option("--per-image", o.per_image,
+                   "--complete: completions of each image")
+      ->check(CLI::Range(1u, 64u));
+  generate
+      ->add_option("--known-rows", o.known_rows,
+                   "--complete: rows kept from each image (default: half)")
+      ->check(CLI::NonNegativeNumber);
+  generate->add_option("--seed", o.seed, "random seed");
+  generate->add_option("--temperature", o.temperature,
+                       "divides the logits (> 0; < 1 sharper)");
+  generate->add_option("--top-k", o.top_k,
+                       "draw among the k most probable grey levels (0: all)");
+  generate->add_option("--scale", o.scale, "pixels per image pixel in the grid")
+      ->check(CLI::Range(1u, 16u));
+  generate->add_option("--threads", o.threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+  generate->add_flag("--quiet", o.quiet, "no progress bar");
+  return generate;
+}
+
+int RunGenerate() {
+  const GenerateOptions& o = Options();
+  SamplingOptions sampling;
+  sampling.temperature = o.temperature;
+  sampling.top_k = o.top_k;
+  Status status = CheckSamplingOptions(sampling, kGreyLevels);
+  if (!status.ok()) return Fail(status.message());
+
+  std::unique_ptr<Model> model;
+  status = Model::Load(o.model_path, &model);
+  if (!status.ok()) return Fail(status.message());
+  ImageModel image;
+  status = ReadImageModel(*model, o.model_path, &image);
+  if (!status.ok()) return Fail(status.message());
+  const size_t pixels = size_t{image.height} * image.width;
+
+  std::vector<Stream> streams;
+  if (o.complete_path.empty()) {
+    for (uint32_t i = 0; i < o.count; ++i) {
+      streams.push_back(
+          {std::vector<uint8_t>(pixels), nullptr, TokenSampler(o.seed, i)});
+    }
+    status = Draw(*model, image, 0, sampling, o, &streams);
+    if (!status.ok()) return Fail(status.message());
+    const uint32_t cols = static_cast<uint32_t>(
+        std::ceil(std::sqrt(static_cast<double>(o.count))));
+    Grid grid((o.count + cols - 1) / cols, cols, image, o.scale);
+    for (uint32_t i = 0; i < o.count; ++i) {
+      grid.Put(i / cols, i % cols, streams[i].pixels.data(), pixels);
+    }
+    status = grid.Write(o.out_path);
+    return status.ok() ? 0 : Fail(status.message());
+  }
+
+  GreyImages originals;
+  status = ReadIdxImages(o.complete_path, &originals);
+  if (!status.ok()) return Fail(status.message());
+  if (originals.height != image.height || originals.width != image.width) {
+    return Fail(
+        "'" + o.complete_path + "' holds " + std::to_string(originals.height) +
+        " x " + std::to_string(originals.width) + " images; the model draws " +
+        std::to_string(image.height) + " x " + std::to_string(image.width));
+  }
+  if (uint64_t{o.first} + o.count > originals.count) {
+    return Fail("--first " + std::to_string(o.first) + " --count " +
+                std::to_string(o.count) + ": '" + o.complete_path + "' holds " +
+                std::to_string(originals.count) + " images");
+  }
+  const uint32_t known_rows =
+      o.known_rows < 0 ? image.height / 2 : static_cast<uint32_t>(o.known_rows);
+  if (known_rows >= image.height) {
+    return Fail("--known-rows " + std::to_string(known_rows) +
+                " leaves nothing to draw in images of " +
+                std::to_string(image.height) + " rows");
+  }
+  const size_t known = size_t{known_rows} * image.width;
+  for (uint32_t i = 0; i < o.count; ++i) {
+    const uint8_t* original = originals.image(o.first + i);
+    for (uint32_t j = 0; j < o.per_image; ++j) {
+      std::vector<uint8_t> start(original, original + pixels);
+      std::fill(start.begin() + known, start.end(), 0);
+      const uint64_t stream = (uint64_t{o.first} + i) * o.per_image + j;
+      streams.push_back(
+          {std::move(start), nullptr, TokenSampler(o.seed, stream)});
+    }
+  }
+  status = Draw(*model, image, known, sampling, o, &streams);
+  if (!status.ok()) return Fail(status.message());
+  Grid grid(o.count, o.per_image + 2, image, o.scale);
+  for (uint32_t i = 0; i < o.count; ++i) {
+    const uint8_t* original = originals.image(o.first + i);
+    grid.Put(i, 0, original, known);
+    for (uint32_t j = 0; j < o.per_image; ++j) {
+      grid.Put(i, 1 + j, streams[size_t{i} * o.per_image + j].pixels.data(),
+               pixels);
+    }
+    grid.Put(i, o.per_image + 1, original, pixels);
+  }
+  status = grid.Write(o.out_path);
+  return status.ok() ? 0 : Fail(status.message());
+}
+
+}  // namespace tarn::cli
