@@ -51,6 +51,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -141,8 +142,10 @@ def main(argv=None) -> int:
 
     print_report(report, args)
     plots = args.plots
-    if plots is None:
-        plots = str(work / "plots") if args.quick or args.smoke else str(REPO / "docs")
+    if plots is None and not (args.quick or args.smoke):
+        plots = str(REPO / "docs")
+    elif plots is None:
+        plots = str(work / "plots") if args.work_dir else ""
     if plots:
         from peer_plots import plot_all
 
@@ -152,6 +155,8 @@ def main(argv=None) -> int:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
         print(f"wrote {args.json}")
+    if not args.work_dir:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
@@ -171,7 +176,7 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true", help="MNIST shape only, positions to 4,096, fewer steps (about a minute)")
     p.add_argument("--smoke", action="store_true", help="a tiny model and a few steps, for the test suite")
     p.add_argument("--no-memory", dest="memory", action="store_false", help="skip the memory-against-position runs")
-    p.add_argument("--plots", help="directory for the PNG plots ('' for none; default docs/, with --quick or --smoke the work directory)")
+    p.add_argument("--plots", help="directory for the PNG plots ('' for none; default docs/, with --quick or --smoke WORK_DIR/plots or none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work-dir", help="keep the models here (default: a temporary directory)")
     p.add_argument("--json", help="write every figure here")

@@ -718,8 +718,9 @@ int RunPositions(const Model& model, const Options& o, Json j) {
   } else {
     sweep.Round(o.steps);
   }
-  j["positions"] = sweep.Report();
+  // Before the report's JSON, which is not the session's.
   j["peak_rss_kib_end"] = ReadRss().peak_kib;
+  j["positions"] = sweep.Report();
   if (!o.rounds_on_stdin) {
     for (const Json& p : j["positions"]) {
       std::printf(
