@@ -28,7 +28,7 @@ TORCH_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin")
 SAFETENSORS_SUFFIX = ".safetensors"
 
 # Where training code usually puts the state dict inside a checkpoint dict.
-STATE_DICT_KEYS = ("state_dict", "model_state_dict", "model")
+STATE_DICT_KEYS = ("state_dict", "model_state_dict", "model_state", "model")
 # Prefixes a wrapper adds to every name: Lightning's `self.model`, DataParallel.
 WRAPPER_PREFIXES = ("model.", "module.")
 

@@ -12,7 +12,7 @@ import math
 from .errors import ConversionError
 from .reference import ModelConfig
 
-SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION = (1, 1)
 
 # config field -> (schema enum, {config string: enum member})
 _ACTIVATION = ("Activation", {"none": "None_", "relu": "Relu", "gelu": "Gelu"})
@@ -25,6 +25,7 @@ ENUMS = {
     "attention": ("AttentionKind", {"causal": "Causal", "bidirectional": "Bidirectional"}),
     "feature_map": ("FeatureMap", {"elu+1": "EluPlusOne", "relu": "Relu", "favor+": "FavorPlus"}),
     "window": ("WindowFunction", {"hamming": "Hamming", "hann": "Hann", "povey": "Povey"}),
+    "output_distribution": ("OutputDistribution", {"none": "None_", "logistic-mixture": "LogisticMixture"}),
 }
 
 # AudioFrontEnd fields -> kind; the defaults are the schema's.

@@ -124,6 +124,19 @@ CASES: Dict[str, Callable[[np.random.Generator], Case]] = {
         300,
     ),
     "bidirectional": lambda rng: Case(_small_tokens(attention="bidirectional"), 200),
+    # The paper authors' image-model input and head: a grey level's embedding
+    # followed by a concatenated sinusoid, a logistic mixture over 256 levels.
+    "concat_mixture": lambda rng: Case(
+        _small_tokens(
+            vocab_size=256,
+            position_concat_dim=16,
+            final_norm=True,
+            output_dim=30,
+            output_distribution="logistic-mixture",
+            output_levels=256,
+        ),
+        784,
+    ),
     # An offline encoder over frames: stacking, convolution, favor+, pre-norm.
     "bidirectional_speech": lambda rng: Case(
         ModelConfig(

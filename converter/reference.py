@@ -15,6 +15,7 @@ import dataclasses
 import math
 from typing import List, Optional
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -25,6 +26,7 @@ ACTIVATIONS = ("none", "relu", "gelu")
 NORM_PLACEMENTS = ("post", "pre")
 ATTENTIONS = ("causal", "bidirectional")
 FEATURE_MAPS = ("elu+1", "relu", "favor+")
+OUTPUT_DISTRIBUTIONS = ("none", "logistic-mixture")
 
 
 @dataclasses.dataclass
@@ -59,6 +61,13 @@ class ModelConfig:
     conv_kernel: int = 0  # causal depthwise convolution width, 0 = none
     final_norm: bool = False
     output_dim: int = 0  # 0 = no head
+    # >0: the position encoding, this wide, follows a token embedding of
+    # d_model - position_concat_dim (concatenated, not added).
+    position_concat_dim: int = 0
+    # What the outputs parameterise: "none", or "logistic-mixture" (a
+    # distribution over output_levels grey levels: logistic_mixture_levels).
+    output_distribution: str = "none"
+    output_levels: int = 0
 
     def __post_init__(self):
         _check_choice("input_kind", self.input_kind, INPUT_KINDS)
@@ -88,6 +97,24 @@ class ModelConfig:
                 raise ValueError("without input_projection, input_dim * stack_window must equal d_model")
         if self.position == "learned" and self.max_positions <= 0:
             raise ValueError("learned position needs max_positions > 0")
+        if self.position_concat_dim:
+            if self.input_kind != "tokens" or self.position != "sinusoidal":
+                raise ValueError("position_concat_dim needs token input and sinusoidal position")
+            if not 0 < self.position_concat_dim < self.d_model:
+                raise ValueError("position_concat_dim must be in (0, d_model)")
+        _check_choice("output_distribution", self.output_distribution, OUTPUT_DISTRIBUTIONS)
+        if self.output_distribution == "logistic-mixture":
+            if self.output_dim <= 0 or self.output_dim % 3:
+                raise ValueError("a logistic mixture needs output_dim = 3 x mixtures > 0")
+            if self.output_levels < 2:
+                raise ValueError("a logistic mixture needs output_levels >= 2")
+        elif self.output_levels:
+            raise ValueError("output_levels applies to a logistic-mixture output only")
+
+    @property
+    def embedding_dim(self) -> int:
+        """Width of a token's embedding: d_model less a concatenated position."""
+        return self.d_model - self.position_concat_dim
 
     @property
     def stacked_dim(self) -> int:
@@ -126,6 +153,31 @@ def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return pe.to(torch.float32)
+
+
+def logistic_mixture_levels(params: np.ndarray, levels: int) -> np.ndarray:
+    """P(level k) for k in [0, levels) under a discretised mixture of logistics,
+    the distribution the paper authors' image model samples from; float64.
+
+    params [..., 3M] = [M mixture logits | M means | M scale parameters],
+    scale = elu(p) + 1.0001. Their sampler draws a component by its softmax
+    weight, x ~ logistic(mean, scale), and takes the level
+    round((x + 1) / 2 * (levels - 1)) clamped to [0, levels - 1]. So level k
+    holds x in [c_k - h, c_k + h), c_k = 2k / (levels - 1) - 1,
+    h = 1 / (levels - 1), the first level reaching down to -inf and the last
+    up to +inf. Returns [..., levels]."""
+    params = np.asarray(params, dtype=np.float64)
+    m = params.shape[-1] // 3
+    logits, means, raw = params[..., :m], params[..., m : 2 * m], params[..., 2 * m :]
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    scales = np.where(raw > 0, raw, np.expm1(np.minimum(raw, 0))) + 1.0001
+    edges = (2 * np.arange(1, levels) - 1) / (levels - 1) - 1  # level k starts at edges[k-1]
+    t = (edges[:, None] - means[..., None, :]) / scales[..., None, :]  # [..., levels-1, M]
+    cdf = np.exp(-np.logaddexp(0, -t))  # sigmoid
+    shape = cdf.shape[:-2] + (1, m)
+    cdf = np.concatenate([np.zeros(shape), cdf, np.ones(shape)], axis=-2)
+    return (np.diff(cdf, axis=-2) * weights[..., None, :]).sum(-1)
 
 
 class FeatureMap(nn.Module):
@@ -268,7 +320,7 @@ class LinearTransformer(nn.Module):
         super().__init__()
         c = self.config = config
         if c.input_kind == "tokens":
-            self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
+            self.token_embedding = nn.Embedding(c.vocab_size, c.embedding_dim)
         elif c.input_projection:
             self.input_projection = nn.Linear(c.stacked_dim, c.d_model)
         if c.position == "learned":
@@ -294,7 +346,10 @@ class LinearTransformer(nn.Module):
             x = activate(self.input_projection(inputs), c.input_activation)
         else:
             x = activate(inputs, c.input_activation)
-        if c.position == "sinusoidal":
+        if c.position_concat_dim:
+            pe = sinusoid(positions, c.position_concat_dim).to(x.device)
+            x = torch.cat([x, pe.expand(*x.shape[:-1], -1)], dim=-1)
+        elif c.position == "sinusoidal":
             x = x + sinusoid(positions, c.d_model).to(x.device)
         elif c.position == "learned":
             x = x + self.position_embedding(positions)

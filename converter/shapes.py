@@ -16,7 +16,7 @@ def expected_shapes(c: ModelConfig) -> Dict[str, Shape]:
     qk, v = c.num_heads * c.d_key, c.num_heads * c.d_value
     shapes: Dict[str, Shape] = {}
     if c.input_kind == "tokens":
-        shapes["token_embedding.weight"] = (c.vocab_size, c.d_model)
+        shapes["token_embedding.weight"] = (c.vocab_size, c.embedding_dim)
     elif c.input_projection:
         shapes["input_projection.weight"] = (c.d_model, c.stacked_dim)
         shapes["input_projection.bias"] = (c.d_model,)

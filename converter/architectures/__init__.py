@@ -8,9 +8,10 @@ Each architecture module has `map_checkpoint(checkpoint, config) ->
 (converter/shapes.py).
 """
 
-from . import fast_transformers, tarn
+from . import fast_transformers, linear_transformer_experiments, tarn
 
 ARCHITECTURES = {
     "tarn": tarn.map_checkpoint,
     "fast-transformers": fast_transformers.map_checkpoint,
+    "linear-transformer-experiments": linear_transformer_experiments.map_checkpoint,
 }

@@ -9,6 +9,7 @@
 
 #include "generate.h"
 #include "npy.h"
+#include "tarn/distribution.hpp"
 #include "tarn/tarn.hpp"
 #include "transcribe.h"
 
@@ -39,6 +40,10 @@ int Info(const std::string& path) {
   }
   std::printf("position         %s", c.position.c_str());
   if (c.position == "learned") std::printf(" (%u positions)", c.max_positions);
+  if (c.position_concat_dim > 0) {
+    std::printf(" (%u wide, after an embedding of %u)", c.position_concat_dim,
+                c.d_model - c.position_concat_dim);
+  }
   std::printf(
       "\nlayers           %u x (d_model %u, %u heads, d_key %u, "
       "d_value %u, d_ff %u, %s, %s-norm, eps %g)\n",
@@ -54,6 +59,10 @@ int Info(const std::string& path) {
   std::printf("output           %s%s, %zu per step\n",
               c.final_norm ? "final norm, " : "",
               c.output_dim > 0 ? "head" : "no head", model->output_size());
+  if (c.output_distribution == "logistic-mixture") {
+    std::printf("distribution     logistic mixture of %u over %u levels\n",
+                c.output_dim / 3, c.output_levels);
+  }
   std::printf("parameters       %zu\n", model->parameter_count());
   std::printf("weight bytes     %zu\n", model->weight_bytes());
   SessionOptions smallest;
@@ -91,15 +100,37 @@ Status WriteState(const Session& session, const std::string& dir) {
                   {c.num_layers, c.num_heads, c.feature_dim}, z);
 }
 
+// Writes log P(level) of every step's output distribution, [steps, levels].
+Status WriteLogProbabilities(const ModelConfig& c, size_t steps,
+                             const std::vector<float>& outputs,
+                             const std::string& path) {
+  std::vector<float> log_p(steps * c.output_levels);
+  for (size_t t = 0; t < steps; ++t) {
+    LogisticMixtureLogProbabilities(outputs.data() + t * c.output_dim,
+                                    c.output_dim / 3, c.output_levels,
+                                    log_p.data() + t * c.output_levels);
+  }
+  return WriteNpy(path, {steps, c.output_levels}, log_p);
+}
+
 // Steps a model over an input array; with `prefill` > 0, the first
 // `prefill` tokens or frames go through Session::Prefill*() instead. With
 // `encode`, a bidirectional model encodes the whole array.
 int Run(const std::string& model_path, const std::string& input_path,
         const std::string& output_path, const std::string& state_dir,
-        int threads, size_t prefill, bool encode) {
+        const std::string& log_probs_path, int threads, size_t prefill,
+        bool encode) {
   std::unique_ptr<Model> model;
   Status status = Model::Load(model_path, &model);
   if (!status.ok()) return Fail(status);
+  if (!log_probs_path.empty() &&
+      model->config().output_distribution != "logistic-mixture") {
+    return Fail(Status(StatusCode::kInvalidArgument,
+                       "--log-probs: " + model_path +
+                           " has no output distribution over levels (its "
+                           "output_distribution is " +
+                           model->config().output_distribution + ")"));
+  }
   SessionOptions options;
   options.num_threads = threads;
   std::unique_ptr<Session> session;
@@ -180,6 +211,10 @@ int Run(const std::string& model_path, const std::string& input_path,
     }
   }
   status = WriteNpy(output_path, {steps, width}, outputs);
+  if (status.ok() && !log_probs_path.empty()) {
+    status =
+        WriteLogProbabilities(model->config(), steps, outputs, log_probs_path);
+  }
   if (status.ok() && !state_dir.empty())
     status = WriteState(*session, state_dir);
   return status.ok() ? 0 : Fail(status);
@@ -192,7 +227,7 @@ int main(int argc, char** argv) {
   CLI::App app("tarn: linear-attention transformers run as recurrent networks");
   app.require_subcommand(1);
 
-  std::string model_path, input_path, output_path, state_dir;
+  std::string model_path, input_path, output_path, state_dir, log_probs_path;
   int threads = 1;
   size_t prefill = 0;
   CLI::App* info = app.add_subcommand(
@@ -212,6 +247,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   run->add_option("--prefill", prefill,
                   "feed the first N tokens or frames as one prefill");
+  run->add_option("--log-probs", log_probs_path,
+                  ".npy output [steps, levels]: log P(level) of each step's "
+                  "distribution (logistic-mixture models)");
 
   CLI::App* encode =
       app.add_subcommand("encode",
@@ -231,6 +269,6 @@ int main(int argc, char** argv) {
   if (*info) return tarn::cli::Info(model_path);
   if (*transcribe) return tarn::cli::RunTranscribe();
   if (*generate) return tarn::cli::RunGenerate();
-  return tarn::cli::Run(model_path, input_path, output_path, state_dir, threads,
-                        prefill, encode->parsed());
+  return tarn::cli::Run(model_path, input_path, output_path, state_dir,
+                        log_probs_path, threads, prefill, encode->parsed());
 }

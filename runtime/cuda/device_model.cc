@@ -137,6 +137,11 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
                   "the CUDA backend cannot run this model: its attention "
                   "heads do not fit in shared memory");
   }
+  if (c.position_concat_dim > 0) {
+    return Status(StatusCode::kUnsupported,
+                  "the CUDA backend cannot run this model: its position is "
+                  "concatenated to the token embedding (position_concat_dim)");
+  }
   if (c.input_kind == InputKind::kFrames &&
       size_t{c.stack_window} * c.input_dim * sizeof(float) > kSharedBytes) {
     return Status(StatusCode::kUnsupported,

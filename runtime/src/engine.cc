@@ -54,17 +54,19 @@ float* Engine::z(Stream& s, size_t layer, size_t head) const {
 
 void Engine::EmbedToken(int32_t token, float* x) const {
   const TensorView& table = m_.token_embedding;
-  const size_t row = static_cast<size_t>(token) * c_.d_model;
+  const size_t width = c_.d_model - c_.position_concat_dim;
+  const size_t row = static_cast<size_t>(token) * width;
   if (table.dtype == schema::DType::F32) {
     std::memcpy(x, static_cast<const float*>(table.data) + row,
-                c_.d_model * sizeof(float));
+                width * sizeof(float));
   } else {
-    k_.f16_to_f32(c_.d_model, static_cast<const uint16_t*>(table.data) + row,
-                  x);
+    k_.f16_to_f32(width, static_cast<const uint16_t*>(table.data) + row, x);
   }
   if (c_.embedding_scale != 1.0f) {
-    for (uint32_t i = 0; i < c_.d_model; ++i) x[i] *= c_.embedding_scale;
+    for (size_t i = 0; i < width; ++i) x[i] *= c_.embedding_scale;
   }
+  // A concatenated position goes after the embedding: Embed adds it to zeros.
+  std::fill(x + width, x + c_.d_model, 0.0f);
 }
 
 size_t Engine::StepsAfter(uint64_t frames) const {
@@ -110,13 +112,16 @@ void Engine::Embed(const Rows& rows, float* x) {
     const uint64_t position = rows.stream(r).position + rows.ahead(r);
     if (c_.position == "sinusoidal") {
       // In double, as the reference: at step 10^6 a float angle would lose
-      // the phase.
+      // the phase. Over the whole row, or its last position_concat_dim.
       const double p = static_cast<double>(position);
-      for (uint32_t i = 0; 2 * i < d; ++i) {
+      const size_t width =
+          c_.position_concat_dim > 0 ? c_.position_concat_dim : d;
+      float* pe = row + (d - width);
+      for (size_t i = 0; 2 * i < width; ++i) {
         const double angle = p / m_.wavelengths[i];
-        row[2 * i] += static_cast<float>(std::sin(angle));
-        if (2 * i + 1 < d)
-          row[2 * i + 1] += static_cast<float>(std::cos(angle));
+        pe[2 * i] += static_cast<float>(std::sin(angle));
+        if (2 * i + 1 < width)
+          pe[2 * i + 1] += static_cast<float>(std::cos(angle));
       }
     } else if (c_.position == "learned") {
       const TensorView& table = m_.position_embedding;

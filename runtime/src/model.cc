@@ -14,7 +14,7 @@ namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 0;
+constexpr uint16_t kSchemaMinor = 1;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.
@@ -62,7 +62,8 @@ std::map<std::string, std::vector<int64_t>> ExpectedTensors(
     expected[name + ".bias"] = {d};
   };
   if (c.input_kind == InputKind::kTokens) {
-    expected["token_embedding.weight"] = {c.vocab_size, d};
+    expected["token_embedding.weight"] = {c.vocab_size,
+                                          d - c.position_concat_dim};
   } else if (c.input_projection) {
     linear("input_projection", d, int64_t{c.input_dim} * c.stack_window);
   }
@@ -184,7 +185,8 @@ Status Model::Impl::ReadConfig() {
       !in_range(m.input_activation(), schema::Activation::MAX) ||
       !in_range(m.norm_placement(), schema::NormPlacement::MAX) ||
       !in_range(m.attention(), schema::AttentionKind::MAX) ||
-      !in_range(m.feature_map(), schema::FeatureMap::MAX)) {
+      !in_range(m.feature_map(), schema::FeatureMap::MAX) ||
+      !in_range(m.output_distribution(), schema::OutputDistribution::MAX)) {
     return Invalid("model has an enum value this runtime does not know");
   }
   c.input_kind = m.input_kind() == schema::InputKind::Tokens
@@ -225,6 +227,12 @@ Status Model::Impl::ReadConfig() {
   if (m.labels() != nullptr) {
     for (const auto* label : *m.labels()) c.labels.push_back(label->str());
   }
+  c.position_concat_dim = m.position_concat_dim();
+  c.output_distribution =
+      m.output_distribution() == schema::OutputDistribution::LogisticMixture
+          ? "logistic-mixture"
+          : "none";
+  c.output_levels = m.output_levels();
 
   auto positive = [&](const char* name, uint32_t value,
                       uint32_t max) -> Status {
@@ -299,6 +307,31 @@ Status Model::Impl::ReadConfig() {
   }
   if (c.conv_kernel > kMaxWindow || c.output_dim > kMaxVocab) {
     return Invalid("model conv_kernel or output_dim is implausibly large");
+  }
+  if (c.position_concat_dim > 0 &&
+      (c.input_kind != InputKind::kTokens || c.position != "sinusoidal" ||
+       c.position_concat_dim >= c.d_model)) {
+    return Invalid(
+        "model position_concat_dim = " + std::to_string(c.position_concat_dim) +
+        " needs token input, sinusoidal position and a value below d_model (" +
+        std::to_string(c.d_model) + ")");
+  }
+  if (c.output_distribution == "logistic-mixture") {
+    if (c.output_dim == 0 || c.output_dim % 3 != 0) {
+      return Invalid(
+          "model logistic-mixture output needs output_dim = 3 x "
+          "mixtures, got " +
+          std::to_string(c.output_dim));
+    }
+    if (c.output_levels < 2 || c.output_levels > kMaxVocab) {
+      return Invalid("model logistic-mixture output_levels = " +
+                     std::to_string(c.output_levels) + " is outside [2, " +
+                     std::to_string(kMaxVocab) + "]");
+    }
+  } else if (c.output_levels != 0) {
+    return Invalid(
+        "model output_levels is set without a logistic-mixture "
+        "output");
   }
   if (!c.labels.empty() && c.labels.size() != c.output_dim) {
     return Invalid("model has " + std::to_string(c.labels.size()) +
@@ -528,9 +561,11 @@ void Model::Impl::PlanState() {
                             : 0);
   state.total = next;
   if (c.position == "sinusoidal") {
-    for (uint32_t i = 0; 2 * i < c.d_model; ++i) {
+    const uint32_t width =
+        c.position_concat_dim > 0 ? c.position_concat_dim : c.d_model;
+    for (uint32_t i = 0; 2 * i < width; ++i) {
       wavelengths.push_back(
-          std::pow(10000.0, 2.0 * i / static_cast<double>(c.d_model)));
+          std::pow(10000.0, 2.0 * i / static_cast<double>(width)));
     }
   }
 }
@@ -597,6 +632,12 @@ void Model::Impl::ComputeIdentity() {
   }
   add(static_cast<uint64_t>(c.labels.size()));
   for (const std::string& label : c.labels) add_string(label);
+  // Schema 1.1 fields only where set, so that a 1.0 model keeps its identity
+  // and its snapshots still restore.
+  if (c.position_concat_dim > 0 || c.output_distribution != "none") {
+    for (uint32_t v : {c.position_concat_dim, c.output_levels}) add(v);
+    add_string(c.output_distribution);
+  }
   identity = XXH64_digest(h);
   XXH64_freeState(h);
 }

@@ -88,14 +88,15 @@ class Model::Impl {
   size_t weight_bytes = 0;
 
   std::vector<LayerWeights> layers;
-  TensorView token_embedding;     // [vocab][d_model], f32 or f16
+  TensorView token_embedding;     // [vocab][d_model - position_concat_dim]
   TensorView position_embedding;  // [max_positions][d_model]
   std::unique_ptr<DenseLayer> input_projection;
   const float* final_norm_weight = nullptr;
   const float* final_norm_bias = nullptr;
   std::unique_ptr<DenseLayer> head;
 
-  // Sinusoidal position: 10000^(2i / d_model), [d_model / 2] doubles.
+  // Sinusoidal position: 10000^(2i / width), [width / 2] doubles; width is
+  // position_concat_dim when set, else d_model.
   std::vector<double> wavelengths;
   StateLayout state;
   uint64_t identity = 0;

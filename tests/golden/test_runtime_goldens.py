@@ -49,7 +49,8 @@ def run_ok(model: Path, inputs: Path, out_dir: Path, *extra: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("case", ["tokens", "frames", "speech", "favor", "favor_stabilize", "relu", "learned"])
+@pytest.mark.parametrize(
+    "case", ["tokens", "frames", "speech", "favor", "favor_stabilize", "relu", "learned", "concat_mixture"])
 def test_steps_match_pytorch_reference(case, tmp_path):
     golden = GOLDENS / case
     run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
@@ -122,3 +123,59 @@ def test_fast_transformers_recurrent_model(case, tmp_path):
     assert error <= TOLERANCE
     for state in ("state_S", "state_z"):
         assert scaled_error(np.load(tmp_path / f"{state}.npy"), np.load(fixture / f"{state}.npy")) <= TOLERANCE
+
+
+# -- the paper authors' image model (idiap/linear-transformer-experiments) ----
+
+AUTHORS = ROOT / "tests" / "data" / "linear_transformer_experiments"
+
+
+def convert_authors_model(out: Path) -> Path:
+    model = out / "model.tarn"
+    result = subprocess.run(
+        [sys.executable, "-m", "converter", "convert", str(AUTHORS / "model.pt"), str(model),
+         "--arch", "linear-transformer-experiments", "--config", str(AUTHORS / "config.json")],
+        capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return model
+
+
+@pytest.mark.parametrize("prefill", [0, 500])
+def test_authors_image_model_matches_their_recurrent_code(prefill, tmp_path):
+    """784 pixels through their RecurrentGenerator (output.npy) and through
+    tarn, stepped or with the first 500 as a prefill."""
+    model = convert_authors_model(tmp_path)
+    run_ok(model, AUTHORS / "input.npy", tmp_path, "--prefill", str(prefill))
+    output, expected = np.load(tmp_path / "output.npy"), np.load(AUTHORS / "output.npy")
+    assert output.shape == expected.shape == (784, 30)
+    error = scaled_error(output, expected)
+    print(f"authors' image model, prefill {prefill}: max scaled |tarn - their recurrent code| = {error:.2e}")
+    assert error <= TOLERANCE
+
+
+def test_authors_image_model_level_distribution(tmp_path):
+    """tarn's level log-probabilities (C++) against the reference's table
+    (NumPy, float64), computed from the same outputs. make_fixtures.py checked
+    that table against their sampler's draws."""
+    from converter.reference import logistic_mixture_levels
+
+    model = convert_authors_model(tmp_path)
+    run_ok(model, AUTHORS / "input.npy", tmp_path, "--log-probs", str(tmp_path / "log_p.npy"))
+    output, log_p = np.load(tmp_path / "output.npy"), np.load(tmp_path / "log_p.npy").astype(np.float64)
+    assert log_p.shape == (784, 256)
+    table = logistic_mixture_levels(output.astype(np.float64), 256)
+    assert np.allclose(table.sum(-1), 1, atol=1e-12)
+    probability_error = float(np.abs(np.exp(log_p) - table).max())
+    kept = table > 1e-30  # above float's range, log_p is floored at log(FLT_MIN)
+    log_error = float(np.abs(log_p[kept] - np.log(table[kept])).max())
+    print(f"level distribution: max |p tarn - p reference| = {probability_error:.2e}, max |log p diff| = {log_error:.2e}")
+    assert probability_error <= 1e-6
+    assert log_error <= 1e-4
+
+
+def test_log_probs_refused_without_a_distribution(tmp_path):
+    model = convert_fast_transformers("causal_linear", tmp_path)
+    inputs = FAST_TRANSFORMERS / "causal_linear" / "input.npy"
+    result = tarn_run(model, inputs, tmp_path, "--log-probs", str(tmp_path / "p.npy"))
+    assert result.returncode == 1
+    assert "no output distribution over levels" in result.stderr

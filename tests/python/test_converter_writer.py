@@ -57,7 +57,7 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (1, 0)
+    assert f.schema_version == (1, 1)
     assert_same_config(f.config, config)
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():

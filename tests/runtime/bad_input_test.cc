@@ -67,7 +67,7 @@ TEST(BadModel, NewerSchemaMajor) {
   ASSERT_EQ(schema::GetModel(bytes.data())->schema_version()->major(), 2);
   Status status = LoadBytes(bytes);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
-  EXPECT_THAT(status.message(), HasSubstr("schema version 2.0"));
+  EXPECT_THAT(status.message(), HasSubstr("schema version 2."));
   EXPECT_THAT(status.message(), HasSubstr("upgrade tarn"));
 }
 
@@ -137,7 +137,7 @@ TEST(BadModel, OlderSchemaMajor) {
       ->mutate_major(0);
   Status status = LoadBytes(bytes);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
-  EXPECT_THAT(status.message(), HasSubstr("schema version 0.0"));
+  EXPECT_THAT(status.message(), HasSubstr("schema version 0."));
   EXPECT_THAT(status.message(), HasSubstr("re-convert the model"));
 }
 
@@ -182,6 +182,60 @@ TEST(BadModel, HyperParameterOutOfRange) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("hyper-parameter num_heads = 0 is outside [1, 65536]"));
+}
+
+TEST(BadModel, ConcatenatedPositionOutOfPlace) {
+  for (auto mutate : {+[](schema::Model* m) {
+                        return m->mutate_position_concat_dim(m->d_model());
+                      },
+                      +[](schema::Model* m) {
+                        return m->mutate_position(schema::Position::None);
+                      }}) {
+    AlignedBytes bytes(GoldenModelPath("concat_mixture"));
+    ASSERT_TRUE(mutate(schema::GetMutableModel(bytes.data())));
+    Status status = LoadBytes(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+    EXPECT_THAT(status.message(),
+                HasSubstr("needs token input, sinusoidal position and a value "
+                          "below d_model (32)"));
+  }
+}
+
+TEST(BadModel, ConcatenatedPositionDisagreesWithTheEmbedding) {
+  AlignedBytes bytes(GoldenModelPath("concat_mixture"));
+  ASSERT_TRUE(
+      schema::GetMutableModel(bytes.data())->mutate_position_concat_dim(8));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("tensor 'token_embedding.weight': expected shape "
+                        "[256, 24], found [256, 16]"));
+}
+
+TEST(BadModel, LogisticMixtureOfWrongShape) {
+  AlignedBytes bytes(GoldenModelPath("concat_mixture"));
+  ASSERT_TRUE(schema::GetMutableModel(bytes.data())->mutate_output_dim(31));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("logistic-mixture output needs output_dim = 3 x "
+                        "mixtures, got 31"));
+
+  AlignedBytes levels(GoldenModelPath("concat_mixture"));
+  ASSERT_TRUE(schema::GetMutableModel(levels.data())->mutate_output_levels(1));
+  status = LoadBytes(levels);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("output_levels = 1 is outside [2, "));
+}
+
+TEST(BadModel, OutputDistributionFromTheFuture) {
+  AlignedBytes bytes(GoldenModelPath("concat_mixture"));
+  ASSERT_TRUE(schema::GetMutableModel(bytes.data())
+                  ->mutate_output_distribution(
+                      static_cast<schema::OutputDistribution>(7)));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("enum value this runtime"));
 }
 
 // Renames tensor `from` to `to` in place (same length).

@@ -105,7 +105,8 @@ TEST_P(BatchTest, SixteenStreamsEqualSixteenSessions) {
 
 INSTANTIATE_TEST_SUITE_P(Goldens, BatchTest,
                          ::testing::Values("tokens", "frames", "speech",
-                                           "favor_stabilize", "learned"));
+                                           "favor_stabilize", "learned",
+                                           "concat_mixture"));
 
 TEST(Batch, AnySubsetInAnyOrder) {
   std::unique_ptr<Model> model = LoadGolden("tokens");

@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
     Goldens, PrefillTest,
     ::testing::Combine(::testing::Values("tokens", "tokens_f16", "frames",
                                          "speech", "favor", "favor_stabilize",
-                                         "relu", "learned"),
+                                         "relu", "learned", "concat_mixture"),
                        ::testing::Values(1, 7, 64, 1000)),
     [](const auto& info) {
       std::string name = std::get<0>(info.param);

@@ -113,6 +113,14 @@ struct ModelConfig {
   bool final_norm = false;
   uint32_t output_dim = 0;  // 0: no head, outputs are d_model wide
   std::vector<std::string> labels;
+  // >0: a token's input is [embedding (d_model - this), sinusoidal position
+  // (this wide)], concatenated instead of added.
+  uint32_t position_concat_dim = 0;
+  // What the outputs parameterise: "none", or "logistic-mixture" (3M outputs:
+  // a discretised mixture of logistics over output_levels levels, see
+  // schema/tarn.fbs and tarn/distribution.hpp).
+  std::string output_distribution;
+  uint32_t output_levels = 0;
 };
 
 struct LoadOptions {
