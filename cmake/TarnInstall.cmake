@@ -16,7 +16,6 @@ install(TARGETS tarn tarn_kernels EXPORT tarnTargets
 install(FILES
   ${PROJECT_SOURCE_DIR}/runtime/include/tarn/tarn.h
   ${PROJECT_SOURCE_DIR}/runtime/include/tarn/tarn.hpp
-  ${PROJECT_SOURCE_DIR}/runtime/include/tarn/distribution.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tarn)
 install(TARGETS tarn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 

@@ -1,7 +1,10 @@
 // `tarn generate MODEL --out GRID.png`: autoregressive image generation, as
 // in the paper's image experiments: a causal token model reads an image's
-// pixels row by row, one grey level (token 0..255) per step, and its 256
-// outputs are the logits of the next pixel.
+// pixels row by row, one grey level (token 0..255) per step, and its
+// outputs give the next pixel's distribution: 256 logits, or (a model whose
+// output_distribution is "logistic-mixture", such as the paper authors' own
+// image model) the parameters of a logistic mixture over 256 levels, whose
+// level log-probabilities (tarn/distribution.hpp) are then sampled as logits.
 //
 // Image models. The model's metadata says how its tokens make an image:
 // `image_height` and `image_width` (pixels) and `image_start_token` (the
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "image_files.h"
+#include "tarn/distribution.hpp"
 #include "tarn/sample.hpp"
 #include "tarn/tarn.hpp"
 
@@ -73,25 +77,29 @@ int Fail(const std::string& message) {
 struct ImageModel {
   uint32_t height = 0, width = 0;
   int32_t start_token = 0;
+  size_t mixtures = 0;  // > 0: outputs are a logistic mixture's parameters
 };
 
 // The model's image layout from its metadata, after checking that it is a
-// causal token model with one logit per grey level.
+// causal token model whose outputs give a distribution over the grey levels.
 Status ReadImageModel(const Model& model, const std::string& path,
                       ImageModel* image) {
   const ModelConfig& c = model.config();
+  const bool mixture = c.output_distribution == "logistic-mixture" &&
+                       c.output_levels == kGreyLevels;
   if (c.input_kind != InputKind::kTokens || !c.causal ||
-      model.output_size() != kGreyLevels) {
+      (model.output_size() != kGreyLevels && !mixture)) {
     return Status(StatusCode::kInvalidArgument,
                   "'" + path +
                       "' is not an image model: generate needs a causal "
-                      "token model with 256 outputs (one per grey level); "
-                      "this one is a " +
+                      "token model with 256 outputs (one per grey level) or "
+                      "a logistic mixture over 256 levels; this one is a " +
                       (c.causal ? "causal " : "bidirectional ") +
                       (c.input_kind == InputKind::kTokens ? "token" : "frame") +
                       " model with " + std::to_string(model.output_size()) +
                       " outputs");
   }
+  image->mixtures = mixture ? c.output_dim / 3 : 0;
   long long height = -1, width = -1, start = -1;
   for (const auto& [key, value] : model.metadata()) {
     long long* field = key == "image_height"        ? &height
@@ -177,7 +185,9 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
 
   std::vector<Session*> sessions(batch_options.max_streams);
   std::vector<int32_t> tokens(batch_options.max_streams);
-  std::vector<float> logits(size_t{batch_options.max_streams} * kGreyLevels);
+  const size_t output_size = model.output_size();
+  std::vector<float> outputs(size_t{batch_options.max_streams} * output_size);
+  std::vector<float> log_p(kGreyLevels);
   for (size_t p = known; p < pixels; ++p) {
     for (size_t first = 0; first < streams->size();
          first += batch_options.max_streams) {
@@ -189,12 +199,18 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
         tokens[i] = p == 0 ? image.start_token : s.pixels[p - 1];
       }
       status = batch->StepTokens(sessions.data(), tokens.data(), count,
-                                 logits.data(), logits.size());
+                                 outputs.data(), outputs.size());
       if (!status.ok()) return status;
       for (size_t i = 0; i < count; ++i) {
         Stream& s = (*streams)[first + i];
-        s.pixels[p] = static_cast<uint8_t>(s.sampler.SampleCategorical(
-            logits.data() + i * kGreyLevels, kGreyLevels, sampling));
+        const float* logits = outputs.data() + i * output_size;
+        if (image.mixtures > 0) {
+          LogisticMixtureLogProbabilities(logits, image.mixtures, kGreyLevels,
+                                          log_p.data());
+          logits = log_p.data();
+        }
+        s.pixels[p] = static_cast<uint8_t>(
+            s.sampler.SampleCategorical(logits, kGreyLevels, sampling));
       }
     }
     if (!options.quiet)

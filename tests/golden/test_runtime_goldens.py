@@ -179,3 +179,37 @@ def test_log_probs_refused_without_a_distribution(tmp_path):
     result = tarn_run(model, inputs, tmp_path, "--log-probs", str(tmp_path / "p.npy"))
     assert result.returncode == 1
     assert "no output distribution over levels" in result.stderr
+
+
+def test_generate_draws_pixels_from_the_mixture(tmp_path):
+    """tarn generate on the authors' model: 4,096 one-pixel images, each the
+    first draw after start token 0, so their grey levels are draws from the
+    level distribution of step 0's outputs (the reference's table). Pearson
+    chi-square over 16 bands of 16 levels, 15 degrees of freedom."""
+    from converter.reference import logistic_mixture_levels
+    from matplotlib.image import imread
+
+    model = tmp_path / "model.tarn"
+    result = subprocess.run(
+        [sys.executable, "-m", "converter", "convert", str(AUTHORS / "model.pt"), str(model),
+         "--arch", "linear-transformer-experiments", "--config", str(AUTHORS / "config.json"),
+         "--meta", "image_height=1", "--meta", "image_width=1", "--meta", "image_start_token=0"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    count, cols, gap = 4096, 64, 2  # generate's grid: ceil(sqrt(count)) columns, 2-pixel gaps
+    result = subprocess.run(
+        [TARN, "generate", str(model), "--out", str(tmp_path / "grid.png"), "--count", str(count),
+         "--scale", "1", "--seed", "6", "--quiet"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    grid = np.rint(imread(tmp_path / "grid.png") * 255).astype(int)
+    cells = np.arange(count)
+    levels = grid[gap + (cells // cols) * (1 + gap), gap + (cells % cols) * (1 + gap)]
+
+    np.save(tmp_path / "start.npy", np.zeros(1, dtype=np.int32))
+    run_ok(model, tmp_path / "start.npy", tmp_path)
+    table = logistic_mixture_levels(np.load(tmp_path / "output.npy")[0].astype(np.float64), 256)
+    expected = count * table.reshape(16, 16).sum(1)
+    observed = np.bincount(levels // 16, minlength=16)
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    print(f"tarn generate, 4,096 first pixels: chi-square {chi2:.1f} on 15 degrees of freedom")
+    assert chi2 < 50  # P(chi2_15 > 50) = 1e-5
