@@ -135,7 +135,22 @@ def flite_spec(rng, voices, shift=True):
     return spec
 
 
-def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants):
+def wide_flite_spec(rng):
+    """A training flite voice pushed towards a higher, smaller speaker than
+    flite_spec's: mean F0 up to 260 Hz (F0 alone) and a sox pitch shift of up
+    to 900 cents (F0 and formants together: a shorter vocal tract)."""
+    voice = rng.choice(FLITE_TRAIN)
+    spec = {"engine": "flite", "voice": voice, "stretch": round(rng.uniform(0.8, 1.25), 3), "f0": 0, "cents": 0}
+    if voice in FLITE_PITCH_VOICES:
+        spec["f0"] = rng.randint(90, 260)
+        if rng.random() < 0.7:
+            spec["cents"] = rng.randint(100, 450)
+    elif rng.random() < 0.85:
+        spec["cents"] = rng.randint(200, 900)
+    return spec
+
+
+def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide_flite=0):
     rng = random.Random(seed)
     items = []
     seen = set()
@@ -162,6 +177,15 @@ def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants):
         spec = flite_spec(rng, FLITE_HELD_OUT, shift=False)
         spec["stretch"] = round(rng.uniform(0.9, 1.15), 3)
         items.append(("eval_slt", unseen_words(), spec))
+    # Drawn last, from their own generator, so that adding them changes none of
+    # the utterances above; word sequences of dev and the held-out sets stay out.
+    held_out = {words for split, words, _ in items if split != "train"}
+    wide_rng = random.Random(seed + 1000)
+    for _ in range(n_wide_flite):
+        words = random_words(wide_rng)
+        while words in held_out:
+            words = random_words(wide_rng)
+        items.append(("train", words, wide_flite_spec(wide_rng)))
     return items
 
 
@@ -198,8 +222,12 @@ def main():
     parser.add_argument("--dev", type=int, default=200)
     parser.add_argument("--eval-espeak", type=int, default=400)
     parser.add_argument("--eval-slt", type=int, default=150)
+    parser.add_argument("--wide-flite", type=int, default=4000,
+                        help="extra training utterances of flite voices with a wider pitch and formant range")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep-existing", action="store_true",
+                        help="leave files already in OUT (same seed and sizes: the plan is deterministic)")
     args = parser.parse_args()
 
     check_espeak_languages()
@@ -211,7 +239,7 @@ def main():
     print(f"espeak-ng held out: {' '.join(ESPEAK_HELD_OUT)}; flite train: {' '.join(FLITE_TRAIN)}; "
           f"flite held out: {' '.join(FLITE_HELD_OUT)}")
 
-    items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants)
+    items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants, args.wide_flite)
     jobs, rows = [], []
     for split in ("train", "dev", "eval_espeak", "eval_slt"):
         os.makedirs(os.path.join(args.out, "wav", split), exist_ok=True)
@@ -220,6 +248,8 @@ def main():
         jobs.append((os.path.join(args.out, relative), words, spec))
         rows.append((relative, words, f"{spec['engine']}/{spec['voice']}", split, settings_text(spec)))
 
+    if args.keep_existing:
+        jobs = [job for job in jobs if not os.path.exists(job[0])]
     start = time.time()
     with multiprocessing.Pool(args.jobs) as pool:
         for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):

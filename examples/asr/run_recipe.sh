@@ -3,8 +3,8 @@
 #   examples/asr/run_recipe.sh [DATA_DIR]      (default /work/data/asr)
 # Needs Debian's python3 with python3-torch and python3-numpy, espeak-ng, flite,
 # sox, and libopenblas0-openmp (without it torch falls back to the slow
-# reference BLAS). On a 2-core machine: corpus about 5 min (12 750 utterances,
-# 760 MB), training 32 min (a wall-clock budget: --minutes), statistics and
+# reference BLAS). On a 2-core machine: corpus about 7 min (16 750 utterances,
+# 1 GB), training 32 min (a wall-clock budget: --minutes), statistics and
 # evaluation 2 min -- about 40 min in all.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

@@ -7,10 +7,12 @@ a causal depthwise convolution (kernel 7) per layer; CTC over 29 labels
 (LABELS: blank = 0, space, apostrophe, a-z). Trained with its parallel forward
 (causal, so the padding after an utterance changes none of its outputs).
 
-Every epoch sees freshly augmented audio: silence before and after, some
-utterances joined in pairs, random gain (peak -30..0 dBFS), white or pink noise
-(SNR 5-40 dB) on most, rounding to 16 bits, then features (features.py) and a
-light SpecAugment. The learning rate follows the clock: linear warm-up over the
+Every epoch sees freshly augmented audio: half the utterances (--speed-perturb)
+played 0.9-1.2 times as fast (every frequency scaled with the speed, see
+change_speed), silence before and after, some utterances joined in pairs,
+random gain (peak -30..0 dBFS), white or pink noise (SNR 5-40 dB) on most,
+rounding to 16 bits, then features (features.py) and a light SpecAugment.
+The learning rate follows the clock: linear warm-up over the
 first 5 % of the time budget, cosine decay to the end; training stops when the
 budget is spent, so the recipe fits the machine it runs on (or, with --steps,
 over a fixed number of optimiser steps, the same work however busy it is).
@@ -111,6 +113,9 @@ def encode(text):
     return [LABEL_INDEX[c] for c in text]
 
 
+SPEED_RANGE = (0.9, 1.2)  # mostly faster: the held-out voices include higher ones than the training voices
+
+
 def pink_noise(n, rng):
     spectrum = np.fft.rfft(rng.standard_normal(n))
     spectrum[1:] /= np.sqrt(np.arange(1, len(spectrum)))
@@ -119,21 +124,36 @@ def pink_noise(n, rng):
     return noise / (noise.std() + 1e-12)
 
 
-def augment(pieces, rng):
-    """[samples, ...] of one training example -> augmented waveform (float64, 16-bit grid)."""
+def change_speed(samples, factor):
+    """Plays samples `factor` times faster: every frequency (F0 and formants) is
+    scaled by factor and the duration by 1/factor, like a shorter or longer
+    vocal tract speaking faster or slower. Linear interpolation; its slight
+    low-pass is far below the noise added later."""
+    positions = np.arange(0, len(samples) - 1, factor)
+    return np.interp(positions, np.arange(len(samples)), samples)
+
+
+def augment(pieces, rng, speed_perturbed):
+    """[samples, ...] of one training example -> augmented waveform (float64,
+    16-bit grid); a fraction speed_perturbed of the pieces change speed."""
     sr = features.RECIPE["sample_rate"]
     parts = [np.zeros(rng.integers(0, int(0.3 * sr)))]
+    spoken = []
     for i, samples in enumerate(pieces):
         if i:
             parts.append(np.zeros(rng.integers(int(0.1 * sr), int(0.6 * sr))))
-        parts.append(samples.astype(np.float64))
+        samples = samples.astype(np.float64)
+        if speed_perturbed and rng.random() < speed_perturbed:
+            samples = change_speed(samples, rng.uniform(*SPEED_RANGE))
+        spoken.append(samples)
+        parts.append(samples)
     parts.append(np.zeros(rng.integers(0, int(0.3 * sr))))
     x = np.concatenate(parts)
     gain = 10 ** (rng.uniform(-30, 0) / 20) / (np.abs(x).max() + 1e-9)
     x *= gain
     roll = rng.random()
     if roll < 0.65:
-        signal_rms = gain * math.sqrt(np.mean(np.concatenate(pieces).astype(np.float64) ** 2))
+        signal_rms = gain * math.sqrt(np.mean(np.concatenate(spoken) ** 2))
         noise = rng.standard_normal(len(x)) if roll < 0.3 else pink_noise(len(x), rng)
         x += noise * signal_rms * 10 ** (-rng.uniform(5, 40) / 20)
     elif roll < 0.75:  # a faint noise floor, like a quiet recording
@@ -157,8 +177,9 @@ def spec_augment(feats, rng):
 class Batches(torch.utils.data.Dataset):
     """One item = one padded batch; augmentation and features run in the DataLoader worker."""
 
-    def __init__(self, data, batches, recipe, train, seed):
+    def __init__(self, data, batches, recipe, train, seed, speed_perturbed=0.0):
         self.data, self.batches, self.recipe, self.train, self.seed = data, batches, recipe, train, seed
+        self.speed_perturbed = speed_perturbed
 
     def __len__(self):
         return len(self.batches)
@@ -170,7 +191,7 @@ class Batches(torch.utils.data.Dataset):
             pieces = [self.data[i][0] for i in example]
             texts.append(" ".join(self.data[i][1] for i in example))
             if self.train:
-                f = features.features(augment(pieces, rng), self.recipe)
+                f = features.features(augment(pieces, rng, self.speed_perturbed), self.recipe)
                 feats.append(spec_augment(f, rng))
             else:
                 feats.append(features.features(pieces[0], self.recipe))
@@ -278,6 +299,8 @@ def main():
     parser.add_argument("--frames-per-batch", type=int, default=8000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--speed-perturb", type=float, default=0.5,
+                        help="fraction of training utterances played 0.9-1.2 times as fast (0: none)")
     parser.add_argument("--init", help="asr.pt to start from (its weights and feature statistics)")
     args = parser.parse_args()
 
@@ -315,7 +338,7 @@ def main():
         epoch += 1
         batches = make_batches(data["train"], args.frames_per_batch, rng, join_fraction=0.15)
         loader = torch.utils.data.DataLoader(
-            Batches(data["train"], batches, recipe, True, args.seed * 1000 + epoch),
+            Batches(data["train"], batches, recipe, True, args.seed * 1000 + epoch, args.speed_perturb),
             batch_size=None, shuffle=False, num_workers=1, prefetch_factor=4, persistent_workers=False,
         )
         losses = []
@@ -368,7 +391,8 @@ def main():
             "epochs": epoch, "steps": step, "train_seconds": round(train_seconds),
             "total_seconds": round(time.time() - start), "cpu_seconds": round(cpu_seconds()),
             "threads": args.threads, "init": args.init,
-            "train_utterances": len(data["train"]), "peak_lr": args.lr, "greedy": results,
+            "train_utterances": len(data["train"]), "peak_lr": args.lr,
+            "speed_perturb": args.speed_perturb, "greedy": results,
         },
     }, args.out)
     log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); total {time.time() - start:.0f} s, "
