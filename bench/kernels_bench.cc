@@ -83,17 +83,19 @@ void BenchCausalStep(benchmark::State& state, const KernelTable* k, size_t C,
   const std::vector<float> v = Random(heads * dv, -1, 1, 5);
   std::vector<float> S = Random(heads * C * dv, -1, 1, 6);
   std::vector<float> z = Random(heads * C, 1, 2, 7);
-  std::vector<float> y(heads * dv);
+  std::vector<float> S_carry(S.size()), z_carry(z.size()), y(heads * dv);
   for (auto _ : state) {
     for (size_t h = 0; h < heads; ++h) {
       k->causal_step(C, dv, &phi_k[h * C], &v[h * dv], &phi_q[h * C], 1e-6f,
-                     &S[h * C * dv], &z[h * C], &y[h * dv]);
+                     &S[h * C * dv], &z[h * C], &S_carry[h * C * dv],
+                     &z_carry[h * C], &y[h * dv]);
     }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  // S and z read and written; phi_k, phi_q, v read; y written.
-  const size_t bytes = (2 * C * dv + 2 * C + 2 * C + 2 * dv) * sizeof(float);
+  // S, z and their carries read and written; phi_k, phi_q, v read; y
+  // written.
+  const size_t bytes = (4 * C * dv + 4 * C + 2 * C + 2 * dv) * sizeof(float);
   state.SetBytesProcessed(state.iterations() * heads * bytes);
   state.SetItemsProcessed(state.iterations() * heads * C * dv);
 }

@@ -375,7 +375,8 @@ Json Profile(const Model& model, const Options& o, double step_us,
   std::vector<float> qk = RandomVector(2 * H * dk, 1, &rng);
   std::vector<float> phi(2 * H * C);
   std::vector<float> v = RandomVector(H * dv, 1, &rng);
-  std::vector<float> S(L * H * C * dv), z(L * H * C), y(H * dv);
+  std::vector<float> S(L * H * C * dv), z(L * H * C), S_carry(S.size()),
+      z_carry(z.size()), y(H * dv);
   if (c.feature_map == "favor+") {
     add("attention", "feature map (favor+: exp part only)",
         std::to_string(L) + " x 2 x " + std::to_string(H * C), [&] {
@@ -404,6 +405,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
             const size_t head = l * H + h;
             k.causal_step(C, dv, &phi[H * C + h * C], &v[h * dv], &phi[h * C],
                           c.attention_eps, &S[head * C * dv], &z[head * C],
+                          &S_carry[head * C * dv], &z_carry[head * C],
                           &y[h * dv]);
           }
         }

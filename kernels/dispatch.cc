@@ -18,8 +18,8 @@ namespace {
 #define TARN_KERNELS_TABLE(isa)                                              \
   KernelTable {                                                              \
     isa::EluPlusOne, isa::Relu, isa::Gelu, isa::ExpShifted, isa::CausalStep, \
-        isa::LayerNorm, isa::AddLayerNorm, isa::Add, isa::F16ToF32,          \
-        isa::DenseF32, isa::DenseF16                                         \
+        isa::CausalUpdate, isa::LayerNorm, isa::AddLayerNorm, isa::Add,      \
+        isa::F16ToF32, isa::DenseF32, isa::DenseF16                          \
   }
 
 constexpr KernelTable kScalarTable = TARN_KERNELS_TABLE(scalar);

@@ -8,7 +8,8 @@
 //   float phi_q[C], phi_k[C], v[dv], y[dv];   // q, k already projected
 //   k.elu_plus_one(C, q, phi_q);
 //   k.elu_plus_one(C, key, phi_k);
-//   k.causal_step(C, dv, phi_k, v, phi_q, 1e-6f, S, z, y);  // S [C][dv], z [C]
+//   // S, S_carry [C][dv], z, z_carry [C], all zero at the stream's start.
+//   k.causal_step(C, dv, phi_k, v, phi_q, 1e-6f, S, z, S_carry, z_carry, y);
 //
 // Every kernel takes sizes first, then const inputs, then outputs. Kernels
 // allocate nothing, keep no state, make no system call, and check their
@@ -44,11 +45,23 @@ struct KernelTable {
   //   S[c][:] += phi_k[c] * v[:];  z[c] += phi_k[c];
   //   y[:] = (sum_c phi_q[c] * S[c][:]) / (sum_c phi_q[c] * z[c] + eps)
   // The update comes before the read-out (position i attends to itself).
-  // phi_k, phi_q, z: [C]; v, y: [dv]; S: [C][dv] row-major, updated in place.
-  // y must not overlap any other argument.
+  // S and z sum every key of an endless stream, so the update is compensated
+  // (Kahan): S_carry and z_carry hold what each float sum could not, and each
+  // element is updated as
+  //   t = fma(phi_k[c], v[j], -carry);  s = S + t;  carry = (s - S) - t;
+  //   S = s
+  // (z alike with t = phi_k[c] - carry), in exactly this order in every
+  // variant, so that S, z and the carries come out bit for bit the same
+  // whichever variant ran. Zero carries with a zero state.
+  // phi_k, phi_q, z, z_carry: [C]; v, y: [dv]; S, S_carry: [C][dv]
+  // row-major, updated in place. y must not overlap any other argument.
   void (*causal_step)(size_t C, size_t dv, const float* phi_k, const float* v,
                       const float* phi_q, float eps, float* S, float* z,
-                      float* y);
+                      float* S_carry, float* z_carry, float* y);
+  // causal_step's update alone, bit for bit the same (for prefill, whose
+  // outputs come from the masked quadratic form, and encode).
+  void (*causal_update)(size_t C, size_t dv, const float* phi_k, const float* v,
+                        float* S, float* z, float* S_carry, float* z_carry);
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, with the biased
   // variance, like torch.nn.LayerNorm. x, gamma, beta, y: [n], n >= 1; y may
   // alias x.

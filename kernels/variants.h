@@ -15,7 +15,9 @@
   void ExpShifted(size_t n, const float* x, float shift, float* y);          \
   void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,   \
                   const float* phi_q, float eps, float* S, float* z,         \
-                  float* y);                                                 \
+                  float* S_carry, float* z_carry, float* y);                 \
+  void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v, \
+                    float* S, float* z, float* S_carry, float* z_carry);     \
   void LayerNorm(size_t n, const float* x, const float* gamma,               \
                  const float* beta, float eps, float* y);                    \
   void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma,  \

@@ -1,33 +1,63 @@
 // One step of causal linear attention for one head, scalar reference.
 #include <cassert>
+#include <cmath>
 
 #include "kernels/variants.h"
 
 namespace tarn {
 namespace kernels {
 namespace scalar {
+namespace {
 
-void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
-                const float* phi_q, float eps, float* S, float* z, float* y) {
-  assert(C == 0 || (phi_k != nullptr && phi_q != nullptr && z != nullptr));
-  assert(dv == 0 || (v != nullptr && y != nullptr));
-  assert(C == 0 || dv == 0 || S != nullptr);
-  float den = 0.0f;
-  for (size_t c = 0; c < C; ++c) {
-    z[c] += phi_k[c];
-    den += phi_q[c] * z[c];
-  }
-  for (size_t j = 0; j < dv; ++j) y[j] = 0.0f;
-  // One pass over S: each row is updated and immediately read out.
+// sum += increment - carry, compensated (Kahan, kernels.h): the exact
+// arithmetic every variant repeats lane by lane. Returns the new sum.
+inline float CompensatedAdd(float increment_minus_carry, float* sum,
+                            float* carry) {
+  const float before = *sum;
+  const float after = before + increment_minus_carry;
+  *carry = (after - before) - increment_minus_carry;
+  *sum = after;
+  return after;
+}
+
+// The update (and, with y, the read-out's numerators) in one pass over S.
+void UpdateRows(size_t C, size_t dv, const float* phi_k, const float* v,
+                const float* phi_q, float* S, float* S_carry, float* y) {
   for (size_t c = 0; c < C; ++c) {
     const float k = phi_k[c];
-    const float q = phi_q[c];
     float* row = S + c * dv;
+    float* carry = S_carry + c * dv;
     for (size_t j = 0; j < dv; ++j) {
-      row[j] += k * v[j];
-      y[j] += q * row[j];
+      const float s =
+          CompensatedAdd(std::fma(k, v[j], -carry[j]), row + j, carry + j);
+      if (y != nullptr) y[j] += phi_q[c] * s;
     }
   }
+}
+
+}  // namespace
+
+void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,
+                  float* S, float* z, float* S_carry, float* z_carry) {
+  assert(C == 0 || (phi_k != nullptr && z != nullptr && z_carry != nullptr));
+  assert(C == 0 || dv == 0 || (v != nullptr && S != nullptr && S_carry));
+  for (size_t c = 0; c < C; ++c)
+    CompensatedAdd(phi_k[c] - z_carry[c], z + c, z_carry + c);
+  UpdateRows(C, dv, phi_k, v, nullptr, S, S_carry, nullptr);
+}
+
+void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
+                const float* phi_q, float eps, float* S, float* z,
+                float* S_carry, float* z_carry, float* y) {
+  assert(C == 0 || (phi_k != nullptr && phi_q != nullptr && z != nullptr &&
+                    z_carry != nullptr));
+  assert(dv == 0 || (v != nullptr && y != nullptr));
+  assert(C == 0 || dv == 0 || (S != nullptr && S_carry != nullptr));
+  float den = 0.0f;
+  for (size_t c = 0; c < C; ++c)
+    den += phi_q[c] * CompensatedAdd(phi_k[c] - z_carry[c], z + c, z_carry + c);
+  for (size_t j = 0; j < dv; ++j) y[j] = 0.0f;
+  UpdateRows(C, dv, phi_k, v, phi_q, S, S_carry, y);
   const float inv = 1.0f / (den + eps);
   for (size_t j = 0; j < dv; ++j) y[j] *= inv;
 }

@@ -49,8 +49,10 @@ __global__ void __launch_bounds__(StepThreads<DV>())
   const int h = blockIdx.y;
   const float* row = a.qkv + r * a.row_width;
   const size_t slot = static_cast<size_t>(a.state.slots[r]);
-  float* S = a.state.S + slot * a.state.S_stride + size_t(h) * C * DV;
-  float* z = a.state.z + slot * a.state.z_stride + size_t(h) * C;
+  const size_t S_at = slot * a.state.S_stride + size_t(h) * C * DV,
+               z_at = slot * a.state.z_stride + size_t(h) * C;
+  float *S = a.state.S + S_at, *S_carry = a.state.S_carry + S_at;
+  float *z = a.state.z + z_at, *z_carry = a.state.z_carry + z_at;
 
   // q and k of every head as two rows of stride heads * d_key.
   device::BlockFeatures(f, 2, row, size_t(heads) * d_key, h, phi, xs, norms);
@@ -59,14 +61,14 @@ __global__ void __launch_bounds__(StepThreads<DV>())
 
   float den = 0.0f;
   for (int c = threadIdx.x; c < C; c += blockDim.x)
-    den += UpdateNormaliser(phi_k[c], phi_q[c], &z[c]);
+    den += UpdateNormaliser(phi_k[c], phi_q[c], &z[c], &z_carry[c]);
   den = device::BlockSum(den, scratch);
 
   const int g = threadIdx.x / DV, j = threadIdx.x % DV;
   if (g < kGroups) {
     const float v_j = row[size_t(2) * heads * d_key + size_t(h) * DV + j];
     partial[g * DV + j] =
-        RankOneColumnShare(C, DV, kGroups, g, j, phi_k, v_j, phi_q, S);
+        RankOneColumnShare(C, DV, kGroups, g, j, phi_k, v_j, phi_q, S, S_carry);
   }
   __syncthreads();
   if (g == 0) {
@@ -111,7 +113,8 @@ KernelStatus CausalStep(cudaStream_t stream, size_t n,
   }
   if (n == 0) return KernelStatus::Ok();
   if (qkv == nullptr || y == nullptr || state.slots == nullptr ||
-      state.S == nullptr || state.z == nullptr ||
+      state.S == nullptr || state.z == nullptr || state.S_carry == nullptr ||
+      state.z_carry == nullptr ||
       (map.kind == FeatureMapKind::kFavor && map.omega == nullptr)) {
     return KernelStatus::Error("CausalStep: a null buffer");
   }

@@ -95,10 +95,14 @@ struct FeatureMapParams {
 // ([heads][C]).
 struct StateSlots {
   const int32_t* slots = nullptr;  // device memory
-  size_t S_stride = 0;
-  size_t z_stride = 0;
+  size_t S_stride = 0;             // of S and S_carry
+  size_t z_stride = 0;             // of z and z_carry
   float* S = nullptr;
   float* z = nullptr;
+  // Compensated summation (elementwise.h CompensatedAdd): what S and z could
+  // not hold, laid out as S and z.
+  float* S_carry = nullptr;
+  float* z_carry = nullptr;
 };
 
 // Shape checks shared by the step and prefill launchers; empty when ok.

@@ -12,12 +12,13 @@
 //   using namespace tarn::cuda;
 //   for (int c = 0; c < C; ++c) phi_k[c] = EluPlusOne(k[c]);  // and phi_q
 //   float den = 0;
-//   for (int c = 0; c < C; ++c) den += UpdateNormaliser(phi_k[c], phi_q[c],
-//                                                        &z[c]);
+//   for (int c = 0; c < C; ++c)
+//     den += UpdateNormaliser(phi_k[c], phi_q[c], &z[c], &z_carry[c]);
 //   for (int j = 0; j < dv; ++j) {
 //     float sum = 0;
 //     for (int g = 0; g < groups; ++g)    // the block's row groups
-//       sum += RankOneColumnShare(C, dv, groups, g, j, phi_k, v[j], phi_q, S);
+//       sum += RankOneColumnShare(C, dv, groups, g, j, phi_k, v[j], phi_q, S,
+//                                 S_carry);
 //     y[j] = ReadOut(sum, den, eps);
 //   }
 #ifndef TARN_KERNELS_CUDA_ELEMENTWISE_H_
@@ -101,27 +102,43 @@ TARN_HD float FavorFeature(float u, bool negative, float offset) {
 // --- Causal step
 // --------------------------------------------------------------
 
-// z[c] += phi_k[c]; returns phi_q[c] * z[c], this feature's part of the
-// read-out's normaliser (the update comes first: position i attends to
-// itself).
-TARN_HD float UpdateNormaliser(float phi_k, float phi_q, float* z) {
-  const float updated = *z + phi_k;
-  *z = updated;
-  return phi_q * updated;
+// *sum += t compensated (Kahan), t the increment less the carry: *carry
+// keeps what the float sum could not hold. Returns the new sum. The same
+// operations in the same order as kernels.h causal_step, so the state comes
+// out bit for bit as the CPU kernels' from the same phi and v.
+TARN_HD float CompensatedAdd(float t, float* sum, float* carry) {
+  const float before = *sum;
+  const float after = before + t;
+  *carry = (after - before) - t;
+  *sum = after;
+  return after;
+}
+
+// S[c][j] += phi_k[c] v_j, compensated; returns the new S[c][j].
+TARN_HD float UpdateState(float phi_k, float v_j, float* S, float* S_carry) {
+  return CompensatedAdd(fmaf(phi_k, v_j, -*S_carry), S, S_carry);
+}
+
+// z[c] += phi_k[c], compensated; returns phi_q[c] * z[c], this feature's part
+// of the read-out's normaliser (the update comes first: position i attends
+// to itself).
+TARN_HD float UpdateNormaliser(float phi_k, float phi_q, float* z,
+                               float* z_carry) {
+  return phi_q * CompensatedAdd(phi_k - *z_carry, z, z_carry);
 }
 
 // The share of one thread of a block whose threads are laid out as `groups`
 // row groups of dv columns: thread (g, j) updates rows c = g, g + groups, ...
-// of column j of S [C][dv] (S[c][j] += phi_k[c] v_j) and returns
-// sum over those rows of phi_q[c] S[c][j], its part of y_j's numerator. S is
-// read and written once per element.
+// of column j of S [C][dv] (S[c][j] += phi_k[c] v_j, compensated with
+// S_carry [C][dv]) and returns sum over those rows of phi_q[c] S[c][j], its
+// part of y_j's numerator. S is read and written once per element.
 TARN_HD float RankOneColumnShare(int C, int dv, int groups, int g, int j,
                                  const float* phi_k, float v_j,
-                                 const float* phi_q, float* S) {
+                                 const float* phi_q, float* S, float* S_carry) {
   float sum = 0.0f;
   for (int c = g; c < C; c += groups) {
-    const float s = S[c * dv + j] + phi_k[c] * v_j;
-    S[c * dv + j] = s;
+    const float s =
+        UpdateState(phi_k[c], v_j, &S[c * dv + j], &S_carry[c * dv + j]);
     sum += phi_q[c] * s;
   }
   return sum;
@@ -167,21 +184,20 @@ TARN_HD float ChunkNumerator(int C, int dv, int i, int jv, const float* phi_q_i,
   return num;
 }
 
-// The chunk's addition to S[c][jv]: sum_{i < rows} phi_k_i[c] v_i[jv].
-// phi_k: [rows][C]; v: [rows][dv].
-TARN_HD float ChunkStateUpdate(int C, int dv, int rows, int c, int jv,
-                               const float* phi_k, const float* v) {
-  float s = 0.0f;
-  for (int i = 0; i < rows; ++i) s += phi_k[i * C + c] * v[i * dv + jv];
-  return s;
+// The chunk's positions added to S[c][jv] one after another, as stepping
+// adds them. phi_k: [rows][C]; v: [rows][dv].
+TARN_HD void ChunkStateUpdate(int C, int dv, int rows, int c, int jv,
+                              const float* phi_k, const float* v, float* S,
+                              float* S_carry) {
+  for (int i = 0; i < rows; ++i)
+    UpdateState(phi_k[i * C + c], v[i * dv + jv], S, S_carry);
 }
 
-// The chunk's addition to z[c]: sum_{i < rows} phi_k_i[c].
-TARN_HD float ChunkNormaliserUpdate(int C, int rows, int c,
-                                    const float* phi_k) {
-  float s = 0.0f;
-  for (int i = 0; i < rows; ++i) s += phi_k[i * C + c];
-  return s;
+// The chunk's positions added to z[c] one after another, as stepping does.
+TARN_HD void ChunkNormaliserUpdate(int C, int rows, int c, const float* phi_k,
+                                   float* z, float* z_carry) {
+  for (int i = 0; i < rows; ++i)
+    CompensatedAdd(phi_k[i * C + c] - *z_carry, z, z_carry);
 }
 
 // --- LayerNorm

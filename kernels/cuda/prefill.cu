@@ -46,8 +46,10 @@ __global__ void __launch_bounds__(kPrefillThreads)
   const size_t s = blockIdx.x;
   const int h = blockIdx.y;
   const size_t slot = static_cast<size_t>(a.state.slots[s]);
-  float* S = a.state.S + slot * a.state.S_stride + size_t(h) * C * DV;
-  float* z = a.state.z + slot * a.state.z_stride + size_t(h) * C;
+  const size_t S_at = slot * a.state.S_stride + size_t(h) * C * DV,
+               z_at = slot * a.state.z_stride + size_t(h) * C;
+  float *S = a.state.S + S_at, *S_carry = a.state.S_carry + S_at;
+  float *z = a.state.z + z_at, *z_carry = a.state.z_carry + z_at;
   const int tid = threadIdx.x, threads = blockDim.x;
 
   for (size_t t0 = 0; t0 < a.T; t0 += L) {
@@ -78,10 +80,12 @@ __global__ void __launch_bounds__(kPrefillThreads)
           ReadOut(num, den[i], a.eps);
     }
     __syncthreads();  // every read of S and z before the chunk's update
-    for (int e = tid; e < C * DV; e += threads)
-      S[e] += ChunkStateUpdate(C, DV, rows, e / DV, e % DV, phi_k, v);
+    for (int e = tid; e < C * DV; e += threads) {
+      ChunkStateUpdate(C, DV, rows, e / DV, e % DV, phi_k, v, &S[e],
+                       &S_carry[e]);
+    }
     for (int c = tid; c < C; c += threads)
-      z[c] += ChunkNormaliserUpdate(C, rows, c, phi_k);
+      ChunkNormaliserUpdate(C, rows, c, phi_k, &z[c], &z_carry[c]);
     __syncthreads();
   }
 }
@@ -129,7 +133,8 @@ KernelStatus CausalPrefill(cudaStream_t stream, size_t streams, size_t T,
   }
   if (streams == 0 || T == 0) return KernelStatus::Ok();
   if (qkv == nullptr || y == nullptr || state.slots == nullptr ||
-      state.S == nullptr || state.z == nullptr ||
+      state.S == nullptr || state.z == nullptr || state.S_carry == nullptr ||
+      state.z_carry == nullptr ||
       (map.kind == FeatureMapKind::kFavor && map.omega == nullptr)) {
     return KernelStatus::Error("CausalPrefill: a null buffer");
   }

@@ -2,8 +2,9 @@
 // at once, ending in the state that stepping them one by one gives. Inside a
 // chunk of L positions attention is the masked quadratic product
 // (y_i = phi_q_i . (S + sum_{j<=i} phi_k_j v_j^T) / ...), across chunks it
-// goes through the state, as fast-transformers' causal product does; phi is
-// computed in the kernel as in causal_step.h.
+// goes through the state, as fast-transformers' causal product does, the
+// chunk's positions joining S and z one by one by the step's compensated
+// update; phi is computed in the kernel as in causal_step.h.
 #ifndef TARN_KERNELS_CUDA_PREFILL_H_
 #define TARN_KERNELS_CUDA_PREFILL_H_
 

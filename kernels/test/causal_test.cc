@@ -1,4 +1,6 @@
-// causal_step: the fused rank-one update and read-out of one head.
+// causal_step and causal_update: the fused, compensated rank-one update and
+// read-out of one head.
+#include <cmath>
 #include <vector>
 
 #include "kernels/test/test_util.h"
@@ -28,6 +30,23 @@ Sequence RandomSequence(size_t steps, size_t C, size_t dv, uint32_t seed) {
   return s;
 }
 
+// One head's state.
+struct State {
+  std::vector<float> S, z, S_carry, z_carry;
+  State(size_t C, size_t dv)
+      : S(C * dv, 0.0f), z(C, 0.0f), S_carry(C * dv, 0.0f), z_carry(C, 0.0f) {}
+};
+
+// A state as a long stream leaves it: sums far larger than one step's
+// terms, so that every update rounds and the carries are not zero.
+State LongStreamState(size_t C, size_t dv, uint32_t seed) {
+  std::mt19937 rng(seed);
+  State s(C, dv);
+  s.S = Uniform(C * dv, -3e4f, 3e4f, rng);
+  s.z = Uniform(C, 1e6f, 2e6f, rng);
+  return s;
+}
+
 // The scalar variant, step after step, against the parallel form computed
 // in double: y_t = sum_{i<=t} (phi_q_t . phi_k_i) v_i / (sum_{i<=t}
 // phi_q_t . phi_k_i + eps), and the state S, z as sums over the prefix.
@@ -38,10 +57,12 @@ TEST(CausalScalar, MatchesParallelFormInDouble) {
       SCOPED_TRACE("C = " + std::to_string(C) + ", dv = " + std::to_string(dv));
       const size_t steps = 6;
       const Sequence seq = RandomSequence(steps, C, dv, 100 * C + dv);
-      std::vector<float> S(C * dv, 0.0f), z(C, 0.0f), y(dv);
+      State s(C, dv);
+      std::vector<float> y(dv);
       for (size_t t = 0; t < steps; ++t) {
         k->causal_step(C, dv, seq.phi_k[t].data(), seq.v[t].data(),
-                       seq.phi_q[t].data(), kEps, S.data(), z.data(), y.data());
+                       seq.phi_q[t].data(), kEps, s.S.data(), s.z.data(),
+                       s.S_carry.data(), s.z_carry.data(), y.data());
         std::vector<double> num(dv, 0.0), S_ref(C * dv, 0.0), z_ref(C, 0.0);
         double den = kEps;
         for (size_t i = 0; i <= t; ++i) {
@@ -60,8 +81,8 @@ TEST(CausalScalar, MatchesParallelFormInDouble) {
         for (size_t j = 0; j < dv; ++j) y_ref[j] = num[j] / den;
         const std::string at = " at step " + std::to_string(t);
         ExpectAllNear(y, y_ref, kF32, "y" + at);
-        ExpectAllNear(S, S_ref, kF32, "S" + at);
-        ExpectAllNear(z, z_ref, kF32, "z" + at);
+        ExpectAllNear(s.S, S_ref, kF32, "S" + at);
+        ExpectAllNear(s.z, z_ref, kF32, "z" + at);
       }
     }
   }
@@ -71,16 +92,78 @@ TEST(CausalScalar, ZeroQueryGivesZero) {
   const KernelTable* k = KernelsFor(Isa::kScalar);
   const float phi_k[2] = {1.0f, 2.0f}, phi_q[2] = {0.0f, 0.0f};
   const float v[3] = {1.0f, -2.0f, 3.0f};
-  float S[6] = {}, z[2] = {}, y[3] = {9.0f, 9.0f, 9.0f};
-  k->causal_step(2, 3, phi_k, v, phi_q, kEps, S, z, y);
+  float S[6] = {}, z[2] = {}, S_carry[6] = {}, z_carry[2] = {};
+  float y[3] = {9.0f, 9.0f, 9.0f};
+  k->causal_step(2, 3, phi_k, v, phi_q, kEps, S, z, S_carry, z_carry, y);
   for (float yi : y) EXPECT_EQ(yi, 0.0f);
   EXPECT_EQ(S[3], 2.0f);
   EXPECT_EQ(S[5], 6.0f);
   EXPECT_EQ(z[1], 2.0f);
+  for (float carry : S_carry) EXPECT_EQ(carry, 0.0f);  // exact sums
 }
 
+// The point of the carries: past 2^24 a float sum cannot take an increment
+// below 1 at all, so plain summation would leave z and S where they were.
+// With the carry, sum - carry stays the exact sum (these increments are
+// powers of two: every partial sum is representable in double).
+TEST(CausalScalar, CompensatedSumsKeepIncrementsBelowTheSumsUlp) {
+  const KernelTable* k = KernelsFor(Isa::kScalar);
+  const float phi_k[1] = {0.25f}, phi_q[1] = {1.0f}, v[2] = {1.0f, -0.5f};
+  float S[2] = {0x1p25f, -0x1p25f}, z[1] = {0x1p24f};
+  float S_carry[2] = {}, z_carry[1] = {}, y[2];
+  const int steps = 1000;
+  for (int t = 0; t < steps; ++t) {
+    if (t % 2 == 0) {
+      k->causal_step(1, 2, phi_k, v, phi_q, kEps, S, z, S_carry, z_carry, y);
+    } else {
+      k->causal_update(1, 2, phi_k, v, S, z, S_carry, z_carry);
+    }
+  }
+  EXPECT_EQ(double{z[0]} - z_carry[0], 0x1p24 + 0.25 * steps);
+  EXPECT_EQ(double{S[0]} - S_carry[0], 0x1p25 + 0.25 * steps);
+  EXPECT_EQ(double{S[1]} - S_carry[1], -0x1p25 - 0.125 * steps);
+  // The float sums themselves are within one of their ulps of it.
+  EXPECT_NEAR(z[0], 0x1p24 + 0.25 * steps, 2.0);
+  EXPECT_NEAR(S[0], 0x1p25 + 0.25 * steps, 4.0);
+}
+
+// Every variant's causal_update is its causal_step's update, bit for bit.
+class CausalVariant : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(CausalVariant, UpdateIsTheStepsUpdate) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  for (size_t C : {1, 3, 8, 16, 17, 33}) {
+    for (size_t dv : {1, 4, 7, 8, 16, 31, 32, 64, 65}) {
+      SCOPED_TRACE("C = " + std::to_string(C) + ", dv = " + std::to_string(dv));
+      const Sequence seq = RandomSequence(3, C, dv, 11 * C + dv);
+      State stepped = LongStreamState(C, dv, 5 * C + dv), updated = stepped;
+      std::vector<float> y(dv);
+      for (size_t t = 0; t < 3; ++t) {
+        k->causal_step(C, dv, seq.phi_k[t].data(), seq.v[t].data(),
+                       seq.phi_q[t].data(), kEps, stepped.S.data(),
+                       stepped.z.data(), stepped.S_carry.data(),
+                       stepped.z_carry.data(), y.data());
+        k->causal_update(C, dv, seq.phi_k[t].data(), seq.v[t].data(),
+                         updated.S.data(), updated.z.data(),
+                         updated.S_carry.data(), updated.z_carry.data());
+      }
+      EXPECT_EQ(updated.S, stepped.S);
+      EXPECT_EQ(updated.z, stepped.z);
+      EXPECT_EQ(updated.S_carry, stepped.S_carry);
+      EXPECT_EQ(updated.z_carry, stepped.z_carry);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CausalVariant,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2,
+                                           Isa::kAvx512, Isa::kNeon),
+                         IsaParamName);
+
 // Every SIMD variant against the scalar one over several successive steps,
-// for head sizes around every tile, from misaligned buffers.
+// from a long stream's state (the carries at work), for head sizes around
+// every tile, from misaligned buffers: the state exactly, y within rounding.
 class CausalSimd : public ::testing::TestWithParam<Isa> {};
 
 TEST_P(CausalSimd, MatchesScalarOverSteps) {
@@ -91,24 +174,34 @@ TEST_P(CausalSimd, MatchesScalarOverSteps) {
       SCOPED_TRACE("C = " + std::to_string(C) + ", dv = " + std::to_string(dv));
       const size_t steps = 4;
       const Sequence seq = RandomSequence(steps, C, dv, 7 * C + dv);
-      std::vector<float> S_ref(C * dv, 0.0f), z_ref(C, 0.0f), y_ref(dv);
-      Guarded S(S_ref, 1), z(z_ref, 2), y(dv, 3);
+      State ref = LongStreamState(C, dv, 3 * C + dv);
+      std::vector<float> y_ref(dv);
+      Guarded S(ref.S, 1), z(ref.z, 2), S_carry(ref.S_carry, 3),
+          z_carry(ref.z_carry, 1), y(dv, 3);
       for (size_t t = 0; t < steps; ++t) {
         const Guarded phi_k(seq.phi_k[t], 1), phi_q(seq.phi_q[t], 3),
             v(seq.v[t], 2);
         s->causal_step(C, dv, seq.phi_k[t].data(), seq.v[t].data(),
-                       seq.phi_q[t].data(), kEps, S_ref.data(), z_ref.data(),
-                       y_ref.data());
+                       seq.phi_q[t].data(), kEps, ref.S.data(), ref.z.data(),
+                       ref.S_carry.data(), ref.z_carry.data(), y_ref.data());
         k->causal_step(C, dv, phi_k.get(), v.get(), phi_q.get(), kEps, S.get(),
-                       z.get(), y.get());
+                       z.get(), S_carry.get(), z_carry.get(), y.get());
         const std::string at = " at step " + std::to_string(t);
         ExpectAllNear(y.values(), y_ref, kF32, "y" + at);
-        ExpectAllNear(S.values(), S_ref, kF32, "S" + at);
-        ExpectAllNear(z.values(), z_ref, kF32, "z" + at);
-        EXPECT_TRUE(S.Intact() && z.Intact() && y.Intact())
+        ExpectAllNear(S.values(), ref.S, kCausalState, "S" + at);
+        ExpectAllNear(z.values(), ref.z, kCausalState, "z" + at);
+        ExpectAllNear(S_carry.values(), ref.S_carry, kCausalState,
+                      "S_carry" + at);
+        ExpectAllNear(z_carry.values(), ref.z_carry, kCausalState,
+                      "z_carry" + at);
+        EXPECT_TRUE(S.Intact() && z.Intact() && S_carry.Intact() &&
+                    z_carry.Intact() && y.Intact())
             << "wrote out of bounds" << at;
         EXPECT_EQ(v.values(), seq.v[t]) << "modified v" << at;
       }
+      bool carried = false;  // the test exercised the compensation
+      for (float c : ref.S_carry) carried = carried || c != 0.0f;
+      EXPECT_TRUE(carried || C * dv < 4);
       if (::testing::Test::HasFailure()) return;
     }
   }

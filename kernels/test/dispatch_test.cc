@@ -16,6 +16,7 @@ void ExpectComplete(const KernelTable& t) {
   EXPECT_NE(t.gelu, nullptr);
   EXPECT_NE(t.exp_shifted, nullptr);
   EXPECT_NE(t.causal_step, nullptr);
+  EXPECT_NE(t.causal_update, nullptr);
   EXPECT_NE(t.layer_norm, nullptr);
   EXPECT_NE(t.add_layer_norm, nullptr);
   EXPECT_NE(t.add, nullptr);

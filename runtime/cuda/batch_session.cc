@@ -29,13 +29,13 @@ Status InvalidArgument(const std::string& message) {
 }
 
 // Snapshots are the CPU Session's (runtime/src/session.cc): this header,
-// then the state in the CPU's StateLayout (S, z, the convolution ring, the
-// frame window, each 64-byte aligned). A snapshot taken on either backend
-// restores on the other.
+// then the state in the CPU's StateLayout (S, z, their carries, the
+// convolution ring, the frame window, each 64-byte aligned). A snapshot taken
+// on either backend restores on the other.
 struct SnapshotHeader {
   char magic[8];            // "TARNSNAP"
   uint32_t byte_order;      // kByteOrder as the writer stored it
-  uint32_t layout_version;  // kStateLayoutVersion
+  uint32_t layout_version;  // DeviceModel's state_layout_version
   uint64_t model_identity;  // Model::identity()
   uint64_t state_bytes;     // bytes after the header
   uint64_t position;
@@ -49,7 +49,6 @@ static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes,
               "the CPU runtime's snapshot header is 64 bytes");
 constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
 constexpr uint32_t kByteOrder = 0x01020304;
-constexpr uint32_t kStateLayoutVersion = 1;
 
 }  // namespace
 
@@ -113,12 +112,16 @@ class BatchSession::Impl {
                : 0;
   }
   size_t slot_floats() const {
-    return S_floats() + z_floats() + ring_floats() + window_floats();
+    return 2 * (S_floats() + z_floats()) + ring_floats() + window_floats();
   }
-  // A stream's regions: {device pointer, floats}.
+  // A stream's regions, {device pointer, floats}, in the order of
+  // DeviceModel's state_offsets; kRing is the convolution ring.
+  static constexpr size_t kRing = 4;
   std::vector<std::pair<float*, size_t>> SlotRegions(uint32_t stream) const {
     return {{S_ + stream * S_floats(), S_floats()},
             {z_ + stream * z_floats(), z_floats()},
+            {S_carry_ + stream * S_floats(), S_floats()},
+            {z_carry_ + stream * z_floats(), z_floats()},
             {ring_ + stream * ring_floats(), ring_floats()},
             {window_ + stream * window_floats(), window_floats()}};
   }
@@ -138,7 +141,8 @@ class BatchSession::Impl {
   std::vector<uint8_t> listed_;  // per stream: named twice in one call?
 
   // State, [max_streams][...] each (slot_floats() per stream in all).
-  float *S_ = nullptr, *z_ = nullptr, *ring_ = nullptr, *window_ = nullptr;
+  float *S_ = nullptr, *z_ = nullptr, *S_carry_ = nullptr, *z_carry_ = nullptr,
+        *ring_ = nullptr, *window_ = nullptr;
   // Scratch, rows_capacity() rows each.
   float *x_ = nullptr, *normed_ = nullptr, *qkv_ = nullptr,
         *attention_ = nullptr, *branch_ = nullptr, *hidden_ = nullptr,
@@ -187,12 +191,15 @@ Status BatchSession::Impl::Init() {
                z = AlignedFloats(slots * z_floats()),
                ring = AlignedFloats(slots * ring_floats()),
                window = AlignedFloats(slots * window_floats());
-  status = AllocateDevice((S + z + ring + window) * sizeof(float),
-                          "the streams' state", &state_);
+  const size_t state_floats = 2 * (S + z) + ring + window;
+  status = AllocateDevice(state_floats * sizeof(float), "the streams' state",
+                          &state_);
   if (!status.ok()) return status;
   S_ = static_cast<float*>(state_.get());
   z_ = S_ + S;
-  ring_ = z_ + z;
+  S_carry_ = z_ + z;
+  z_carry_ = S_carry_ + S;
+  ring_ = z_carry_ + z;
   window_ = ring_ + ring;
 
   const size_t rows = rows_capacity(), d = c_.d_model;
@@ -228,9 +235,9 @@ Status BatchSession::Impl::Init() {
   positions_.assign(slots, 0);
   frames_seen_.assign(slots, 0);
   listed_.assign(slots, 0);
-  status = FromCuda(
-      cudaMemsetAsync(S_, 0, (S + z + ring + window) * sizeof(float), stream_),
-      "clearing the state");
+  status =
+      FromCuda(cudaMemsetAsync(S_, 0, state_floats * sizeof(float), stream_),
+               "clearing the state");
   if (status.ok())
     status = FromCuda(cudaStreamSynchronize(stream_), "clearing the state");
   return status;
@@ -336,6 +343,8 @@ Status BatchSession::Impl::Forward(size_t streams, size_t T,
       state.z_stride = z_floats();
       state.S = S_ + l * heads * C * c_.d_value;
       state.z = z_ + l * heads * C;
+      state.S_carry = S_carry_ + l * heads * C * c_.d_value;
+      state.z_carry = z_carry_ + l * heads * C;
       k = T == 1 ? CausalStep(s, rows, m_.attention, map, qkv_,
                               c_.attention_eps, state, attention_)
                  : CausalPrefill(s, streams, T, m_.attention, map, qkv_,
@@ -597,7 +606,7 @@ Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
   SnapshotHeader header = {};
   std::memcpy(header.magic, kSnapshotMagic, sizeof(header.magic));
   header.byte_order = kByteOrder;
-  header.layout_version = kStateLayoutVersion;
+  header.layout_version = m_.state_layout_version;
   header.model_identity = m_.identity;
   header.state_bytes = m_.state_floats * sizeof(float);
   header.position = positions_[stream];
@@ -644,12 +653,12 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
     return Status(StatusCode::kUnsupported,
                   "snapshot was written on a machine of the other byte order");
   }
-  if (header.layout_version != kStateLayoutVersion) {
+  if (header.layout_version != m_.state_layout_version) {
     return Status(StatusCode::kUnsupported,
                   "snapshot has state layout version " +
                       std::to_string(header.layout_version) +
                       "; this runtime reads " +
-                      std::to_string(kStateLayoutVersion));
+                      std::to_string(m_.state_layout_version));
   }
   if (header.model_identity != m_.identity) {
     return InvalidArgument(
@@ -671,7 +680,7 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
   Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
-    if (regions[i].second == 0 || i == 2) continue;
+    if (regions[i].second == 0 || i == kRing) continue;
     status = FromCuda(
         cudaMemcpy(regions[i].first, state + m_.state_offsets[i],
                    regions[i].second * sizeof(float), cudaMemcpyHostToDevice),
@@ -685,8 +694,8 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
       const size_t from = (header.conv_oldest + j) % past;
       const size_t to = (header.position + j) % past;
       status = FromCuda(
-          cudaMemcpy(regions[2].first + (l * past + to) * d,
-                     state + m_.state_offsets[2] + (l * past + from) * d,
+          cudaMemcpy(regions[kRing].first + (l * past + to) * d,
+                     state + m_.state_offsets[kRing] + (l * past + from) * d,
                      d * sizeof(float), cudaMemcpyHostToDevice),
           "Restore");
     }

@@ -107,11 +107,14 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
   impl->config = c;
   impl->output_size = m.output_size;
   impl->identity = m.identity;
+  impl->state_layout_version = kStateLayoutVersion;
   impl->state_floats = m.state.total;
   impl->state_offsets[0] = m.state.S;
   impl->state_offsets[1] = m.state.z;
-  impl->state_offsets[2] = m.state.conv;
-  impl->state_offsets[3] = m.state.frames;
+  impl->state_offsets[2] = m.state.S_carry;
+  impl->state_offsets[3] = m.state.z_carry;
+  impl->state_offsets[4] = m.state.conv;
+  impl->state_offsets[5] = m.state.frames;
   impl->attention.heads = c.num_heads;
   impl->attention.d_key = c.d_key;
   impl->attention.d_value = c.d_value;

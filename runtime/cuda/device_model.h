@@ -42,10 +42,12 @@ class DeviceModel::Impl {
   // Model::identity(): snapshots carry it.
   uint64_t identity = 0;
   // The CPU session's state layout (runtime/src/model.h, StateLayout), which
-  // snapshots follow on either backend: floats in all, and the offsets of S,
-  // z, the convolution ring and the frame window.
+  // snapshots follow on either backend: its version, floats in all, and the
+  // offsets of S, z, their carries, the convolution ring and the frame
+  // window.
+  uint32_t state_layout_version = 0;
   size_t state_floats = 0;
-  size_t state_offsets[4] = {0, 0, 0, 0};
+  size_t state_offsets[6] = {0, 0, 0, 0, 0, 0};
   DeviceMemory weights;  // every tensor below, in one allocation
   size_t weight_bytes = 0;
 

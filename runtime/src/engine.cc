@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-// The attention loops of prefill and encode are plain C++ whose inner loops
-// run over contiguous memory; on x86-64 the compiler makes AVX-512 and AVX2
-// copies of them beside the baseline, and the loader picks one for the CPU
-// (function multiversioning). Without FMA contraction (ISO C++ mode) every
+// Encode's read-out is plain C++ whose inner loops run over contiguous
+// memory; on x86-64 the compiler makes AVX-512 and AVX2 copies of it beside
+// the baseline, and the loader picks one for the CPU (function
+// multiversioning). Without FMA contraction (ISO C++ mode) every
 // copy rounds identically. GCC only: clang 14 wants the attribute on the
 // first declaration (engine.h), and the sanitizer builds use clang.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
@@ -40,14 +40,13 @@ void Engine::Reset(Stream& stream) const {
   stream.conv_oldest = 0;
 }
 
-float* Engine::S(Stream& s, size_t layer, size_t head) const {
-  const size_t per_head = size_t{c_.feature_dim} * c_.d_value;
-  return s.state + m_.state.S + (layer * c_.num_heads + head) * per_head;
-}
-
-float* Engine::z(Stream& s, size_t layer, size_t head) const {
-  return s.state + m_.state.z +
-         (layer * c_.num_heads + head) * size_t{c_.feature_dim};
+Engine::HeadState Engine::Head(Stream& s, size_t layer, size_t head) const {
+  const size_t index = layer * c_.num_heads + head;
+  const size_t z_offset = index * c_.feature_dim,
+               S_offset = z_offset * c_.d_value;
+  return {s.state + m_.state.S + S_offset, s.state + m_.state.z + z_offset,
+          s.state + m_.state.S_carry + S_offset,
+          s.state + m_.state.z_carry + z_offset};
 }
 
 // --- Input ------------------------------------------------------------------
@@ -216,7 +215,11 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
   }
 }
 
-// Each row its own stream's step: the recurrence, update then read-out.
+// The recurrence, update then read-out, row after row: each row the next
+// position of its own stream (a batch), or the rows of one stream in order
+// (a prefill chunk). So a chunk's attention, and with it every output and
+// the state, is bit for bit what stepping gives: the dense layers, which
+// compute every row alike whatever the row count, are where a chunk gains.
 void Engine::StepAttention(size_t layer, const Rows& rows) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
                d_value = c_.d_value;
@@ -229,113 +232,50 @@ void Engine::StepAttention(size_t layer, const Rows& rows) {
     const float* v = qkv + r * width + 2 * heads * d_key;
     for (size_t h = 0; h < heads; ++h) {
       const size_t f = (r * heads + h) * C;
+      const HeadState state = Head(stream, layer, h);
       k_.causal_step(C, d_value, phi_k + f, v + h * d_value, phi_q + f,
-                     c_.attention_eps, S(stream, layer, h), z(stream, layer, h),
-                     y + (r * heads + h) * d_value);
+                     c_.attention_eps, state.S, state.z, state.S_carry,
+                     state.z_carry, y + (r * heads + h) * d_value);
     }
   }
 }
 
-namespace {
-
-// y[:] = sum_c q[c] S[c][:]; returns sum_c q[c] z[c]. q, z: [C]; S: [C][dv].
-inline float ReadOutHead(size_t C, size_t dv, const float* q, const float* S,
-                         const float* z, float* __restrict y) {
-  std::fill(y, y + dv, 0.0f);
-  float denominator = 0;
-  for (size_t c = 0; c < C; ++c) {
-    const float qc = q[c];
-    const float* __restrict row = S + c * dv;
-    for (size_t j = 0; j < dv; ++j) y[j] += qc * row[j];
-    denominator += qc * z[c];
-  }
-  return denominator;
-}
-
-}  // namespace
-
-// The rows of one chunk of one stream: against the state of the chunks
-// before (S, z), plus the chunk's own positions j <= i in the quadratic
-// masked form; then the chunk's keys and values join the state. Inner loops
-// run over contiguous memory (values, transposed keys) so that they
-// vectorise.
-TARN_VECTORIZED void Engine::ChunkAttention(size_t layer, const Rows& rows) {
-  if (rows.count == 1) {  // exactly a step
-    StepAttention(layer, rows);
-    return;
-  }
-  Stream& stream = rows.stream(0);
-  const size_t n = rows.count, heads = c_.num_heads, C = c_.feature_dim,
-               d_key = c_.d_key, dv = c_.d_value;
-  const size_t width = heads * (2 * d_key + dv);
-  const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
-              *values = at(scratch_.qkv) + 2 * heads * d_key;
-  float* attention = at(scratch_.attention);
-  float* __restrict keys = at(scratch_.keys);
-  float* __restrict scores = at(scratch_.scores);
-  for (size_t h = 0; h < heads; ++h) {
-    const float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
-    for (size_t j = 0; j < n; ++j) {
-      const float* k = phi_k + (j * heads + h) * C;
-      for (size_t c = 0; c < C; ++c) keys[c * n + j] = k[c];
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const float* q = phi_q + (i * heads + h) * C;
-      float* __restrict y = attention + (i * heads + h) * dv;
-      float denominator = ReadOutHead(C, dv, q, S_h, z_h, y);
-      std::fill(scores, scores + i + 1, 0.0f);
-      for (size_t c = 0; c < C; ++c) {
-        const float qc = q[c];
-        const float* __restrict row = keys + c * n;
-        for (size_t j = 0; j <= i; ++j) scores[j] += qc * row[j];
-      }
-      for (size_t j = 0; j <= i; ++j) {
-        const float score = scores[j];
-        const float* __restrict v = values + j * width + h * dv;
-        for (size_t e = 0; e < dv; ++e) y[e] += score * v[e];
-        denominator += score;
-      }
-      const float divisor = denominator + c_.attention_eps;
-      for (size_t e = 0; e < dv; ++e) y[e] /= divisor;
-    }
-  }
-  Accumulate(layer, n, stream);
-}
-
+// Encode's read-out: y = phi_q S / (phi_q z + eps) for each row and head.
 TARN_VECTORIZED void Engine::ReadOut(size_t layer, size_t rows,
                                      const float* phi_q, Stream& stream) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, dv = c_.d_value;
   float* attention = at(scratch_.attention);
   for (size_t h = 0; h < heads; ++h) {
-    const float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    const HeadState state = Head(stream, layer, h);
     for (size_t i = 0; i < rows; ++i) {
-      float* y = attention + (i * heads + h) * dv;
-      const float divisor =
-          ReadOutHead(C, dv, phi_q + (i * heads + h) * C, S_h, z_h, y) +
-          c_.attention_eps;
+      const float* q = phi_q + (i * heads + h) * C;
+      float* __restrict y = attention + (i * heads + h) * dv;
+      std::fill(y, y + dv, 0.0f);
+      float denominator = 0;
+      for (size_t c = 0; c < C; ++c) {
+        const float qc = q[c];
+        const float* __restrict row = state.S + c * dv;
+        for (size_t e = 0; e < dv; ++e) y[e] += qc * row[e];
+        denominator += qc * state.z[c];
+      }
+      const float divisor = denominator + c_.attention_eps;
       for (size_t e = 0; e < dv; ++e) y[e] /= divisor;
     }
   }
 }
 
-TARN_VECTORIZED void Engine::Accumulate(size_t layer, size_t rows,
-                                        Stream& stream) {
+void Engine::Accumulate(size_t layer, size_t rows, Stream& stream) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
                dv = c_.d_value;
   const size_t width = heads * (2 * d_key + dv);
   const float *phi_k = at(scratch_.phi_k),
               *values = at(scratch_.qkv) + 2 * heads * d_key;
   for (size_t h = 0; h < heads; ++h) {
-    float *S_h = S(stream, layer, h), *z_h = z(stream, layer, h);
+    const HeadState state = Head(stream, layer, h);
     for (size_t j = 0; j < rows; ++j) {
-      const float* k = phi_k + (j * heads + h) * C;
-      const float* __restrict v = values + j * width + h * dv;
-      for (size_t c = 0; c < C; ++c) {
-        const float kc = k[c];
-        float* __restrict row = S_h + c * dv;
-        for (size_t e = 0; e < dv; ++e) row[e] += kc * v[e];
-        z_h[c] += kc;
-      }
+      k_.causal_update(C, dv, phi_k + (j * heads + h) * C,
+                       values + j * width + h * dv, state.S, state.z,
+                       state.S_carry, state.z_carry);
     }
   }
 }
@@ -444,11 +384,7 @@ void Engine::Forward(const Rows& rows, float* outputs) {
   Embed(rows, x);
   for (size_t l = 0; l < c_.num_layers; ++l) {
     AttentionInputs(l, rows.count, x, at(scratch_.phi_q));
-    if (rows.one_stream) {
-      ChunkAttention(l, rows);
-    } else {
-      StepAttention(l, rows);
-    }
+    StepAttention(l, rows);
     AttentionOutput(l, rows.count, x);
     Convolve(l, rows, x);
     FeedForward(l, rows.count, x);

@@ -84,18 +84,21 @@ class Engine {
 
  private:
   float* at(size_t offset) { return scratch_floats_ + offset; }
-  float* S(Stream& s, size_t layer, size_t head) const;
-  float* z(Stream& s, size_t layer, size_t head) const;
+  // One head's attention state: S, z and their carries.
+  struct HeadState {
+    float *S, *z, *S_carry, *z_carry;
+  };
+  HeadState Head(Stream& s, size_t layer, size_t head) const;
   void Activate(const std::string& activation, size_t n, float* x) const;
   void FeatureMap(const LayerWeights& w, const float* x, float* phi);
   // Norm (pre-norm), projections and feature maps of rows: qkv, phi_k
   // scratch and phi_q ([rows][heads][C]).
   void AttentionInputs(size_t layer, size_t rows, const float* x, float* phi_q);
   void StepAttention(size_t layer, const Rows& rows);
-  void ChunkAttention(size_t layer, const Rows& rows);
   // attention rows = phi_q S / (phi_q z + eps) against the stream's state.
   void ReadOut(size_t layer, size_t rows, const float* phi_q, Stream& stream);
-  // The stream's S, z += the rows' keys and values.
+  // The stream's S, z += the rows' keys and values, one row after another
+  // exactly as stepping adds them.
   void Accumulate(size_t layer, size_t rows, Stream& stream);
   void AttentionOutput(size_t layer, size_t rows, float* x);
   void Convolve(size_t layer, const Rows& rows, float* x);

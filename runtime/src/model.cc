@@ -554,6 +554,8 @@ void Model::Impl::PlanState() {
   };
   state.S = region(layers_n * heads * C * c.d_value);
   state.z = region(layers_n * heads * C);
+  state.S_carry = region(layers_n * heads * C * c.d_value);
+  state.z_carry = region(layers_n * heads * C);
   state.conv = region(
       c.conv_kernel > 0 ? layers_n * (c.conv_kernel - 1) * c.d_model : 0);
   state.frames = region(c.input_kind == InputKind::kFrames
@@ -593,8 +595,6 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows) const {
                          ? rows * c.stack_window * c.input_dim
                          : 0);
   s.features = region(c.d_key);
-  s.keys = region(C * rows);
-  s.scores = region(rows);
   s.streams = region(rows * sizeof(void*) / sizeof(float));
   s.total = next;
   return s;

@@ -45,12 +45,21 @@ struct LayerWeights {
 // Offsets (in floats, each 64-byte aligned) of one stream's state: what
 // persists across steps, and all that a snapshot holds.
 struct StateLayout {
-  size_t S;       // [layers][heads][C][d_value]
-  size_t z;       // [layers][heads][C]
-  size_t conv;    // [layers][conv_kernel - 1][d_model], a ring of past inputs
-  size_t frames;  // [stack_window][input_dim], the latest frames, oldest first
+  size_t S;  // [layers][heads][C][d_value]
+  size_t z;  // [layers][heads][C]
+  // S and z sum every key of an endless stream, compensated (Kahan, see
+  // kernels.h causal_step): what each float sum could not hold.
+  size_t S_carry;  // [layers][heads][C][d_value]
+  size_t z_carry;  // [layers][heads][C]
+  size_t conv;     // [layers][conv_kernel - 1][d_model], a ring of past inputs
+  size_t frames;   // [stack_window][input_dim], the latest frames, oldest first
   size_t total;
 };
+
+// The version of StateLayout, which snapshots record (on the CPU and the
+// CUDA backend alike): raise it whenever the layout or the meaning of the
+// state changes. 2: the carries of S and z (compensated summation).
+inline constexpr uint32_t kStateLayoutVersion = 2;
 
 // Offsets (in floats, each 64-byte aligned) of the scratch for up to `rows`
 // rows of activations: rows positions of one stream (a prefill chunk) or
@@ -67,8 +76,6 @@ struct ScratchLayout {
   size_t hidden;     // [rows][d_ff]
   size_t windows;    // [rows][stack_window * input_dim] frames to project
   size_t features;   // [d_key] favor+ scaled input, one head
-  size_t keys;       // [C][rows] one head's key features, transposed
-  size_t scores;     // [rows] one position's scores inside a chunk
   size_t streams;    // [rows] Stream pointers of a batch call
   size_t total;
 };

@@ -348,9 +348,6 @@ struct SnapshotHeader {
 static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes);
 constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
 constexpr uint32_t kByteOrder = 0x01020304;
-// The version of StateLayout and of what a snapshot stores: raise it when
-// either changes.
-constexpr uint32_t kStateLayoutVersion = 1;
 
 Status Session::Impl::Snapshot(void* buffer, size_t size) const {
   const size_t state_bytes = m_.state.total * sizeof(float);
@@ -402,7 +399,9 @@ Status Session::Impl::Restore(const void* snapshot, size_t size) {
                       std::to_string(kStateLayoutVersion) +
                       (header.layout_version > kStateLayoutVersion
                            ? ": it comes from a newer tarn, upgrade this one"
-                           : ": it comes from an older tarn"));
+                           : ": it comes from an older tarn, whose state "
+                             "this one cannot continue; start the stream "
+                             "afresh"));
   }
   if (header.model_identity != m_.identity) {
     char message[160];

@@ -103,7 +103,9 @@ class CpuAttention {
         map_(map),
         omega_(omega),
         S(slots * shape.heads * shape.feature_dim * shape.d_value),
-        z(slots * shape.heads * shape.feature_dim) {}
+        z(slots * shape.heads * shape.feature_dim),
+        S_carry(S.size()),
+        z_carry(z.size()) {}
 
   // One position of the stream in `slot`: qkv [row_width] -> y [heads][dv].
   void Step(size_t slot, const float* qkv, float eps, float* y) {
@@ -116,8 +118,9 @@ class CpuAttention {
                                    omega_.data(), kTemp, map_.stabilize);
     const float* v = qkv + 2 * H * dk;
     for (size_t h = 0; h < H; ++h) {
+      const size_t S_at = (slot * H + h) * C * dv, z_at = (slot * H + h) * C;
       Scalar().causal_step(C, dv, &phi_k[h * C], v + h * dv, &phi_q[h * C], eps,
-                           &S[(slot * H + h) * C * dv], &z[(slot * H + h) * C],
+                           &S[S_at], &z[z_at], &S_carry[S_at], &z_carry[z_at],
                            y + h * dv);
     }
   }
@@ -126,7 +129,7 @@ class CpuAttention {
   AttentionShape shape_;
   MapCase map_;
   std::vector<float> omega_;
-  std::vector<float> S, z;
+  std::vector<float> S, z, S_carry, z_carry;
 };
 
 AttentionShape Shape(size_t heads, size_t d_key, size_t d_value,
@@ -161,7 +164,8 @@ TEST(CudaKernels, CausalStepMatchesScalar) {
           const std::vector<float> omega =
               Random(dk * shape.feature_dim / 2, 5, -1, 1);
           CpuAttention cpu(shape, map, omega, slots);
-          DeviceArray<float> d_omega(omega), d_S(cpu.S), d_z(cpu.z);
+          DeviceArray<float> d_omega(omega), d_S(cpu.S), d_z(cpu.z),
+              d_S_carry(cpu.S_carry), d_z_carry(cpu.z_carry);
           DeviceArray<int32_t> d_slots(slot_of);
           FeatureMapParams params;
           params.kind = map.kind;
@@ -174,6 +178,8 @@ TEST(CudaKernels, CausalStepMatchesScalar) {
           state.z_stride = heads * shape.feature_dim;
           state.S = d_S.get();
           state.z = d_z.get();
+          state.S_carry = d_S_carry.get();
+          state.z_carry = d_z_carry.get();
           for (uint32_t step = 0; step < 3; ++step) {
             const std::vector<float> qkv =
                 Random(n * shape.row_width(), 100 + step);
@@ -219,7 +225,8 @@ TEST(CudaKernels, PrefillMatchesStepping) {
             std::vector<float> y(heads * dv);
             cpu.Step(s, warm.data(), 1e-6f, y.data());
           }
-          DeviceArray<float> d_omega(omega), d_S(cpu.S), d_z(cpu.z);
+          DeviceArray<float> d_omega(omega), d_S(cpu.S), d_z(cpu.z),
+              d_S_carry(cpu.S_carry), d_z_carry(cpu.z_carry);
           DeviceArray<int32_t> d_slots(slot_of);
           const std::vector<float> qkv =
               Random(streams * T * shape.row_width(), 7);
@@ -242,6 +249,8 @@ TEST(CudaKernels, PrefillMatchesStepping) {
           state.z_stride = heads * shape.feature_dim;
           state.S = d_S.get();
           state.z = d_z.get();
+          state.S_carry = d_S_carry.get();
+          state.z_carry = d_z_carry.get();
           DeviceArray<float> d_qkv(qkv), d_y(y_ref.size());
           EXPECT_LAUNCHED(CausalPrefill(nullptr, streams, T, shape, params,
                                         d_qkv.get(), 1e-6f, state, d_y.get(),

@@ -123,15 +123,16 @@ TEST(CudaLogic, FavorMatchesRuntime) {
 
 // One head, one step, as CausalStepKernel does it with `groups` row groups.
 void ComposedStep(int C, int dv, int groups, const float* phi_k, const float* v,
-                  const float* phi_q, float eps, float* S, float* z, float* y) {
+                  const float* phi_q, float eps, float* S, float* z,
+                  float* S_carry, float* z_carry, float* y) {
   float den = 0.0f;
   for (int c = 0; c < C; ++c)
-    den += UpdateNormaliser(phi_k[c], phi_q[c], &z[c]);
+    den += UpdateNormaliser(phi_k[c], phi_q[c], &z[c], &z_carry[c]);
   std::vector<float> partial(groups * dv);
   for (int g = 0; g < groups; ++g) {
     for (int j = 0; j < dv; ++j) {
-      partial[g * dv + j] =
-          RankOneColumnShare(C, dv, groups, g, j, phi_k, v[j], phi_q, S);
+      partial[g * dv + j] = RankOneColumnShare(C, dv, groups, g, j, phi_k, v[j],
+                                               phi_q, S, S_carry);
     }
   }
   for (int j = 0; j < dv; ++j) {
@@ -141,25 +142,35 @@ void ComposedStep(int C, int dv, int groups, const float* phi_k, const float* v,
   }
 }
 
+// From a long stream's state (sums far above one step's terms, so that the
+// carries work), the state bit for bit as the scalar kernel's, y within
+// rounding.
 TEST(CudaLogic, CausalStepMatchesScalar) {
   for (int dv : {16, 32, 36, 64, 128}) {
     for (int C : {1, 16, 32, 36, 64}) {
       const int groups = dv >= 256 ? 1 : 256 / dv;  // as StepGroups<DV>
       SCOPED_TRACE(::testing::Message() << "C " << C << ", dv " << dv);
-      std::vector<float> S_ref(C * dv, 0.0f), z_ref(C, 0.0f), y_ref(dv);
-      std::vector<float> S(C * dv, 0.0f), z(C, 0.0f), y(dv);
+      std::vector<float> S_ref = Random(C * dv, 1, -3e4f, 3e4f),
+                         z_ref = Random(C, 2, 1e6f, 2e6f), y_ref(dv);
+      std::vector<float> S_carry_ref(C * dv, 0.0f), z_carry_ref(C, 0.0f);
+      std::vector<float> S = S_ref, z = z_ref, S_carry = S_carry_ref,
+                         z_carry = z_carry_ref, y(dv);
       for (int step = 0; step < 5; ++step) {
         const std::vector<float> phi_k = Random(C, 10 + step, 0.0f, 2.0f);
         const std::vector<float> phi_q = Random(C, 20 + step, 0.0f, 2.0f);
         const std::vector<float> v = Random(dv, 30 + step);
         Scalar().causal_step(C, dv, phi_k.data(), v.data(), phi_q.data(), 1e-6f,
-                             S_ref.data(), z_ref.data(), y_ref.data());
+                             S_ref.data(), z_ref.data(), S_carry_ref.data(),
+                             z_carry_ref.data(), y_ref.data());
         ComposedStep(C, dv, groups, phi_k.data(), v.data(), phi_q.data(), 1e-6f,
-                     S.data(), z.data(), y.data());
+                     S.data(), z.data(), S_carry.data(), z_carry.data(),
+                     y.data());
         ASSERT_TRUE(Near(y, y_ref)) << "step " << step;
       }
-      EXPECT_TRUE(Near(S, S_ref));
-      EXPECT_TRUE(Near(z, z_ref));
+      EXPECT_EQ(S, S_ref);
+      EXPECT_EQ(z, z_ref);
+      EXPECT_EQ(S_carry, S_carry_ref);
+      EXPECT_EQ(z_carry, z_carry_ref);
     }
   }
 }
@@ -170,7 +181,7 @@ TEST(CudaLogic, CausalStepMatchesScalar) {
 // T positions of one head through chunks of L, as CausalPrefillKernel.
 void ComposedPrefill(int T, int L, int C, int dv, const float* phi_q,
                      const float* phi_k, const float* v, float eps, float* S,
-                     float* z, float* y) {
+                     float* z, float* S_carry, float* z_carry, float* y) {
   std::vector<float> A(L * L), den(L);
   for (int t0 = 0; t0 < T; t0 += L) {
     const int rows = std::min(L, T - t0);
@@ -191,11 +202,15 @@ void ComposedPrefill(int T, int L, int C, int dv, const float* phi_q,
       }
     }
     for (int e = 0; e < C * dv; ++e)
-      S[e] += ChunkStateUpdate(C, dv, rows, e / dv, e % dv, k, vc);
-    for (int c = 0; c < C; ++c) z[c] += ChunkNormaliserUpdate(C, rows, c, k);
+      ChunkStateUpdate(C, dv, rows, e / dv, e % dv, k, vc, &S[e], &S_carry[e]);
+    for (int c = 0; c < C; ++c)
+      ChunkNormaliserUpdate(C, rows, c, k, &z[c], &z_carry[c]);
   }
 }
 
+// Outputs within rounding of stepping (the masked quadratic form sums in
+// another order); the state bit for bit, as the chunk's positions join it
+// one by one by the step's own update.
 TEST(CudaLogic, ChunkedPrefillMatchesStepping) {
   for (const auto& [T, L, C, dv] : {std::tuple{1, 64, 32, 32},
                                     {7, 4, 16, 16},
@@ -211,16 +226,22 @@ TEST(CudaLogic, ChunkedPrefillMatchesStepping) {
     // A state carried in from earlier positions.
     std::vector<float> S0 = Random(C * dv, 4), z0 = Random(C, 5, 1.0f, 2.0f);
     std::vector<float> S_ref = S0, z_ref = z0, y_ref(T * dv);
+    std::vector<float> S_carry_ref(C * dv, 0.0f), z_carry_ref(C, 0.0f);
     for (int t = 0; t < T; ++t) {
-      Scalar().causal_step(C, dv, &phi_k[t * C], &v[t * dv], &phi_q[t * C],
-                           1e-6f, S_ref.data(), z_ref.data(), &y_ref[t * dv]);
+      Scalar().causal_step(
+          C, dv, &phi_k[t * C], &v[t * dv], &phi_q[t * C], 1e-6f, S_ref.data(),
+          z_ref.data(), S_carry_ref.data(), z_carry_ref.data(), &y_ref[t * dv]);
     }
     std::vector<float> S = S0, z = z0, y(T * dv);
+    std::vector<float> S_carry(C * dv, 0.0f), z_carry(C, 0.0f);
     ComposedPrefill(T, L, C, dv, phi_q.data(), phi_k.data(), v.data(), 1e-6f,
-                    S.data(), z.data(), y.data());
+                    S.data(), z.data(), S_carry.data(), z_carry.data(),
+                    y.data());
     EXPECT_TRUE(Near(y, y_ref));
-    EXPECT_TRUE(Near(S, S_ref));
-    EXPECT_TRUE(Near(z, z_ref));
+    EXPECT_EQ(S, S_ref);
+    EXPECT_EQ(z, z_ref);
+    EXPECT_EQ(S_carry, S_carry_ref);
+    EXPECT_EQ(z_carry, z_carry_ref);
   }
 }
 

@@ -1,6 +1,6 @@
-// Prefill (chunks of positions at once, attention inside a chunk in its
-// quadratic masked form) ends where stepping ends: the same outputs and the
-// same state, within float rounding (acceptance: 1e-5).
+// Prefill (chunks of positions at once: dense layers as matrix products,
+// attention by the step's recurrence) ends where stepping ends: the same
+// outputs and the same state, bit for bit (acceptance: 1e-5 absolute).
 
 #include <gtest/gtest.h>
 
@@ -13,10 +13,6 @@
 namespace tarn::testing {
 namespace {
 
-// Prefill sums a chunk's keys in another order than stepping does (and
-// XNNPACK's matrix-matrix kernels round differently from its matrix-vector
-// ones): float rounding, relative to the values' scale.
-constexpr double kTolerance = 1e-5;
 constexpr size_t kStepsAfter = 37;
 
 class PrefillTest
@@ -44,8 +40,10 @@ TEST_P(PrefillTest, ThenStepsEqualsSteppingAllTheWay) {
   const Difference state = Compare(StateOf(*prefilled), StateOf(*stepped));
   std::printf("prefill %-16s N = %4zu: outputs %s; state %s\n", name, n,
               ToString(outputs).c_str(), ToString(state).c_str());
-  EXPECT_LE(outputs.scaled, kTolerance) << ToString(outputs);
-  EXPECT_LE(state.scaled, kTolerance) << ToString(state);
+  // == rather than EXPECT_EQ: a failure prints the difference, not every
+  // float.
+  EXPECT_TRUE(actual == expected) << ToString(outputs);
+  EXPECT_TRUE(StateOf(*prefilled) == StateOf(*stepped)) << ToString(state);
   EXPECT_EQ(prefilled->position(), stepped->position());
 }
 
@@ -84,9 +82,9 @@ TEST(Prefill, AnySplitAndChunkSizeAgree) {
       begin += length;
     }
     ASSERT_EQ(begin, inputs.count);
-    EXPECT_LE(Compare(actual, expected).scaled, kTolerance) << chunk;
-    EXPECT_LE(Compare(StateOf(*session), StateOf(*stepped)).scaled, kTolerance)
-        << chunk;
+    EXPECT_TRUE(actual == expected)
+        << chunk << ": " << ToString(Compare(actual, expected));
+    EXPECT_TRUE(StateOf(*session) == StateOf(*stepped)) << chunk;
   }
 }
 

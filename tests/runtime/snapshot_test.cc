@@ -104,11 +104,18 @@ TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
         << status.message();
   };
   std::vector<uint8_t> newer = snapshot;
-  const uint32_t version = 2;
+  const uint32_t version = 3;
   std::memcpy(newer.data() + 12, &version, sizeof version);
   refused(newer, StatusCode::kUnsupported,
-          "state layout version 2; this runtime reads 1: it comes from a "
+          "state layout version 3; this runtime reads 2: it comes from a "
           "newer tarn");
+  // Layout 1 had no carries for S and z: such a state cannot go on.
+  std::vector<uint8_t> older = snapshot;
+  const uint32_t version_1 = 1;
+  std::memcpy(older.data() + 12, &version_1, sizeof version_1);
+  refused(older, StatusCode::kUnsupported,
+          "state layout version 1; this runtime reads 2: it comes from an "
+          "older tarn, whose state this one cannot continue");
   std::vector<uint8_t> magic = snapshot;
   magic[0] = 'X';
   refused(magic, StatusCode::kInvalidArgument, "not a tarn snapshot");

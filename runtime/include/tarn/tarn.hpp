@@ -235,8 +235,8 @@ class Session {
 
   // Feeds `count` tokens as if stepped one by one, in chunks of up to
   // max_prefill_chunk positions: the dense layers run as matrix-matrix
-  // products and attention inside a chunk in its quadratic masked form.
-  // Ends in the state stepping would give (within float rounding). `outputs`
+  // products, attention by the step's recurrence. Outputs and the final
+  // state are bit for bit those of stepping. `outputs`
   // is null (nothing written: the cheapest) or holds at least count x
   // output_size floats, every position's output in order.
   Status PrefillTokens(const int32_t* tokens, size_t count, float* outputs,

@@ -137,11 +137,12 @@ class BatchSession {
 
   // A stream's state as host bytes, in the CPU Session's snapshot format
   // (Session::Snapshot): a header naming the model (Model::identity()) and
-  // the state layout version, then S, z, the convolution ring and the frame
-  // window. A snapshot moves freely between the backends: Restore() takes
-  // one from Session::Snapshot() and Session::Restore() one from here, and
-  // stepping continues where it was taken. Another model's snapshot, or
-  // another layout version, is refused and the stream left as it was.
+  // the state layout version, then S, z, their carries (compensated
+  // summation), the convolution ring and the frame window. A snapshot moves
+  // freely between the backends: Restore() takes one from Session::Snapshot()
+  // and Session::Restore() one from here, and stepping continues where it was
+  // taken. Another model's snapshot, or another layout version, is refused and
+  // the stream left as it was.
   size_t snapshot_bytes() const;  // == Model::snapshot_bytes()
   Status Snapshot(uint32_t stream, void* bytes, size_t size) const;
   Status Restore(uint32_t stream, const void* bytes, size_t size);
