@@ -151,6 +151,7 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--init", help="fashion.pt to continue from (its weights; a fresh schedule)")
     parser.add_argument("--test-images", type=int, default=1000, help="bits/dim on the first N test images")
     args = parser.parse_args()
 
@@ -166,6 +167,12 @@ def main():
 
     model = LinearTransformer(CONFIG)
     log(f"model: {sum(p.numel() for p in model.parameters())} parameters")
+    earlier = []
+    if args.init:
+        initial = torch.load(args.init, map_location="cpu")
+        model.load_state_dict(initial["state_dict"])
+        earlier = initial["training"].get("runs", [initial["training"]])
+        log(f"continuing from {args.init}")
     with torch.no_grad():
         masked = model(inputs_of(test[:2]))
         use_chunked_attention(model)
@@ -229,6 +236,9 @@ def main():
             "train_seconds": round(train_seconds), "total_seconds": round(time.time() - start),
             "cpu_seconds": round(cpu_seconds()), "threads": args.threads, "peak_lr": args.lr,
             "test_images": len(test), "test_bits_per_dim": test_bpd,
+            "init": args.init,
+            "runs": earlier + [{"minutes": args.minutes, "steps": step, "images_seen": seen,
+                                "train_seconds": round(train_seconds), "peak_lr": args.lr}],
         },
     }, args.out)
     log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); total {time.time() - start:.0f} s")
