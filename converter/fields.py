@@ -117,6 +117,15 @@ def normalise_audio(audio: dict) -> dict:
             out[key] = values
         else:
             out[key] = check_scalar(f"audio {key}", kind, value)
+    # The runtime's front end refuses these too; say so before writing a file.
+    rate = out["sample_rate"]
+    if rate == 0:
+        raise ConversionError("audio sample_rate 0 is not supported: it must be a positive rate in Hz")
+    if "high_frequency" in out and out["high_frequency"] > rate / 2:
+        raise ConversionError(
+            f"audio sample_rate {rate} Hz is not supported with high_frequency {out['high_frequency']:g} Hz: "
+            f"the mel range must end at or below sample_rate / 2 = {rate / 2:g} Hz"
+        )
     return out
 
 

@@ -151,9 +151,13 @@ int Run(const std::string& model_path, const std::string& input_path,
     }
     std::vector<int32_t> tokens;
     for (int64_t token : input.ints) {
-      tokens.push_back(token < INT32_MIN || token > INT32_MAX
-                           ? -1
-                           : static_cast<int32_t>(token));
+      if (token < INT32_MIN || token > INT32_MAX) {
+        return Fail(Status(StatusCode::kInvalidArgument,
+                           input_path + ": token " + std::to_string(token) +
+                               " at index " + std::to_string(tokens.size()) +
+                               " is out of range: token ids are 32-bit"));
+      }
+      tokens.push_back(static_cast<int32_t>(token));
     }
     if (encode || prefill > 0) {
       const size_t count =

@@ -168,7 +168,7 @@ def test_plain_pickle_of_a_global_is_refused(tmp_path):
     marker = tmp_path / "PWNED"
     path = tmp_path / "plain.pkl.pt"
     path.write_bytes(pickle.dumps(_Payload(marker)))
-    with pytest.raises(ConversionError):
+    with pytest.raises(ConversionError, match="plain.pkl.pt"):
         load_checkpoint(path)
     assert not marker.exists()
 

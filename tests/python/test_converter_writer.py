@@ -170,6 +170,19 @@ def test_bad_audio_recipe_is_an_error(tmp_path, small_config, small_state_dict):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "window": "blackman"})
 
 
+@pytest.mark.parametrize(
+    "rate, message",
+    [
+        (0, "audio sample_rate 0 is not supported"),
+        (8000, "audio sample_rate 8000 Hz is not supported with high_frequency 7600 Hz"),
+    ],
+)
+def test_unsupported_sample_rate_is_an_error(tmp_path, small_config, small_state_dict, rate, message):
+    with pytest.raises(ConversionError, match=message):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "sample_rate": rate})
+    assert not (tmp_path / "m.tarn").exists()
+
+
 def test_newer_major_version_is_refused(tmp_path, small_config, small_state_dict, monkeypatch):
     monkeypatch.setattr(converter.writer, "SCHEMA_VERSION", (2, 0))
     path = tmp_path / "m.tarn"

@@ -138,6 +138,89 @@ TEST(CApiBadInput, NullSessionHandle) {
   EXPECT_EQ(tarn_session_steps_for_frames(nullptr, 10), 0u);
 }
 
+TEST(CApiBadInput, NullHandleAtEveryOtherEntry) {
+  float out[5];
+  bool stepped[1];
+  int32_t token = 1;
+  size_t steps;
+  alignas(64) static char arena[1 << 16];
+  tarn_session* session = nullptr;
+  tarn_batch* batch = nullptr;
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load(nullptr, &model), TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "path is null");
+  EXPECT_EQ(tarn_session_step_token(nullptr, 1, out, 5),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "session is null");
+  EXPECT_EQ(tarn_session_encode_frames(nullptr, out, 1, out, 5, &steps),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "session is null");
+  EXPECT_EQ(tarn_session_create_in_arena(nullptr, nullptr, arena, sizeof arena,
+                                         &session),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "model is null");
+  EXPECT_EQ(
+      tarn_batch_create_in_arena(nullptr, nullptr, arena, sizeof arena, &batch),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "model is null");
+  tarn_session* none[1] = {nullptr};
+  EXPECT_EQ(tarn_batch_step_frames(nullptr, none, out, 1, out, 5, stepped),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "batch is null");
+  EXPECT_EQ(tarn_batch_step_tokens(nullptr, none, &token, 1, out, 5),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "batch is null");
+  EXPECT_EQ(model, nullptr);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_EQ(batch, nullptr);
+  EXPECT_EQ(tarn_model_output_size(nullptr), 0u);
+  EXPECT_EQ(tarn_model_identity(nullptr), 0u);
+  EXPECT_EQ(tarn_model_batch_bytes(nullptr, nullptr), 0u);
+}
+
+// Null data pointers with a non-zero count or size: refused, named.
+TEST(CApiBadInput, NullInputsAndSnapshotBuffers) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  float out[10];
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), nullptr, 3, nullptr, 0),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("tokens is null"));
+  const size_t bytes = tarn_model_snapshot_bytes(model.get());
+  EXPECT_EQ(tarn_session_snapshot(session.get(), nullptr, bytes),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("snapshot buffer holds 0 bytes"));
+  EXPECT_EQ(tarn_session_restore(session.get(), nullptr, bytes),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("not a tarn snapshot: 0 bytes"));
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  tarn_session* sessions[1] = {session.get()};
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, nullptr, 1, out, 5),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("tokens is null"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+
+  Model frames = Load(kFrames);
+  Session listener = Open(frames.get());
+  size_t steps = 9;
+  EXPECT_EQ(tarn_session_prefill_frames(listener.get(), nullptr, 2, nullptr, 0,
+                                        &steps),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("frames is null"));
+  EXPECT_EQ(steps, 0u);
+  ASSERT_EQ(tarn_batch_create(frames.get(), nullptr, &raw), TARN_STATUS_OK);
+  batch.reset(raw);
+  sessions[0] = listener.get();
+  float frame[3] = {0, 0, 0};
+  EXPECT_EQ(
+      tarn_batch_step_frames(batch.get(), sessions, frame, 1, out, 3, nullptr),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("'stepped' is null"));
+  EXPECT_EQ(tarn_session_position(listener.get()), 0u);
+}
+
 TEST(CApiBadInput, NullCloneOutPointer) {
   Model model = Load(kTokens);
   Session session = Open(model.get());
@@ -321,6 +404,47 @@ TEST(CApiBadInput, NegativeToken) {
                                      "vocabulary has 5 tokens"));
 }
 
+TEST(CApiBadInput, TokenOneBeyondTheVocabulary) {
+  Model model = Load(kTokens);
+  Session session = Open(model.get());
+  float out[5];
+  EXPECT_EQ(tarn_session_step_token(session.get(), 5, out, 5),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("token 5 is out of range: the "
+                                     "vocabulary has 5 tokens (0..4)"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, TokenOutOfRangeInABatch) {
+  Model model = Load(kTokens);
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session a = Open(model.get()), b = Open(model.get());
+  tarn_session* sessions[2] = {a.get(), b.get()};
+  int32_t tokens[2] = {1, 9};
+  float out[10];
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 10),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("token 9 at index 1 is out of range"));
+  EXPECT_EQ(tarn_session_position(a.get()), 0u);
+  EXPECT_EQ(tarn_session_position(b.get()), 0u);
+}
+
+TEST(CApiBadInput, TokenOutOfRangeInAnEncode) {
+  Model model = Load(kEncoder);
+  Session session = Open(model.get());
+  const int32_t vocab =
+      static_cast<int32_t>(tarn_model_vocab_size(model.get()));
+  int32_t tokens[3] = {1, 2, vocab};
+  std::vector<float> out(3 * tarn_model_output_size(model.get()));
+  EXPECT_EQ(tarn_session_encode_tokens(session.get(), tokens, 3, out.data(),
+                                       out.size()),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("token " + std::to_string(vocab) +
+                                     " at index 2 is out of range"));
+}
+
 TEST(CApiBadInput, TokenOutOfRangeInAPrefill) {
   Model model = Load(kTokens);
   Session session = Open(model.get());
@@ -358,6 +482,38 @@ TEST(CApiBadInput, NonFiniteFrameInAPrefill) {
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(LastError(), HasSubstr("must be finite"));
   EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
+TEST(CApiBadInput, NonFiniteFrameInABatch) {
+  Model model = Load(kFrames);
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session a = Open(model.get()), b = Open(model.get());
+  tarn_session* sessions[2] = {a.get(), b.get()};
+  float frames[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, INFINITY}, out[6];
+  bool stepped[2] = {true, true};
+  EXPECT_EQ(
+      tarn_batch_step_frames(batch.get(), sessions, frames, 2, out, 6, stepped),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(),
+              HasSubstr("frame 1, value 2 is inf: frames must be finite"));
+  EXPECT_EQ(tarn_session_position(a.get()), 0u);
+  EXPECT_EQ(tarn_session_position(b.get()), 0u);
+}
+
+// The frames are checked before the model's kind, so a causal model shows
+// the encoder's check as well as a bidirectional one would.
+TEST(CApiBadInput, NonFiniteFrameInAnEncode) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  float frames[6] = {0.5f, NAN, 0.5f, 0.5f, 0.5f, 0.5f}, out[6];
+  size_t steps = 9;
+  EXPECT_EQ(
+      tarn_session_encode_frames(session.get(), frames, 2, out, 6, &steps),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(),
+              HasSubstr("frame 0, value 1 is nan: frames must be finite"));
 }
 
 TEST(CApiBadInput, StepOfABidirectionalModel) {
@@ -437,6 +593,23 @@ TEST(CApiBadInput, DamagedSnapshot) {
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(LastError(), HasSubstr("not a tarn snapshot"));
   EXPECT_EQ(tarn_session_position(session.get()), 1u);
+}
+
+TEST(CApiBadInput, AnotherModelsSnapshot) {
+  Model model = Load(kTokens), other = Load(kSeeds + "tokens_favor.tarn");
+  Session session = Open(model.get()), stranger = Open(other.get());
+  std::vector<uint8_t> snapshot(tarn_model_snapshot_bytes(model.get()));
+  ASSERT_EQ(
+      tarn_session_snapshot(session.get(), snapshot.data(), snapshot.size()),
+      TARN_STATUS_OK);
+  std::vector<float> out(tarn_model_output_size(other.get()));
+  ASSERT_EQ(tarn_session_step_token(stranger.get(), 1, out.data(), out.size()),
+            TARN_STATUS_OK);
+  EXPECT_EQ(
+      tarn_session_restore(stranger.get(), snapshot.data(), snapshot.size()),
+      TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("snapshot belongs to another model"));
+  EXPECT_EQ(tarn_session_position(stranger.get()), 1u);
 }
 
 }  // namespace

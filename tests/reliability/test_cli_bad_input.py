@@ -88,6 +88,23 @@ def test_model_with_damaged_weights(tmp_path):
     fails_with(result, "weights are damaged: checksum")
 
 
+def test_model_from_a_future_schema(tmp_path):
+    """schema_version (two ushorts) is the root table's first field: found
+    through the FlatBuffers offsets (root table at bytes 0..3, its vtable at
+    table - soffset, field 0's offset at vtable + 4), its major set to 7."""
+    data = bytearray(TOKENS.read_bytes())
+    (table,) = struct.unpack_from("<I", data, 0)
+    (soffset,) = struct.unpack_from("<i", data, table)
+    (field,) = struct.unpack_from("<H", data, table - soffset + 4)
+    assert field != 0
+    struct.pack_into("<H", data, table + field, 7)
+    path = tmp_path / "model.tarn"
+    path.write_bytes(bytes(data))
+    fails_with(tarn("info", path), "schema version 7.", "upgrade tarn")
+    np.save(tmp_path / "in.npy", np.array([1, 2], np.int32))
+    fails_with(run(path, tmp_path / "in.npy", tmp_path), "schema version 7.", "upgrade tarn")
+
+
 # --- tarn run: inputs -----------------------------------------------------------
 
 
@@ -184,6 +201,33 @@ def test_token_out_of_range(tmp_path):
 def test_negative_token(tmp_path):
     np.save(tmp_path / "in.npy", np.array([-3], np.int64))
     fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "step 0: token -3 is out of range")
+
+
+def test_token_beyond_32_bits(tmp_path):
+    """An int64 token that no int32 holds is named as it is, not wrapped."""
+    np.save(tmp_path / "in.npy", np.array([1, 2**40], np.int64))
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "token 1099511627776 at index 1 is out of range")
+
+
+def test_token_out_of_range_in_a_prefill(tmp_path):
+    np.save(tmp_path / "in.npy", np.array([1, 2, 5, 0], np.int32))
+    result = tarn("run", TOKENS, "--input", tmp_path / "in.npy", "--output", tmp_path / "out.npy", "--prefill", 4)
+    fails_with(result, "token 5 at index 2 is out of range: the vocabulary has 5 tokens")
+
+
+def test_token_out_of_range_in_an_encode(tmp_path):
+    np.save(tmp_path / "in.npy", np.array([1, 2, 5], np.int32))
+    result = tarn("encode", SEEDS / "tokens_bidirectional.tarn", "--input", tmp_path / "in.npy", "--output", tmp_path / "out.npy")
+    fails_with(result, "token 5 at index 2 is out of range")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_frame_in_a_prefill(tmp_path, bad):
+    frames = np.zeros((4, 3), np.float32)
+    frames[2, 1] = bad
+    np.save(tmp_path / "in.npy", frames)
+    result = tarn("run", FRAMES, "--input", tmp_path / "in.npy", "--output", tmp_path / "out.npy", "--prefill", 4)
+    fails_with(result, "frame 2, value 1 is", "frames must be finite")
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

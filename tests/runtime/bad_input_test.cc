@@ -455,5 +455,99 @@ TEST(BadSession, TooManyThreads) {
   EXPECT_FALSE(session);
 }
 
+// Every call that takes frames rejects NaN and Inf (tarn.hpp's policy), not
+// only StepFrame(): the message names the frame and the value, and no state
+// moves.
+TEST(BadFrames, NonFiniteFrameInPrefillBatchAndEncode) {
+  std::unique_ptr<Model> causal = LoadGolden("speech"),
+                         encoder = LoadGolden("bidirectional_speech");
+  ASSERT_TRUE(causal && encoder);
+  const size_t width = causal->frame_size();
+  std::vector<float> frames(4 * width, 0.25f);
+  frames[2 * width + 5] = NAN;
+  std::vector<float> outputs(4 * causal->output_size());
+  size_t steps = 9;
+
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*causal, SessionOptions(), &session).ok());
+  Status status = session->PrefillFrames(frames.data(), 4, outputs.data(),
+                                         outputs.size(), &steps);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("frame 2, value 5 is nan: frames must be finite"));
+  EXPECT_EQ(steps, 0u);
+  EXPECT_EQ(session->position(), 0u);
+
+  std::unique_ptr<SessionBatch> batch;
+  ASSERT_TRUE(SessionBatch::Create(*causal, BatchOptions(), &batch).ok());
+  std::unique_ptr<Session> other;
+  ASSERT_TRUE(Session::Create(*causal, SessionOptions(), &other).ok());
+  Session* sessions[2] = {session.get(), other.get()};
+  frames[2 * width + 5] = 0.25f;
+  frames[width + 3] = -INFINITY;
+  bool stepped[2] = {true, true};
+  status = batch->StepFrames(sessions, frames.data(), 2, outputs.data(),
+                             outputs.size(), stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("frame 1, value 3 is -inf: frames must be finite"));
+  EXPECT_EQ(session->position(), 0u);
+  EXPECT_EQ(other->position(), 0u);
+
+  ASSERT_TRUE(Session::Create(*encoder, SessionOptions(), &session).ok());
+  frames.assign(4 * encoder->frame_size(), 0.25f);
+  frames[encoder->frame_size() + 3] = INFINITY;
+  outputs.resize(4 * encoder->output_size());
+  status = session->EncodeFrames(frames.data(), 4, outputs.data(),
+                                 outputs.size(), &steps);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("frame 1, value 3 is inf: frames must be finite"));
+  EXPECT_EQ(steps, 0u);
+}
+
+TEST(BadTokens, TokenOutOfRangeInAnEncode) {
+  std::unique_ptr<Model> encoder = LoadGolden("bidirectional");
+  ASSERT_TRUE(encoder);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*encoder, SessionOptions(), &session).ok());
+  const int32_t vocab = static_cast<int32_t>(encoder->config().vocab_size);
+  std::vector<int32_t> tokens = {1, 2, vocab, 3};
+  std::vector<float> outputs(tokens.size() * encoder->output_size());
+  Status status = session->EncodeTokens(tokens.data(), tokens.size(),
+                                        outputs.data(), outputs.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("token " + std::to_string(vocab) +
+                        " at index 2 is out of range: the vocabulary has " +
+                        std::to_string(vocab) + " tokens"));
+}
+
+TEST(BadPointers, NullInputsAndSnapshotBuffers) {
+  std::unique_ptr<Model> tokens = LoadGolden("tokens"),
+                         frames = LoadGolden("speech");
+  ASSERT_TRUE(tokens && frames);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*tokens, SessionOptions(), &session).ok());
+  Status status = session->PrefillTokens(nullptr, 3, nullptr, 0);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tokens is null"));
+  const size_t bytes = tokens->snapshot_bytes();
+  status = session->Snapshot(nullptr, bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("snapshot buffer holds 0 bytes"));
+  status = session->Restore(nullptr, bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("not a tarn snapshot: 0 bytes"));
+  EXPECT_EQ(session->position(), 0u);
+
+  ASSERT_TRUE(Session::Create(*frames, SessionOptions(), &session).ok());
+  size_t steps = 9;
+  status = session->PrefillFrames(nullptr, 2, nullptr, 0, &steps);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("frames is null"));
+  EXPECT_EQ(steps, 0u);
+}
+
 }  // namespace
 }  // namespace tarn::testing

@@ -49,6 +49,13 @@
  * function aborts or lets a C++ exception escape. A call that fails leaves
  * its session as it was.
  *
+ * Fallible functions refuse bad input with TARN_STATUS_INVALID_ARGUMENT,
+ * never computing on it: a NULL handle or buffer, a buffer of the wrong
+ * size, a token outside [0, vocab_size), and a frame holding NaN or Inf.
+ * Frames must be finite at every function that takes them (step, prefill,
+ * encode, batch); the message names the frame and the value, and no
+ * session moves.
+ *
  * Ownership and lifetimes. A tarn_model is immutable once loaded and may be
  * shared by any number of sessions and threads; free it after every session
  * and batch made from it. A tarn_session is one stream's recurrent state and

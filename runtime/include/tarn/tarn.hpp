@@ -40,6 +40,12 @@
 // Errors. Every fallible call returns a Status; nothing throws. Its message
 // says what went wrong and where (tensor name, expected vs actual shape, byte
 // offset, token id). A call that fails leaves the session as it was.
+//
+// Bad input is refused with kInvalidArgument, never computed on: a token
+// outside [0, vocab_size), a buffer of the wrong size, a null pointer, and a
+// frame holding NaN or Inf. Frames must be finite at every call that takes
+// them (StepFrame, PrefillFrames, EncodeFrames, SessionBatch::StepFrames);
+// the message names the frame and the value, and no session moves.
 
 #ifndef TARN_TARN_HPP_
 #define TARN_TARN_HPP_
