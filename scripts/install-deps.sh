@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ pkg-config clang clang-format
+  cmake g++ pkg-config clang clang-format libclang-rt-14-dev
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libflatbuffers-dev flatbuffers-compiler python3-flatbuffers
   libxxhash-dev python3-xxhash

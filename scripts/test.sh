@@ -23,3 +23,36 @@ if command -v nvcc >/dev/null 2>&1; then
     tarn_cuda_kernels_test tarn_cuda_backend_test tarn_cuda_bench
   ctest --test-dir "$cuda_build" -L cuda -j"$(nproc)" --output-on-failure
 fi
+
+# Reliability (issue 8), with clang: the whole suite again, built with
+# AddressSanitizer + UndefinedBehaviorSanitizer (its ctest adds a short run
+# of each fuzzer, fuzz_*_smoke), then the concurrency test built with
+# ThreadSanitizer. Both read the goldens made above (the PyTorch reference
+# is not rebuilt, so making them again would check nothing new: -FS).
+# TARN_SANITIZERS=0 skips both.
+if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
+  goldens=$(cd "$build" && pwd)/tests/goldens
+  asan=${TARN_ASAN_BUILD_DIR:-$build-asan}
+  CC=clang CXX=clang++ cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTARN_SANITIZE=address,undefined -DTARN_FUZZ=ON -DTARN_BUILD_BENCH=OFF \
+    -DTARN_GOLDENS="$goldens"
+  cmake --build "$asan" -j"$(nproc)"
+  # Left to the build above, where they ran:
+  # - install_and_consume links the installed static libraries into
+  #   consumers built without sanitizers;
+  # - speech_long_stream bounds the resident set, which the sanitizer's
+  #   allocator grows by design;
+  # - tarn_kernels_neon_qemu cross-builds the kernels with aarch64 g++,
+  #   without sanitizers, and runs them under qemu: the same run again;
+  # - goldens_kernels_* rerun the model goldens with each kernel variant
+  #   forced (minutes each under ASan): here every variant this CPU has runs
+  #   under the sanitizers in tarn_kernels_test (sizes around each tile),
+  #   and the model goldens once, in pytest, with the variant it picks.
+  ctest --test-dir "$asan" -j"$(nproc)" --output-on-failure -FS goldens \
+    -E '^(install_and_consume|speech_long_stream|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
+  tsan=${TARN_TSAN_BUILD_DIR:-$build-tsan}
+  CC=clang CXX=clang++ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTARN_SANITIZE=thread -DTARN_BUILD_BENCH=OFF
+  cmake --build "$tsan" -j"$(nproc)" --target tarn_concurrency_test
+  TARN_GOLDENS="$goldens" "$tsan/tests/reliability/tarn_concurrency_test"
+fi
