@@ -27,7 +27,15 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
       k_(model.kernels),
       scratch_(model.PlanScratch(max_rows)),
       scratch_floats_(scratch),
-      threads_(threads) {}
+      threads_(threads),
+      pre_norm_(c_.norm_placement == "pre"),
+      input_relu_(c_.input_activation == "relu"),
+      input_gelu_(c_.input_activation == "gelu"),
+      feed_forward_gelu_(c_.activation == "gelu"),
+      sinusoidal_position_(c_.position == "sinusoidal"),
+      learned_position_(c_.position == "learned"),
+      elu_features_(c_.feature_map == "elu+1"),
+      relu_features_(c_.feature_map == "relu") {}
 
 Engine::~Engine() {
   if (threads_ != nullptr) pthreadpool_destroy(threads_);
@@ -102,14 +110,14 @@ void Engine::Embed(const Rows& rows, float* x) {
     } else {
       if (x != InputRow(0)) std::memcpy(x, InputRow(0), n * d * sizeof(float));
       // No projection to fuse a relu into: apply it here.
-      if (c_.input_activation == "relu") k_.relu(n * d, x, x);
+      if (input_relu_) k_.relu(n * d, x, x);
     }
-    Activate(c_.input_activation, n * d, x);
+    if (input_gelu_) k_.gelu(n * d, x, x);
   }
   for (size_t r = 0; r < n; ++r) {
     float* row = x + r * d;
     const uint64_t position = rows.stream(r).position + rows.ahead(r);
-    if (c_.position == "sinusoidal") {
+    if (sinusoidal_position_) {
       // In double, as the reference: at step 10^6 a float angle would lose
       // the phase. Over the whole row, or its last position_concat_dim.
       const double p = static_cast<double>(position);
@@ -122,7 +130,7 @@ void Engine::Embed(const Rows& rows, float* x) {
         if (2 * i + 1 < width)
           pe[2 * i + 1] += static_cast<float>(std::cos(angle));
       }
-    } else if (c_.position == "learned") {
+    } else if (learned_position_) {
       const TensorView& table = m_.position_embedding;
       const size_t offset = position * d;
       if (table.dtype == schema::DType::F32) {
@@ -139,19 +147,14 @@ void Engine::Embed(const Rows& rows, float* x) {
 
 // --- Layers -----------------------------------------------------------------
 
-void Engine::Activate(const std::string& activation, size_t n, float* x) const {
-  // relu is fused into the preceding dense layer's output clamp.
-  if (activation == "gelu") k_.gelu(n, x, x);
-}
-
 // phi for every head of one row: x [heads][d_key] -> phi [heads][C].
 void Engine::FeatureMap(const LayerWeights& w, const float* x, float* phi) {
   const size_t heads = c_.num_heads, d_key = c_.d_key, C = c_.feature_dim;
-  if (c_.feature_map == "elu+1") {
+  if (elu_features_) {
     k_.elu_plus_one(heads * d_key, x, phi);
     return;
   }
-  if (c_.feature_map == "relu") {
+  if (relu_features_) {
     k_.relu(heads * d_key, x, phi);
     return;
   }
@@ -198,7 +201,7 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
   const size_t heads = c_.num_heads, C = c_.feature_dim, d = c_.d_model;
   const size_t width = heads * (2 * c_.d_key + c_.d_value);
   const float* input = x;
-  if (c_.norm_placement == "pre") {
+  if (pre_norm_) {
     float* normed = at(scratch_.normed);
     for (size_t r = 0; r < rows; ++r) {
       k_.layer_norm(d, x + r * d, w.norm1_weight, w.norm1_bias, c_.norm_eps,
@@ -286,7 +289,7 @@ void Engine::AttentionOutput(size_t layer, size_t rows, float* x) {
   float* branch = at(scratch_.branch);
   w.out->Run(rows, at(scratch_.attention), branch, threads_);
   for (size_t r = 0; r < rows; ++r) {
-    if (c_.norm_placement == "pre") {
+    if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
     } else {
       k_.add_layer_norm(d, x + r * d, branch + r * d, w.norm1_weight,
@@ -325,20 +328,19 @@ void Engine::Convolve(size_t layer, const Rows& rows, float* x) {
 void Engine::FeedForward(size_t layer, size_t rows, float* x) {
   const LayerWeights& w = m_.layers[layer];
   const size_t d = c_.d_model;
-  const bool pre_norm = c_.norm_placement == "pre";
   float *normed = at(scratch_.normed), *hidden = at(scratch_.hidden),
         *branch = at(scratch_.branch);
-  if (pre_norm) {
+  if (pre_norm_) {
     for (size_t r = 0; r < rows; ++r) {
       k_.layer_norm(d, x + r * d, w.norm2_weight, w.norm2_bias, c_.norm_eps,
                     normed + r * d);
     }
   }
-  w.linear1->Run(rows, pre_norm ? normed : x, hidden, threads_);
-  Activate(c_.activation, rows * c_.d_ff, hidden);
+  w.linear1->Run(rows, pre_norm_ ? normed : x, hidden, threads_);
+  if (feed_forward_gelu_) k_.gelu(rows * c_.d_ff, hidden, hidden);
   w.linear2->Run(rows, hidden, branch, threads_);
   for (size_t r = 0; r < rows; ++r) {
-    if (pre_norm) {
+    if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
     } else {
       k_.add_layer_norm(d, x + r * d, branch + r * d, w.norm2_weight,

@@ -89,7 +89,6 @@ class Engine {
     float *S, *z, *S_carry, *z_carry;
   };
   HeadState Head(Stream& s, size_t layer, size_t head) const;
-  void Activate(const std::string& activation, size_t n, float* x) const;
   void FeatureMap(const LayerWeights& w, const float* x, float* phi);
   // Norm (pre-norm), projections and feature maps of rows: qkv, phi_k
   // scratch and phi_q ([rows][heads][C]).
@@ -112,6 +111,17 @@ class Engine {
   const ScratchLayout scratch_;
   float* scratch_floats_;
   pthreadpool_t threads_;
+  // The config's names, resolved once so that stepping compares no strings.
+  // A relu activation has no flag: it is fused into the preceding dense
+  // layer's output clamp, except on a frame input without a projection.
+  const bool pre_norm_;
+  const bool input_relu_;
+  const bool input_gelu_;
+  const bool feed_forward_gelu_;
+  const bool sinusoidal_position_;
+  const bool learned_position_;
+  const bool elu_features_;  // else relu_features_, else favor+
+  const bool relu_features_;
 };
 
 }  // namespace tarn
