@@ -30,7 +30,7 @@ def main() -> int:
         ModelConfig.from_dict(checkpoint["config"]),
         target,
         metadata={
-            "source": "examples/generate (Fashion-MNIST, pixel by pixel, 256-way softmax)",
+            "source": "examples/generate (Fashion-MNIST, pixel by pixel, logistic mixture over 256 levels)",
             "image_height": str(image["height"]),
             "image_width": str(image["width"]),
             "image_start_token": str(image["start_token"]),

@@ -1,15 +1,14 @@
 #!/usr/bin/python3
 """The bundled Fashion-MNIST model's per-step distributions in tarn match the
-PyTorch reference's: for a few test images, every step's 256 logits (stepped,
+PyTorch reference's: for a few test images, every step's outputs (stepped,
 and with the top half prefilled as `tarn generate --complete` does), the
-probabilities, and each image's bits/dim. The goldens are computed here by
+probabilities of the 256 grey levels they give, and each image's bits/dim. The goldens are computed here by
 converter/reference.py's parallel (masked) forward from the checkpoint.
 
     test_generate_model.py TARN_BIN MODEL_DIR FASHION_TEST_IDX
 """
 
 import gzip
-import math
 import os
 import struct
 import subprocess
@@ -20,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from converter.reference import LinearTransformer, ModelConfig
+from converter.reference import LinearTransformer, ModelConfig, logistic_mixture_levels
 
 IMAGES = [0, 1, 2, 42]  # test-split indices
 PREFILL = 392  # the start token and the top half but its last pixel
@@ -33,10 +32,23 @@ def scaled_error(actual, expected):
     return float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
 
 
+def level_probabilities(outputs, config):
+    """Per-step outputs [T, output_dim] -> P(grey level) [T, 256], float64: a
+    softmax of 256 logits, or the logistic mixture the outputs parameterise."""
+    if config.output_distribution == "logistic-mixture":
+        return logistic_mixture_levels(outputs, config.output_levels)
+    return F.softmax(torch.from_numpy(outputs).double(), -1).numpy()
+
+
+def bits_per_dim(probabilities, target):
+    return float(-np.log2(probabilities[np.arange(len(target)), target]).mean())
+
+
 def main():
     tarn, model_dir, idx = sys.argv[1:4]
     checkpoint = torch.load(os.path.join(model_dir, "fashion.pt"), map_location="cpu")
-    model = LinearTransformer(ModelConfig.from_dict(checkpoint["config"]))
+    config = ModelConfig.from_dict(checkpoint["config"])
+    model = LinearTransformer(config)
     model.load_state_dict(checkpoint["state_dict"])
     model.eval()
     start = checkpoint["image"]["start_token"]
@@ -51,7 +63,8 @@ def main():
             tokens = np.concatenate([[start], target[:-1]]).astype(np.int64)
             with torch.no_grad():
                 expected = model(torch.from_numpy(tokens)[None])[0].numpy()
-            expected_bpd = F.cross_entropy(torch.from_numpy(expected), torch.from_numpy(target)).item() / math.log(2)
+            expected_p = level_probabilities(expected, config)
+            expected_bpd = bits_per_dim(expected_p, target)
             np.save(os.path.join(tmp, "tokens.npy"), tokens)
             for extra in ([], ["--prefill", str(PREFILL)]):
                 out = os.path.join(tmp, "logits.npy")
@@ -64,13 +77,13 @@ def main():
                     continue
                 actual = np.load(out)
                 logits_error = scaled_error(actual, expected)
-                probability_error = float(np.abs(
-                    F.softmax(torch.from_numpy(actual), -1) - F.softmax(torch.from_numpy(expected), -1)).max())
-                actual_bpd = F.cross_entropy(torch.from_numpy(actual), torch.from_numpy(target)).item() / math.log(2)
+                actual_p = level_probabilities(actual, config)
+                probability_error = float(np.abs(actual_p - expected_p).max())
+                actual_bpd = bits_per_dim(actual_p, target)
                 ok = (actual.shape == expected.shape and logits_error <= TOLERANCE
                       and probability_error <= TOLERANCE and abs(actual_bpd - expected_bpd) <= TOLERANCE)
                 print(f"{'ok  ' if ok else 'FAIL'} image {i} {' '.join(extra) or 'stepped'}: "
-                      f"logits error {logits_error:.2e}, probability error {probability_error:.2e}, "
+                      f"outputs error {logits_error:.2e}, probability error {probability_error:.2e}, "
                       f"bits/dim tarn {actual_bpd:.5f} PyTorch {expected_bpd:.5f} (bound {TOLERANCE:g})")
                 failures += not ok
     return 1 if failures else 0
