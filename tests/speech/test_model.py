@@ -12,7 +12,6 @@ converter/reference.py's LinearTransformer loaded from asr.pt; every step's
 import subprocess
 import sys
 import tempfile
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +25,6 @@ import features  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 
 TOLERANCE = 1e-4
-
-
-def read_wav(path):
-    with wave.open(str(path)) as w:
-        return np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16) / 32768.0
 
 
 def main():
@@ -47,7 +41,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         frames_path, logits_path = Path(tmp) / "frames.npy", Path(tmp) / "logits.npy"
         for wav in wavs:
-            frames = features.features(read_wav(wav), checkpoint["recipe"]).astype(np.float32)
+            frames = features.features(features.read_wav(str(wav)), checkpoint["recipe"]).astype(np.float32)
             np.save(frames_path, frames)
             r = subprocess.run([tarn, "run", str(ASR / "model" / "asr.tarn"), "--input", str(frames_path),
                                 "--output", str(logits_path)], capture_output=True, text=True)
