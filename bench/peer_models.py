@@ -16,6 +16,7 @@ check_linear/check_softmax compare each with an independent computation
 before anything is timed.
 """
 
+import logging
 import math
 import warnings
 
@@ -190,3 +191,32 @@ def check_softmax(model: LinearTransformer, run_onnx, tokens) -> dict:
             cache[2 * i + 1] = np.concatenate([cache[2 * i + 1], v[i][:, None]], axis=1)
     return worst
 
+
+
+def reduced_precision_exports(f32_path, directory) -> dict:
+    """ONNX Runtime's own smaller forms of the exported linear step, made by
+    its own tools: {"ort_f16": every tensor and op in float16
+    (convert_float_to_float16, inputs and outputs kept float32), "ort_int8":
+    weights int8 and activations quantised per step (quantize_dynamic)}.
+    Needs the onnx package; returns {} without it."""
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+    except ImportError:
+        return {}
+    from pathlib import Path
+
+    f16 = Path(directory) / (Path(f32_path).stem + "-f16.onnx")
+    int8 = Path(directory) / (Path(f32_path).stem + "-int8.onnx")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic's advice on pre-processing
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            onnx.save(convert_float_to_float16(onnx.load(str(f32_path)), keep_io_types=True), str(f16))
+            quantize_dynamic(str(f32_path), str(int8), weight_type=QuantType.QInt8)
+    finally:
+        root.setLevel(level)
+    return {"ort_f16": f16, "ort_int8": int8}

@@ -2,7 +2,7 @@
 """tarn against its peers, on the same models and thread count, in one run.
 
     /usr/bin/python3 -m venv --system-site-packages .venv
-    .venv/bin/pip install onnxruntime
+    .venv/bin/pip install onnxruntime "onnx<1.18" "ml_dtypes<0.5" "numpy<1.25"
     .venv/bin/python bench/peers.py --bench build/bench/tarn_step_bench --json peers.json
 
 The peers, all on the same weights (random, seeded) of the paper's image
@@ -23,15 +23,22 @@ against an independent computation before timing (the ONNX linear step
 against the reference's step(); the softmax step, eager and ONNX, against the
 softmax model's parallel causal form; tarn's outputs against the reference).
 
-Timing, for a shared machine: --rounds rounds; in each, tarn times
---tarn-steps steps of every position (round-robin, in its own process, which
-waits between rounds), then --cycles cycles run every Python peer's cell (one
-peer at one position) in turn, start rotated every cycle: an untimed step then
---burst timed ones, as a stream stepping one model runs them (a cell whose
-step exceeds 100 ms, a softmax cache far larger than any CPU cache, gets one
-timed step and no warm-up). Every step is timed on its own;
-the pooled steps give the median, the fastest step and the median CPU time of
-the stepping thread. Memory: tarn's RSS as one stream advances (tarn_step_bench);
+Smaller weights, at the first position of each shape: tarn with its f16
+file (checked against the reference with its weights rounded to f16), and
+ONNX Runtime's own smaller forms of the linear step, made by its own tools
+(bench/peer_models.py reduced_precision_exports: all-float16, and int8
+dynamic quantisation; they need the onnx package). Each is listed with how far
+its logits are from the f32 reference's.
+
+Timing, for a shared machine: --rounds rounds; in each, tarn times --steps
+steps of every position (round-robin, in its own process, which waits between
+rounds), then every Python peer's cell (one peer at one position) in turn,
+start rotated every round, runs one untimed step then --steps timed ones back
+to back, as a stream stepping one model runs them: every engine is timed the
+same way, warm (a cell whose step exceeds 100 ms, a softmax cache far larger
+than any CPU cache, gets one timed step and no warm-up). Every step is timed
+on its own; the pooled steps give the median, the fastest step and the median
+CPU time of the stepping thread. Memory: tarn's RSS as one stream advances (tarn_step_bench);
 each Python peer's RSS in a process of its own, positions in increasing order,
 after 3 steps at each. Per image: a linear step costs the same at every
 position, so steps x ms/step; a softmax step grows with the position, so the
@@ -70,7 +77,7 @@ import peer_models  # noqa: E402
 from converter.convert import convert_state_dict  # noqa: E402
 from converter.goldens import build_model  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
-from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info  # noqa: E402
+from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info, rounded_to_f16  # noqa: E402
 
 try:
     import onnxruntime as ort
@@ -79,12 +86,17 @@ except ImportError:
 
 VENV_HINT = (
     "onnxruntime is not importable: the ONNX Runtime columns are left out. Make the virtual environment:\n"
-    "  /usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install onnxruntime\n"
+    "  /usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install onnxruntime \"onnx<1.18\" \"ml_dtypes<0.5\" \"numpy<1.25\"\n"
     "and run this script with .venv/bin/python"
 )
 ENGINES = ["tarn", "torch_linear", "ort_linear", "torch_softmax", "ort_softmax"]
+# Smaller weights: timed at the first position only.
+REDUCED = ["tarn_f16", "ort_f16", "ort_int8"]
 LABELS = {
     "tarn": "tarn (linear)",
+    "tarn_f16": "tarn, f16 weights",
+    "ort_f16": "ONNX Runtime, linear, float16",
+    "ort_int8": "ONNX Runtime, linear, int8 dynamic",
     "torch_linear": "PyTorch eager, linear recurrent",
     "ort_linear": "ONNX Runtime, linear recurrent",
     "torch_softmax": "PyTorch eager, softmax + KV cache",
@@ -92,6 +104,7 @@ LABELS = {
 }
 SHORT = {"tarn": "tarn", "torch_linear": "PyTorch linear", "ort_linear": "ORT linear", "torch_softmax": "PyTorch softmax", "ort_softmax": "ORT softmax"}
 CHECK_TOLERANCE = 1e-4
+REDUCED_TOLERANCE = 0.5  # logits of order 1: an error this large is a broken conversion
 MEMORY_STEPS = 3
 LONG_STEP_MS = 100
 
@@ -111,9 +124,9 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "versions": {"torch": torch.__version__, "blas": loaded_blas(), "onnxruntime": ort.__version__ if ort else None},
         "timing": (
-            f"{args.rounds} rounds; each: tarn {args.tarn_steps} steps per position (round-robin over positions), then "
-            f"{args.cycles} cycles over every Python peer at every position (round-robin, start rotated each cycle), each "
-            f"cell an untimed step then {args.burst} timed ones (1 and no warm-up where a step exceeds {LONG_STEP_MS} ms); "
+            f"{args.rounds} rounds; each: tarn {args.steps} steps per position (round-robin over positions), then "
+            f"every Python peer at every position in turn (start rotated each round), each an untimed step then {args.steps} "
+            f"timed ones back to back (1 and no warm-up where a step exceeds {LONG_STEP_MS} ms); "
             "every step timed on its own; median, fastest and median thread-CPU time of the pooled steps"
         ),
         "shapes": {},
@@ -124,15 +137,18 @@ def main(argv=None) -> int:
     print(report["timing"], flush=True)
 
     shapes = prepare_shapes(args, work, report)
-    tarns = {name: TarnSweep(args, s, work) for name, s in shapes.items()}
+    tarns = {}
+    for name, s in shapes.items():
+        tarns[(name, "tarn")] = TarnSweep(args, s, s["tarn_path"], s["positions"], s["model"], work, "f32")
+        tarns[(name, "tarn_f16")] = TarnSweep(args, s, s["tarn_f16_path"], s["positions"][:1], s["model_f16"], work, "f16")
     cells = [cell for s in shapes.values() for cell in python_cells(args, s)]
     for r in range(args.rounds):
-        for name, sweep in tarns.items():
-            sweep.round(args.tarn_steps)
-        run_cycles(cells, args.cycles, args.burst)
+        for sweep in tarns.values():
+            sweep.round(args.steps)
+        run_round(cells, args.steps, r)
         print(f"round {r + 1}/{args.rounds} done, load average {fmt_load(os.getloadavg())}", flush=True)
-    for name, sweep in tarns.items():
-        report["shapes"][name]["tarn"] = sweep.finish(shapes[name])
+    for (name, engine), sweep in tarns.items():
+        report["shapes"][name][engine] = sweep.finish()
     for cell in cells:
         report["shapes"][cell.shape]["peers"].setdefault(cell.engine, {})[str(cell.position)] = summarise(cell.wall, cell.cpu)
     if args.memory:
@@ -170,9 +186,7 @@ def parse_args(argv):
     p.add_argument("--shapes", default="mnist,cifar", type=lambda s: s.split(","), help="mnist,cifar")
     p.add_argument("--positions", type=lambda s: [int(x) for x in s.split(",")], help="the MNIST shape's positions (default 16,64,...,65536)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--cycles", type=int, default=8, help="cycles of every Python cell per round (default 8)")
-    p.add_argument("--burst", type=int, default=3, help="timed steps of a Python cell per cycle, after an untimed one (default 3)")
-    p.add_argument("--tarn-steps", type=int, default=100, help="tarn steps per position per round (default 100)")
+    p.add_argument("--steps", type=int, default=100, help="timed steps of every engine at every position per round (default 100)")
     p.add_argument("--quick", action="store_true", help="MNIST shape only, positions to 4,096, fewer steps (about a minute)")
     p.add_argument("--smoke", action="store_true", help="a tiny model and a few steps, for the test suite")
     p.add_argument("--no-memory", dest="memory", action="store_false", help="skip the memory-against-position runs")
@@ -186,10 +200,10 @@ def parse_args(argv):
     if args.memory_child:
         return args
     if args.smoke:
-        args.shapes, args.rounds, args.cycles, args.burst, args.tarn_steps = ["tiny"], 1, 2, 2, 3
+        args.shapes, args.rounds, args.steps = ["tiny"], 1, 3
         args.positions = args.positions or [4, 64]
     elif args.quick:
-        args.shapes, args.rounds, args.cycles, args.tarn_steps = ["mnist"], 2, 4, 50
+        args.shapes, args.rounds, args.steps = ["mnist"], 2, 50
         args.positions = args.positions or [16, 256, 4096]
     args.positions = args.positions or [16, 64, 256, 1024, 4096, 16384, 65536]
     if args.positions != sorted(set(args.positions)) or args.positions[0] < 1:
@@ -224,9 +238,12 @@ def prepare_shapes(args, work: Path, report: dict) -> dict:
         config = ModelConfig(**spec["config"])
         model = build_model(config, seed=args.seed).eval()
         tarn_path = work / f"{name}.tarn"
-        convert_state_dict(model.state_dict(), config, tarn_path, dtype="f32", metadata={"source": f"bench/peers.py {name}, seed {args.seed}"})
+        tarn_f16_path = work / f"{name}-f16.tarn"
+        for path, dtype in ((tarn_path, "f32"), (tarn_f16_path, "f16")):
+            convert_state_dict(model.state_dict(), config, path, dtype=dtype, metadata={"source": f"bench/peers.py {name}, seed {args.seed}"})
         positions, sweep = shape_positions(args, name, spec["steps_per_image"])
-        s = dict(name=name, config=config, model=model, tarn_path=tarn_path, positions=positions, sweep=sweep, spec=spec)
+        s = dict(name=name, config=config, model=model, model_f16=rounded_to_f16(model), tarn_path=tarn_path,
+                 tarn_f16_path=tarn_f16_path, positions=positions, sweep=sweep, spec=spec)  # fmt: skip
         entry = report["shapes"][name] = {
             "config": config.to_dict(),
             "positions": positions,
@@ -243,9 +260,21 @@ def prepare_shapes(args, work: Path, report: dict) -> dict:
             peer_models.export_softmax(model, s["onnx_softmax"])
             s["ort_linear"] = ort_session(s["onnx_linear"], args.threads)
             s["ort_softmax"] = ort_session(s["onnx_softmax"], args.threads)
+            s["ort_reduced"] = {engine: ort_session(path, args.threads)
+                                for engine, path in peer_models.reduced_precision_exports(s["onnx_linear"], work).items()}  # fmt: skip
+            if not s["ort_reduced"]:
+                print("ONNX Runtime's float16 and int8 forms need the onnx package in the virtual environment (see VENV_HINT)")
         checks = entry["checks"] = {}
         if ort is not None:
             checks["ort_linear_vs_reference_step"] = peer_models.check_linear(model, lambda f: s["ort_linear"].run(None, f), tokens)
+            # Smaller weights change the logits: how much is reported, and
+            # only a form far off its model (a broken conversion) is refused.
+            entry["reduced_precision_error"] = {}
+            for engine, session in s["ort_reduced"].items():
+                error = peer_models.check_linear(model, lambda f, session=session: session.run(None, f), tokens)
+                entry["reduced_precision_error"][engine] = error
+                if not error <= REDUCED_TOLERANCE:
+                    raise SystemExit(f"bench/peers.py: {name}: {engine} differs from the f32 reference by {error}")
         softmax = peer_models.check_softmax(model, (lambda f: s["ort_softmax"].run(None, f)) if ort else None, tokens)
         checks["torch_softmax_step_vs_parallel"] = softmax["eager"]
         if ort is not None:
@@ -277,15 +306,18 @@ class TarnSweep:
     """tarn_step_bench --positions --rounds-on-stdin: it advances its sessions
     once, then times one round per request."""
 
-    def __init__(self, args, s: dict, work: Path):
-        self.json_path = work / f"{s['name']}-tarn.json"
+    def __init__(self, args, s: dict, model_path: Path, positions: list, reference, work: Path, dtype: str):
+        """reference: the PyTorch model the file holds (its weights rounded
+        as the file stores them)."""
+        self.json_path = work / f"{s['name']}-tarn-{dtype}.json"
+        self.reference, self.model = reference, s["model"]
         tokens = [t % s["config"].vocab_size for t in CHECK_TOKENS]
         cmd = [
-            args.bench, "--model", str(s["tarn_path"]), "--threads", str(args.threads),
-            "--positions", ",".join(map(str, s["positions"])), "--rounds-on-stdin",
+            args.bench, "--model", str(model_path), "--threads", str(args.threads),
+            "--positions", ",".join(map(str, positions)), "--rounds-on-stdin",
             "--check-tokens", ",".join(map(str, tokens)), "--json", str(self.json_path),
         ]  # fmt: skip
-        print(f"{s['name']}: tarn advancing its sessions to positions {s['positions']}", flush=True)
+        print(f"{s['name']}: tarn ({dtype}) advancing its sessions to positions {positions}", flush=True)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         ready = json.loads(self.proc.stdout.readline() or "{}")
         if "ready" not in ready:
@@ -297,18 +329,26 @@ class TarnSweep:
         self.proc.stdin.flush()
         json.loads(self.proc.stdout.readline())
 
-    def finish(self, s: dict) -> dict:
+    def finish(self) -> dict:
         self.proc.stdin.close()
         if self.proc.wait() != 0:
             raise SystemExit("bench/peers.py: tarn_step_bench failed")
         result = json.loads(self.json_path.read_text())
-        model = s["model"]
-        state = model.initial_state(1)
-        expected = torch.cat([model.step(torch.tensor([t]), state) for t in result.pop("check_tokens")]).numpy()
-        result["max_abs_diff_vs_reference"] = float(np.abs(np.array(result.pop("check_outputs")) - expected).max())
+        tokens = result.pop("check_tokens")
+        expected = reference_steps(self.reference, tokens)
+        outputs = np.array(result.pop("check_outputs"))
+        result["max_abs_diff_vs_reference"] = float(np.abs(outputs - expected).max())
+        if self.reference is not self.model:
+            result["max_abs_diff_vs_reference_f32"] = float(np.abs(outputs - reference_steps(self.model, tokens)).max())
         if not result["max_abs_diff_vs_reference"] <= CHECK_TOLERANCE:
             raise SystemExit(f"bench/peers.py: tarn disagrees with the reference: {result['max_abs_diff_vs_reference']}")
         return result
+
+
+def reference_steps(model, tokens) -> np.ndarray:
+    state = model.initial_state(1)
+    with torch.no_grad():
+        return torch.cat([model.step(torch.tensor([t]), state) for t in tokens]).numpy()
 
 
 # -- Python peers -------------------------------------------------------------------
@@ -336,6 +376,8 @@ def python_cells(args, s: dict) -> list:
         cells.append(Cell(name, "torch_softmax", p, torch_softmax_step(softmax, feed)))
         if ort is not None:
             cells.append(Cell(name, "ort_softmax", p, lambda sess=s["ort_softmax"], feed=feed: sess.run(None, feed)))
+    for engine, session in s.get("ort_reduced", {}).items():
+        cells.append(Cell(name, engine, s["positions"][0], ort_linear_step(model, session, token, s["positions"][0])))
     return cells
 
 
@@ -366,23 +408,23 @@ def torch_softmax_step(softmax, feed: dict):
     return step
 
 
-def run_cycles(cells: list, cycles: int, burst: int):
-    """Each cycle runs every cell in turn (the start rotated by one each
-    cycle): an untimed step, then `burst` steps each timed on its own, as a
-    stream stepping one model would run them. A cell whose step exceeds
-    LONG_STEP_MS (a softmax step over a cache far larger than any CPU cache)
-    gets one timed step and no warm-up."""
-    for c in range(cycles):
-        for k in range(len(cells)):
-            cell = cells[(c + k) % len(cells)]
-            long = bool(cell.wall) and statistics.median(cell.wall) > LONG_STEP_MS
-            if not long:
-                cell.step()
-            for _ in range(1 if long else burst):
-                c0, t0 = time.thread_time(), time.perf_counter()
-                cell.step()
-                cell.wall.append((time.perf_counter() - t0) * 1e3)
-                cell.cpu.append((time.thread_time() - c0) * 1e3)
+def run_round(cells: list, steps: int, start: int):
+    """Runs every cell in turn, from cell `start` on: an untimed step, then
+    `steps` steps back to back, each timed on its own, as a stream stepping
+    one model runs them (and as tarn_step_bench times tarn). A cell whose step
+    exceeds LONG_STEP_MS (a softmax step over a cache far larger than any CPU
+    cache) gets one timed step and no warm-up."""
+    for k in range(len(cells)):
+        cell = cells[(start + k) % len(cells)]
+        if not (cell.wall and statistics.median(cell.wall) > LONG_STEP_MS):
+            cell.step()
+        for _ in range(steps):
+            c0, t0 = time.thread_time(), time.perf_counter()
+            cell.step()
+            cell.wall.append((time.perf_counter() - t0) * 1e3)
+            cell.cpu.append((time.thread_time() - c0) * 1e3)
+            if cell.wall[-1] > LONG_STEP_MS:
+                break
 
 
 def summarise(wall, cpu) -> dict:
@@ -463,8 +505,8 @@ def fmt(x, spec=".3f"):
 
 def engine_runs(entry: dict, engine: str) -> dict:
     """{position: summary} for one engine."""
-    if engine == "tarn":
-        return {str(p["position"]): p for p in entry["tarn"]["positions"]}
+    if engine in ("tarn", "tarn_f16"):
+        return {str(p["position"]): p for p in entry[engine]["positions"]} if engine in entry else {}
     return entry["peers"].get(engine, {})
 
 
@@ -480,6 +522,30 @@ def per_image_seconds(entry: dict, engine: str, key: str) -> float:
     return float(np.interp(np.arange(n), positions, ms).sum() / 1e3)
 
 
+def print_reduced(e: dict, first: str):
+    """What smaller weights cost in accuracy, and the ratios at equal weight
+    precision (each ONNX Runtime form against tarn with as many or more bytes
+    per weight)."""
+    f16 = engine_runs(e, "tarn_f16").get(first)
+    if f16 is None:
+        return
+    errors = {"tarn_f16": e["tarn_f16"]["max_abs_diff_vs_reference_f32"], **e.get("reduced_precision_error", {})}
+    print("smaller weights, largest |difference| of logits from the f32 reference: "
+          + ", ".join(f"{LABELS[k]} {v:.2e}" for k, v in errors.items())
+          + f" (tarn f16 vs the same weights rounded to f16: {e['tarn_f16']['max_abs_diff_vs_reference']:.2e})")
+    pairs = [("ort_linear", "tarn", "f32"), ("ort_f16", "tarn_f16", "f16"), ("ort_int8", "tarn_f16", "int8 vs tarn's f16")]
+    cells = []
+    for peer, own, label in pairs:
+        a, b = engine_runs(e, peer).get(first), engine_runs(e, own).get(first)
+        if a is None or b is None:
+            continue
+        r = {k: a[k] / b[k] for k in ("ms_per_step_median", "ms_per_step_best", "cpu_ms_per_step_median")}
+        e.setdefault("ratios_equal_precision", {})[peer] = r
+        cells.append(f"{label} {r['ms_per_step_median']:.2f}x / {r['ms_per_step_best']:.2f}x / {r['cpu_ms_per_step_median']:.2f}x")
+    if cells:
+        print("ONNX Runtime / tarn at equal weight precision (median / fastest / cpu): " + "; ".join(cells))
+
+
 def print_report(report: dict, args):
     engines = [e for e in ENGINES if e == "tarn" or ort is not None or not e.startswith("ort")]
     print("\n" + "=" * 100)
@@ -491,7 +557,7 @@ def print_report(report: dict, args):
               f"vocab {c['vocab_size']}; batch 1, {args.threads} thread(s); step at position {first}")
         print(f"{'engine':<36} {'median ms':>9} {'fastest':>8} {'cpu ms':>8}   {'x tarn (median, fastest, cpu)':>30}")
         e["ratios_vs_tarn"] = {}
-        for engine in engines:
+        for engine in engines + REDUCED:
             run = engine_runs(e, engine).get(first)
             if run is None:
                 continue
@@ -502,6 +568,7 @@ def print_report(report: dict, args):
                   f"{ratio['cpu_ms_per_step_median']:>8.2f}x")
         print(f"checks (largest |difference| of logits): tarn vs reference {e['tarn']['max_abs_diff_vs_reference']:.2e}, "
               + ", ".join(f"{k} {v:.2e}" for k, v in e["checks"].items()))
+        print_reduced(e, first)
 
         print(f"\n{name}: ms per step against position, median (fastest)")
         print(f"{'position':>8} " + " ".join(f"{SHORT[x]:>20}" for x in engines) + f" {'KV cache MiB':>12}")

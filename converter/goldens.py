@@ -35,6 +35,14 @@ from .errors import ConversionError
 from .reference import LinearTransformer, ModelConfig
 
 
+def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    """How every golden test measures tarn against the reference: max |actual -
+    expected|, relative to max |expected| where that exceeds 1 (so large
+    logits are held to their float precision, small ones absolutely)."""
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    return float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
+
+
 @dataclasses.dataclass
 class Case:
     config: ModelConfig

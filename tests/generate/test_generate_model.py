@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from converter.goldens import scaled_error
 from converter.reference import LinearTransformer, ModelConfig, logistic_mixture_levels
 
 IMAGES = [0, 1, 2, 42]  # test-split indices
@@ -26,10 +27,6 @@ PREFILL = 392  # the start token and the top half but its last pixel
 # As tests/golden: max |tarn - reference| relative to max |reference| (where
 # that exceeds 1).
 TOLERANCE = 1e-4
-
-
-def scaled_error(actual, expected):
-    return float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
 
 
 def level_probabilities(outputs, config):

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from converter.goldens import scaled_error
+
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
 GOLDENS = Path(os.environ.get("TARN_GOLDENS", "/nonexistent"))
@@ -23,11 +25,6 @@ pytestmark = pytest.mark.skipif(not TARN, reason="TARN_BIN is not set: run throu
 
 # max |tarn - reference| relative to max(1, max |reference|), as the step goldens.
 TOLERANCE = 1e-4
-
-
-def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
-    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
-    return float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
 
 
 def tarn(*args: str) -> None:

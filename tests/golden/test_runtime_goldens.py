@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from converter.goldens import scaled_error
+
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
 GOLDENS = Path(os.environ.get("TARN_GOLDENS", "/nonexistent"))
@@ -30,11 +32,6 @@ TOLERANCE = 1e-4
 # paper's MNIST shape (converter.goldens --case mnist, 1,000 steps). The bound
 # is one f16 ulp at 1 (2^-10), about 3x the measured error.
 F16_TOLERANCE = 1e-3
-
-
-def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
-    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
-    return float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
 
 
 def tarn_run(model: Path, inputs: Path, out_dir: Path, *extra: str) -> subprocess.CompletedProcess:

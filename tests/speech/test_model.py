@@ -22,6 +22,7 @@ ASR = ROOT / "examples" / "asr"
 sys.path.insert(0, str(ASR))
 
 import features  # noqa: E402
+from converter.goldens import scaled_error  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -52,8 +53,7 @@ def main():
             with torch.no_grad():
                 expected = model(torch.from_numpy(frames)[None])[0].numpy()
             actual = np.load(logits_path)
-            error = (float(np.abs(actual - expected).max() / max(1.0, np.abs(expected).max()))
-                     if actual.shape == expected.shape else float("inf"))
+            error = scaled_error(actual, expected) if actual.shape == expected.shape else float("inf")
             ok = error <= TOLERANCE
             print(f"{'ok  ' if ok else 'FAIL'} {wav.name}: {len(expected)} steps, max |logit| "
                   f"{np.abs(expected).max():.1f}, scaled error {error:.2e} (bound {TOLERANCE:g})")
