@@ -1,6 +1,9 @@
 // Google Benchmark for every kernel family and every variant this CPU runs
 // (kernels::KernelsFor), at the sizes of the paper's MNIST model: d_model 256,
-// 8 heads of d_k = d_v = 32, d_ff 1024. Beside them, the limits: XNNPACK's
+// 8 heads of d_k = d_v = 32, d_ff 1024. The dense kernels run at batch 1 on
+// f32, f16 and int8 weights, one layer at a time (weights in L2) and as the
+// whole model's step (every layer's weights streamed once, 25 MB in f32,
+// 6.3 MB in int8). Beside them, the limits: XNNPACK's
 // f32 fully-connected operators at the same model's shapes (weights in L2,
 // as bytes of weights per second) and the read bandwidth for buffers the
 // size of one layer's and of the whole model's weights.
@@ -13,6 +16,7 @@
 #include <benchmark/benchmark.h>
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +24,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bandwidth.h"
@@ -174,6 +179,132 @@ void BenchF16ToF32(benchmark::State& state, const KernelTable* k, size_t n) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// The weight types of the dense kernels.
+enum class Weights { kF32, kF16, kI8 };
+
+struct DenseShape {
+  size_t inputs, outputs;
+};
+
+// One dense layer's packed weights (the type's vector only), scales for int8,
+// and bias.
+struct PackedDense {
+  DenseShape shape;
+  std::vector<float> w32;
+  std::vector<uint16_t> w16;
+  std::vector<int8_t> w8;
+  std::vector<float> scale, bias;
+};
+
+PackedDense MakePackedDense(Weights t, DenseShape shape, uint32_t seed) {
+  const size_t n = shape.inputs * shape.outputs;
+  const size_t packed = kernels::PackedDenseSize(shape.inputs, shape.outputs);
+  PackedDense d{shape, {}, {},
+                {},    {}, Random(shape.outputs, -0.1f, 0.1f, seed)};
+  // Magnitudes kept in f16's normal range (ToHalf's domain).
+  const std::vector<float> w = Random(n, 0.01f, 0.05f, seed + 1);
+  switch (t) {
+    case Weights::kF32:
+      d.w32.resize(packed);
+      kernels::PackDense(shape.inputs, shape.outputs, w.data(), d.w32.data());
+      break;
+    case Weights::kF16: {
+      std::vector<uint16_t> h(n);
+      for (size_t i = 0; i < n; ++i) h[i] = ToHalf(w[i]);
+      d.w16.resize(packed);
+      kernels::PackDense(shape.inputs, shape.outputs, h.data(), d.w16.data());
+      break;
+    }
+    case Weights::kI8: {
+      std::mt19937 rng(seed + 2);
+      std::uniform_int_distribution<int> level(-127, 127);
+      std::vector<int8_t> q(n);
+      for (int8_t& v : q) v = static_cast<int8_t>(level(rng));
+      d.w8.resize(packed);
+      kernels::PackDense(shape.inputs, shape.outputs, q.data(), d.w8.data());
+      d.scale = Random(shape.outputs, 1e-4f, 4e-4f, seed + 3);
+      break;
+    }
+  }
+  return d;
+}
+
+void RunPackedDense(const KernelTable* k, const PackedDense& d, const float* x,
+                    float* y) {
+  const float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+  const DenseShape s = d.shape;
+  if (!d.w32.empty()) {
+    k->dense_f32(1, s.inputs, s.outputs, s.outputs, x, d.w32.data(),
+                 d.bias.data(), lo, hi, y);
+  } else if (!d.w16.empty()) {
+    k->dense_f16(1, s.inputs, s.outputs, s.outputs, x, d.w16.data(),
+                 d.bias.data(), lo, hi, y);
+  } else {
+    k->dense_i8(1, s.inputs, s.outputs, s.outputs, x, d.w8.data(),
+                d.scale.data(), d.bias.data(), lo, hi, y);
+  }
+}
+
+// y = W x + b at batch 1 for `copies` sets of `shapes` (distinct weights),
+// run in turn: copies = 1 is one layer, kLayers the whole model's step.
+// Bytes are the weights, scales and bias streamed; items the
+// multiply-adds.
+void BenchTarnDense(benchmark::State& state, const KernelTable* k, Weights t,
+                    std::vector<DenseShape> shapes, size_t copies) {
+  std::vector<PackedDense> layers;
+  size_t bytes = 0, items = 0, widest = 0;
+  for (size_t c = 0; c < copies; ++c) {
+    for (DenseShape shape : shapes) {
+      layers.push_back(MakePackedDense(
+          t, shape, static_cast<uint32_t>(21 + 4 * layers.size())));
+      const PackedDense& d = layers.back();
+      bytes += d.w32.size() * sizeof(float) + d.w16.size() * 2 + d.w8.size() +
+               (d.scale.size() + d.bias.size()) * sizeof(float);
+      items += shape.inputs * shape.outputs;
+      widest = std::max({widest, shape.inputs, shape.outputs});
+    }
+  }
+  const std::vector<float> x = Random(widest, -1, 1, 20);
+  std::vector<float> y(widest);
+  for (auto _ : state) {
+    for (const PackedDense& d : layers)
+      RunPackedDense(k, d, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+  state.SetItemsProcessed(state.iterations() * items);
+}
+
+void RegisterDense(Isa isa, const KernelTable* k) {
+  const std::string isa_name = kernels::IsaName(isa);
+  const DenseShape qkv{kDModel, kHeads * (2 * kDKey + kDValue)};
+  const DenseShape out{kHeads * kDValue, kDModel};
+  const DenseShape linear1{kDModel, kDFF}, linear2{kDFF, kDModel};
+  struct Named {
+    const char* name;
+    DenseShape shape;
+  };
+  const Named layers[] = {{"qkv/256x768", qkv},
+                          {"out/256x256", out},
+                          {"linear1/256x1024", linear1},
+                          {"linear2/1024x256", linear2}};
+  const std::pair<Weights, const char*> types[] = {{Weights::kF32, "dense_f32"},
+                                                   {Weights::kF16, "dense_f16"},
+                                                   {Weights::kI8, "dense_i8"}};
+  for (const auto& [t, family] : types) {
+    const std::string prefix = std::string(family) + "/" + isa_name + "/";
+    for (const Named& layer : layers) {
+      benchmark::RegisterBenchmark(
+          (prefix + layer.name).c_str(), BenchTarnDense, k, t,
+          std::vector<DenseShape>{layer.shape}, size_t{1});
+    }
+    benchmark::RegisterBenchmark(
+        (prefix + "mnist_step").c_str(), BenchTarnDense, k, t,
+        std::vector<DenseShape>{qkv, out, linear1, linear2}, kLayers);
+  }
+}
+
 void RegisterKernels(Isa isa, const KernelTable* k) {
   const std::string isa_name = kernels::IsaName(isa);
   auto name = [&](const char* family, const std::string& sizes) {
@@ -205,6 +336,7 @@ void RegisterKernels(Isa isa, const KernelTable* k) {
                                BenchF16ToF32, k, kDModel);
   benchmark::RegisterBenchmark(name("f16_to_f32", "n:262144").c_str(),
                                BenchF16ToF32, k, kDModel * kDFF);
+  RegisterDense(isa, k);
 }
 
 // y = W x + b at batch 1 through XNNPACK, as the runtime's dense layers;

@@ -23,8 +23,8 @@ against an independent computation before timing (the ONNX linear step
 against the reference's step(); the softmax step, eager and ONNX, against the
 softmax model's parallel causal form; tarn's outputs against the reference).
 
-Smaller weights, at the first position of each shape: tarn with its f16
-file (checked against the reference with its weights rounded to f16), and
+Smaller weights, at the first position of each shape: tarn with its f16 and
+i8 files (each checked against the reference holding the file's values), and
 ONNX Runtime's own smaller forms of the linear step, made by its own tools
 (bench/peer_models.py reduced_precision_exports: all-float16, and int8
 dynamic quantisation; they need the onnx package). Each is listed with how far
@@ -75,9 +75,9 @@ import torch  # noqa: E402
 
 import peer_models  # noqa: E402
 from converter.convert import convert_state_dict  # noqa: E402
-from converter.goldens import build_model  # noqa: E402
+from converter.goldens import build_model, model_as_stored  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
-from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info, rounded_to_f16  # noqa: E402
+from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info  # noqa: E402
 
 try:
     import onnxruntime as ort
@@ -91,10 +91,12 @@ VENV_HINT = (
 )
 ENGINES = ["tarn", "torch_linear", "ort_linear", "torch_softmax", "ort_softmax"]
 # Smaller weights: timed at the first position only.
-REDUCED = ["tarn_f16", "ort_f16", "ort_int8"]
+TARN_REDUCED = {"tarn_f16": "f16", "tarn_i8": "i8"}
+REDUCED = [*TARN_REDUCED, "ort_f16", "ort_int8"]
 LABELS = {
     "tarn": "tarn (linear)",
     "tarn_f16": "tarn, f16 weights",
+    "tarn_i8": "tarn, int8 weights",
     "ort_f16": "ONNX Runtime, linear, float16",
     "ort_int8": "ONNX Runtime, linear, int8 dynamic",
     "torch_linear": "PyTorch eager, linear recurrent",
@@ -140,7 +142,8 @@ def main(argv=None) -> int:
     tarns = {}
     for name, s in shapes.items():
         tarns[(name, "tarn")] = TarnSweep(args, s, s["tarn_path"], s["positions"], s["model"], work, "f32")
-        tarns[(name, "tarn_f16")] = TarnSweep(args, s, s["tarn_f16_path"], s["positions"][:1], s["model_f16"], work, "f16")
+        for engine, (path, stored) in s["reduced"].items():
+            tarns[(name, engine)] = TarnSweep(args, s, path, s["positions"][:1], stored, work, TARN_REDUCED[engine])
     cells = [cell for s in shapes.values() for cell in python_cells(args, s)]
     for r in range(args.rounds):
         for sweep in tarns.values():
@@ -238,12 +241,12 @@ def prepare_shapes(args, work: Path, report: dict) -> dict:
         config = ModelConfig(**spec["config"])
         model = build_model(config, seed=args.seed).eval()
         tarn_path = work / f"{name}.tarn"
-        tarn_f16_path = work / f"{name}-f16.tarn"
-        for path, dtype in ((tarn_path, "f32"), (tarn_f16_path, "f16")):
+        # Smaller files, each with the reference holding its values.
+        reduced = {engine: (work / f"{name}-{dtype}.tarn", model_as_stored(model, dtype)) for engine, dtype in TARN_REDUCED.items()}
+        for path, dtype in [(tarn_path, "f32")] + [(path, TARN_REDUCED[e]) for e, (path, _) in reduced.items()]:
             convert_state_dict(model.state_dict(), config, path, dtype=dtype, metadata={"source": f"bench/peers.py {name}, seed {args.seed}"})
         positions, sweep = shape_positions(args, name, spec["steps_per_image"])
-        s = dict(name=name, config=config, model=model, model_f16=rounded_to_f16(model), tarn_path=tarn_path,
-                 tarn_f16_path=tarn_f16_path, positions=positions, sweep=sweep, spec=spec)  # fmt: skip
+        s = dict(name=name, config=config, model=model, reduced=reduced, tarn_path=tarn_path, positions=positions, sweep=sweep, spec=spec)
         entry = report["shapes"][name] = {
             "config": config.to_dict(),
             "positions": positions,
@@ -505,7 +508,7 @@ def fmt(x, spec=".3f"):
 
 def engine_runs(entry: dict, engine: str) -> dict:
     """{position: summary} for one engine."""
-    if engine in ("tarn", "tarn_f16"):
+    if engine == "tarn" or engine in TARN_REDUCED:
         return {str(p["position"]): p for p in entry[engine]["positions"]} if engine in entry else {}
     return entry["peers"].get(engine, {})
 
@@ -526,14 +529,15 @@ def print_reduced(e: dict, first: str):
     """What smaller weights cost in accuracy, and the ratios at equal weight
     precision (each ONNX Runtime form against tarn with as many or more bytes
     per weight)."""
-    f16 = engine_runs(e, "tarn_f16").get(first)
-    if f16 is None:
+    own = [engine for engine in TARN_REDUCED if engine in e]
+    if not own:
         return
-    errors = {"tarn_f16": e["tarn_f16"]["max_abs_diff_vs_reference_f32"], **e.get("reduced_precision_error", {})}
+    errors = {**{k: e[k]["max_abs_diff_vs_reference_f32"] for k in own}, **e.get("reduced_precision_error", {})}
     print("smaller weights, largest |difference| of logits from the f32 reference: "
           + ", ".join(f"{LABELS[k]} {v:.2e}" for k, v in errors.items())
-          + f" (tarn f16 vs the same weights rounded to f16: {e['tarn_f16']['max_abs_diff_vs_reference']:.2e})")
-    pairs = [("ort_linear", "tarn", "f32"), ("ort_f16", "tarn_f16", "f16"), ("ort_int8", "tarn_f16", "int8 vs tarn's f16")]
+          + " (tarn vs the reference holding the file's values: "
+          + ", ".join(f"{TARN_REDUCED[k]} {e[k]['max_abs_diff_vs_reference']:.2e}" for k in own) + ")")
+    pairs = [("ort_linear", "tarn", "f32"), ("ort_f16", "tarn_f16", "f16"), ("ort_int8", "tarn_i8", "int8")]
     cells = []
     for peer, own, label in pairs:
         a, b = engine_runs(e, peer).get(first), engine_runs(e, own).get(first)

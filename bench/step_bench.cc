@@ -86,11 +86,11 @@ struct Options {
 
 // What one step reads from the model, by the file's dtypes.
 struct StepBytes {
-  bool f16 = false;          // the file stores matrices in f16
-  size_t matrix_params = 0;  // 2-D weights, embedding rows
-  size_t vector_params = 0;  // biases, norms, favor+ omega, conv
-  size_t weights = 0;        // bytes of the two above
-  size_t state = 0;          // S and z, read and written each step
+  const char* dtype = "f32";  // how the file stores its matrices
+  size_t matrix_params = 0;   // 2-D weights, embedding rows
+  size_t vector_params = 0;   // biases, norms, favor+ omega, conv
+  size_t weights = 0;         // bytes of the two above
+  size_t state = 0;           // S and z, read and written each step
 };
 
 StepBytes CountStepBytes(const Model& model) {
@@ -109,6 +109,8 @@ StepBytes CountStepBytes(const Model& model) {
   const size_t qkv = H * (2 * dk + dv);
   m += c.num_layers * (qkv * d + d * H * dv + 2 * d * ff);
   v += c.num_layers * (qkv + d + ff + d + 4 * d);
+  const size_t dense_outputs = c.num_layers * (qkv + d + ff + d) +
+                               (c.input_projection ? d : 0) + c.output_dim;
   if (c.feature_map == "favor+") v += c.num_layers * dk * (C / 2);
   if (c.conv_kernel > 0) v += c.num_layers * (d * c.conv_kernel + d);
   if (c.final_norm) v += 2 * d;
@@ -116,10 +118,18 @@ StepBytes CountStepBytes(const Model& model) {
     m += size_t{c.output_dim} * d;
     v += c.output_dim;
   }
-  b.f16 = model.weight_bytes() < model.parameter_count() * sizeof(float);
+  // f16 files hold about 2 bytes a parameter, i8 files about 1 (their
+  // embeddings f16, a small share).
+  const double per_parameter = static_cast<double>(model.weight_bytes()) /
+                               static_cast<double>(model.parameter_count());
+  const size_t matrix_bytes = per_parameter < 1.5 ? 1
+                              : per_parameter < 3 ? 2
+                                                  : 4;
+  b.dtype = matrix_bytes == 1 ? "i8" : matrix_bytes == 2 ? "f16" : "f32";
+  if (matrix_bytes == 1) v += dense_outputs;  // a scale per output row
   b.matrix_params = m;
   b.vector_params = v;
-  b.weights = m * (b.f16 ? 2 : 4) + v * 4;
+  b.weights = m * matrix_bytes + v * 4;
   b.state = c.num_layers * H * (C * dv + C) * sizeof(float);
   return b;
 }
@@ -752,7 +762,7 @@ int Run(const Options& o) {
 
   Json j;
   j["model"] = o.model_path;
-  j["dtype"] = bytes.f16 ? "f16" : "f32";
+  j["dtype"] = bytes.dtype;
   j["kernels"] = kernels::IsaName(kernels::ActiveIsa());
   j["config"] = {{"num_layers", c.num_layers},   {"d_model", c.d_model},
                  {"num_heads", c.num_heads},     {"d_key", c.d_key},

@@ -5,7 +5,7 @@
         --json step_bench.json
 
 For each shape (random weights, seeded) it writes the model with the
-converter in f32 and f16, runs tarn_step_bench on each (ms/step for 1 and 2
+converter in f32, f16 and i8 (int8 dense weights), runs tarn_step_bench on each (ms/step for 1 and 2
 threads, the weight bytes streamed per step, the read bandwidth the same
 program measures for a buffer that size, and a profile), and in the same run
 steps the same model with PyTorch eager: the reference model's step() (a
@@ -16,7 +16,9 @@ for CIFAR-10) beside the paper's CPU figures, and writes every figure to
 --json.
 
 PyTorch has no f16 matrix product on the CPU (torch 1.13: addmm is not
-implemented for Half), so the f16 rows compare with the f32 PyTorch model.
+implemented for Half), so the f16 and i8 rows compare with the f32 PyTorch
+model; their outputs are checked against the reference holding the file's
+values (converter.goldens.model_as_stored).
 Timing, for a shared machine: --rounds rounds, each running tarn and then
 PyTorch on every model, so both meet the same load; within a round every step
 is timed on its own. The pooled steps give the median, the fastest step and,
@@ -49,8 +51,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from converter.convert import convert_state_dict  # noqa: E402
-from converter.goldens import build_model  # noqa: E402
+from converter.goldens import build_model, model_as_stored  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
+from converter.writer import DTYPES  # noqa: E402
 
 # Katharopoulos et al. (2020), image generation: 8 (MNIST) and 16 (CIFAR-10)
 # layers of 8 heads, d_k = d_v = 32, d_model 256, d_ff 1024, one pixel value
@@ -135,7 +138,7 @@ def main(argv=None) -> int:
         entry["tarn"] = {dtype: pool_tarn(rounds) for dtype, rounds in tarn_rounds[name].items()}
         for dtype, result in entry["tarn"].items():
             if result.get("check_outputs") is not None:
-                reference = model if dtype == "f32" else rounded_to_f16(model)
+                reference = model_as_stored(model, dtype)
                 expected = reference_outputs(reference, result["check_tokens"])
                 result["max_abs_diff_vs_torch"] = float(np.max(np.abs(np.array(result.pop("check_outputs")) - expected)))
         entry["torch"] = {
@@ -209,7 +212,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench/step_bench.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default=str(REPO / "build" / "bench" / "tarn_step_bench"), help="the tarn_step_bench executable")
     p.add_argument("--shapes", default="mnist,cifar", type=lambda s: s.split(","), help="mnist,cifar")
-    p.add_argument("--dtypes", default="f32,f16", type=lambda s: s.split(","), help="f32,f16")
+    p.add_argument("--dtypes", default="f32,f16,i8", type=lambda s: s.split(","), help="f32,f16,i8")
     p.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")], help="thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of tarn then PyTorch, pooled (default 3)")
     p.add_argument("--steps", type=int, default=200, help="timed tarn steps per round (default 200)")
@@ -227,8 +230,8 @@ def parse_args(argv):
         if name not in SHAPES:
             p.error(f"unknown shape {name!r}; known: {', '.join(SHAPES)}")
     for dtype in args.dtypes:
-        if dtype not in ("f32", "f16"):
-            p.error(f"unknown dtype {dtype!r}")
+        if dtype not in DTYPES:
+            p.error(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
     if not Path(args.bench).is_file():
         p.error(f"{args.bench} does not exist: build tarn_step_bench first, or pass --bench")
     return args
@@ -273,19 +276,6 @@ def run_tarn(args, model_path: Path, out: Path, tokens, profile: bool):
     if not profile:
         cmd.append("--no-profile")
     subprocess.run(cmd, check=True)
-
-
-def rounded_to_f16(model):
-    """The model an f16 file holds: its 2-D weights rounded to f16 (as the
-    converter's writer rounds them), computed in f32."""
-    import copy
-
-    rounded = copy.deepcopy(model)
-    with torch.no_grad():
-        for name, p in rounded.named_parameters():
-            if name.endswith(".weight") and p.dim() == 2 and ".conv." not in name:
-                p.copy_(p.half().float())
-    return rounded
 
 
 def reference_outputs(model, tokens) -> np.ndarray:
@@ -400,21 +390,22 @@ def print_summary(report: dict, args):
                 )
     print(
         "ms/step: median wall time of one step; best: fastest step; cpu ms: median CPU time of the stepping thread (1 thread only).\n"
-        "f16 rows: the floor counts the f16 file's bytes (2 per matrix weight), whatever the runtime does with them."
+        "f16 and i8 rows: the floor counts the file's bytes (2 or 1 per matrix weight, and i8's scales), whatever the runtime\n"
+        "does with them."
     )
-    if "f16" in args.dtypes and "f32" in args.dtypes:
-        print("f16 speed-up over f32 (median; fastest step; CPU time), per thread count:")
+    for dtype in (d for d in args.dtypes if d != "f32" and "f32" in args.dtypes):
+        print(f"{dtype} speed-up over f32 (median; fastest step; CPU time), per thread count:")
         for name, e in report["shapes"].items():
             runs32 = {run["threads"]: run for run in e["tarn"]["f32"]["runs"]}
             cells = []
-            for run in e["tarn"]["f16"]["runs"]:
+            for run in e["tarn"][dtype]["runs"]:
                 r32 = runs32[run["threads"]]
                 ratio = {
                     "median": r32["ms_per_step_median"] / run["ms_per_step_median"],
                     "best": r32["ms_per_step_best"] / run["ms_per_step_best"],
                     "cpu": r32["cpu_ms_per_step_median"] / run["cpu_ms_per_step_median"] if run["cpu_ms_per_step_median"] else None,
                 }
-                e.setdefault("f16_speedup", {})[str(run["threads"])] = ratio
+                e.setdefault(f"{dtype}_speedup", {})[str(run["threads"])] = ratio
                 cpu = f", {ratio['cpu']:.2f}x" if ratio["cpu"] else ""
                 cells.append(f"{run['threads']} thr {ratio['median']:.2f}x, {ratio['best']:.2f}x{cpu}")
             print(f"  {name}: " + "; ".join(cells))
@@ -492,17 +483,16 @@ def print_summary(report: dict, args):
                 f"{g} {v:.1f}%" for g, v in sorted(e["perf"]["groups_percent"].items(), key=lambda kv: -kv[1])))
 
     print("\nseconds per image at 1 thread = steps x ms/step (fastest step / median step / median CPU time), beside the paper's CPU figures")
-    print(
-        f"{'shape':<6} {'steps':>5} {'tarn f32':>22} {'tarn f16':>22} {'PyTorch':>22} "
-        f"{'paper linear':>13} {'paper softmax':>14}"
-    )
+    columns = list(args.dtypes) + ["torch"]
+    print(f"{'shape':<6} {'steps':>5} " + " ".join(f"{'tarn ' + d if d != 'torch' else 'PyTorch':>22}" for d in columns)
+          + f" {'paper linear':>13} {'paper softmax':>14}")
     for name, e in report["shapes"].items():
         n = e["steps_per_image"]
         e["per_image_s"] = {}
         cells = []
         runs = {dtype: r["runs"][0] for dtype, r in e["tarn"].items() if r["runs"][0]["threads"] == 1}
         runs["torch"] = e["torch"].get("1")
-        for key in ("f32", "f16", "torch"):
+        for key in columns:
             run = runs.get(key)
             if run is None:
                 cells.append("-")
@@ -513,10 +503,8 @@ def print_summary(report: dict, args):
             e["per_image_s"]["tarn_" + key if key != "torch" else "torch"] = {"best": best, "median": wall, "cpu_median": cpu}
             cells.append(f"{secs(best)}/{secs(wall)}/{secs(cpu)}")
         paper = e["paper_cpu_s_per_image"]
-        print(
-            f"{name:<6} {n:>5} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} "
-            f"{secs(paper['linear'], '.1f'):>13} {secs(paper['stateful_softmax'], '.1f'):>14}"
-        )
+        print(f"{name:<6} {n:>5} " + " ".join(f"{c:>22}" for c in cells)
+              + f" {secs(paper['linear'], '.1f'):>13} {secs(paper['stateful_softmax'], '.1f'):>14}")
     print(f"load average (1, 5, 15 min) at start {fmt_load(report['machine']['load_start'])}, at end {fmt_load(report['machine']['load_end'])}")
 
 

@@ -12,8 +12,11 @@ writes into OUT_DIR:
     state_conv.npy   [layers, conv_kernel - 1, d_model] (models with conv)
     case.json        the case, length, seed and ModelConfig, for the reader
 
-Outputs always come from the f32 reference; with --dtype f16 only the model
-file's matrices are rounded, so a test compares with an f16 tolerance.
+Outputs come from the f32 reference: with --dtype f16 only the model file's
+matrices are rounded, so a test compares with an f16 tolerance. With --dtype
+i8, output.npy comes from the model the file holds (model_as_stored: int8
+weights times their scales, f16 embeddings), so a test compares with the f32
+tolerance, and output_f32.npy from the f32 reference shows what int8 costs.
 Nothing here is committed: the C++ test build runs this at build time.
 """
 
@@ -33,6 +36,7 @@ import torch
 from .convert import convert_state_dict
 from .errors import ConversionError
 from .reference import LinearTransformer, ModelConfig
+from .writer import DTYPES, stored_values
 
 
 def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
@@ -205,6 +209,17 @@ def build_model(config: ModelConfig, seed: int) -> LinearTransformer:
     return model
 
 
+def model_as_stored(model: LinearTransformer, dtype: str) -> LinearTransformer:
+    """A copy of `model` with the values a file of `dtype` holds, in f32."""
+    import copy
+
+    stored = copy.deepcopy(model)
+    with torch.no_grad():
+        for name, p in stored.named_parameters():
+            p.copy_(torch.from_numpy(stored_values(name, p.numpy(), dtype)))
+    return stored
+
+
 def make_input(config: ModelConfig, length: int, rng: np.random.Generator) -> np.ndarray:
     if config.input_kind == "tokens":
         return rng.integers(0, config.vocab_size, size=length, dtype=np.int32)
@@ -230,16 +245,24 @@ def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dt
     inputs = make_input(config, length, rng)
     as_torch = torch.from_numpy(inputs).long() if config.input_kind == "tokens" else torch.from_numpy(inputs)
 
+    def run(m):
+        if config.attention == "causal":
+            return m.run_recurrent(as_torch)
+        return m(as_torch.unsqueeze(0))[0], None
+
     arrays = {"input": inputs}
     with torch.no_grad():
-        if config.attention == "causal":
-            output, state = model.run_recurrent(as_torch)
-            arrays["state_S"] = state["S"][:, 0]
-            arrays["state_z"] = state["z"][:, 0]
-            if config.conv_kernel:
-                arrays["state_conv"] = state["conv"][:, 0]
+        if dtype == "i8":
+            arrays["output_f32"] = run(model)[0]
+            model_output = model_as_stored(model, dtype)
         else:
-            output = model(as_torch.unsqueeze(0))[0]
+            model_output = model
+        output, state = run(model_output)
+    if state is not None:
+        arrays["state_S"] = state["S"][:, 0]
+        arrays["state_z"] = state["z"][:, 0]
+        if config.conv_kernel:
+            arrays["state_conv"] = state["conv"][:, 0]
     arrays["output"] = output
     for name, array in arrays.items():
         array = array.numpy() if isinstance(array, torch.Tensor) else array
@@ -265,7 +288,7 @@ def main(argv=None) -> int:
     parser.add_argument("--case", required=True, choices=sorted(CASES))
     parser.add_argument("--length", "-T", type=int, help="tokens or frames (default: the case's)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dtype", choices=("f32", "f16"), default="f32", help="of the model file's matrices")
+    parser.add_argument("--dtype", choices=DTYPES, default="f32", help="of the model file's matrices")
     args = parser.parse_args(argv)
     if args.length is not None and args.length <= 0:
         parser.error("--length must be positive")

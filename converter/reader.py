@@ -16,13 +16,13 @@ from .reference import ModelConfig
 from .schema_code import schema
 from .writer import FILE_IDENTIFIER
 
-_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2")}
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I8": np.dtype("i1")}
 
 
 @dataclasses.dataclass
 class TarnFile:
     config: ModelConfig
-    tensors: Dict[str, np.ndarray]  # as stored: float32 or float16
+    tensors: Dict[str, np.ndarray]  # as stored: float32, float16 or int8 (with NAME.scale)
     metadata: Dict[str, str]
     labels: Optional[List[str]]
     audio: Optional[dict]

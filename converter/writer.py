@@ -23,20 +23,49 @@ from .version import CONVERTER_VERSION
 
 ALIGNMENT = 64
 MAX_FILE_BYTES = 2**31 - 2**20  # one FlatBuffer addresses 2 GiB, less room for the tables
-DTYPES = ("f32", "f16")
+DTYPES = ("f32", "f16", "i8")
 FILE_IDENTIFIER = b"TARN"
+
+
+DENSE_WEIGHTS = ("projection.weight", "linear1.weight", "linear2.weight", "head.weight")
 
 
 def storage_dtype(name: str, array: np.ndarray, dtype: str) -> np.dtype:
     """The dtype a tensor is stored in for the requested file dtype.
 
     f16 files store the 2-D matrices and embeddings in f16: they are nearly
-    all of a model's bytes. LayerNorm parameters, biases, favor+'s omega and
-    the depthwise conv weights stay f32: they are small, and their rounding
-    would show in every output (omega sits inside an exp)."""
-    if dtype == "f16" and name.endswith(".weight") and array.ndim == 2 and ".conv." not in name:
+    all of a model's bytes. i8 files store the dense layers' weights in int8
+    (one scale per row, see quantize_rows) and the embeddings in f16: a step
+    streams the former and gathers one row of the latter. LayerNorm
+    parameters, biases, favor+'s omega and the depthwise conv weights stay
+    f32: they are small, and their rounding would show in every output (omega
+    sits inside an exp)."""
+    if dtype == "i8" and name.endswith(DENSE_WEIGHTS):
+        return np.dtype(np.int8)
+    if dtype in ("f16", "i8") and name.endswith(".weight") and array.ndim == 2 and ".conv." not in name:
         return np.dtype(np.float16)
     return np.dtype(np.float32)
+
+
+def quantize_rows(w: np.ndarray):
+    """Symmetric int8 with one scale per row: (q, scale) with w[o] ~= scale[o]
+    * q[o], scale = max |w[o]| / 127, q = round(w / scale) in [-127, 127]
+    (an all-zero row: scale 0, q 0). The file's model is exactly scale * q."""
+    w = np.asarray(w, dtype=np.float32)
+    scale = (np.abs(w).max(axis=1) / 127).astype(np.float32)
+    safe = np.where(scale > 0, scale, 1).astype(np.float32)
+    q = np.clip(np.rint(w / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def stored_values(name: str, array: np.ndarray, dtype: str) -> np.ndarray:
+    """The f32 values a file of `dtype` holds for this tensor: rounded to f16,
+    or int8 times its row's scale (as the runtime widens them)."""
+    storage = storage_dtype(name, array, dtype)
+    if storage == np.int8:
+        q, scale = quantize_rows(array)
+        return q.astype(np.float32) * scale[:, None]
+    return np.asarray(array, dtype=storage).astype(np.float32)
 
 
 def write_tarn(
@@ -53,7 +82,14 @@ def write_tarn(
     if dtype not in DTYPES:
         raise ConversionError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     tensors = check_tensors(tensors, config)
-    stored = {name: _stored(name, array, storage_dtype(name, array, dtype)) for name, array in tensors.items()}
+    stored = {}
+    for name, array in tensors.items():
+        storage = storage_dtype(name, array, dtype)
+        if storage == np.int8:
+            _stored(name, array, np.dtype(np.float32))  # refuses NaN and infinities
+            stored[name], stored[name + ".scale"] = quantize_rows(array)
+        else:
+            stored[name] = _stored(name, array, storage)
     labels = _check_labels(labels, config)
     audio = normalise_audio(audio) if audio is not None else None
     meta = {"converter_version": CONVERTER_VERSION, "date": _now()}
@@ -123,7 +159,7 @@ def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta):
         shape_offset = b.CreateNumpyVector(np.array(array.shape, dtype="<i8"))
         s.TensorStart(b)
         s.TensorAddName(b, name_offset)
-        s.TensorAddDtype(b, s.DType.F16 if array.dtype == np.float16 else s.DType.F32)
+        s.TensorAddDtype(b, {np.dtype(np.float16): s.DType.F16, np.dtype(np.int8): s.DType.I8}.get(array.dtype, s.DType.F32))
         s.TensorAddShape(b, shape_offset)
         s.TensorAddBuffer(b, index)
         tensor_tables.append(s.TensorEnd(b))

@@ -19,7 +19,7 @@ namespace {
   KernelTable {                                                              \
     isa::EluPlusOne, isa::Relu, isa::Gelu, isa::ExpShifted, isa::CausalStep, \
         isa::CausalUpdate, isa::LayerNorm, isa::AddLayerNorm, isa::Add,      \
-        isa::F16ToF32, isa::DenseF32, isa::DenseF16                          \
+        isa::F16ToF32, isa::DenseF32, isa::DenseF16, isa::DenseI8            \
   }
 
 constexpr KernelTable kScalarTable = TARN_KERNELS_TABLE(scalar);

@@ -102,6 +102,17 @@ struct KernelTable {
   void (*dense_f16)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
                     const float* x, const uint16_t* w, const float* bias,
                     float y_min, float y_max, float* y);
+  // dense_f32 with W stored as int8 with one scale per output row (W[o][i] =
+  // scale[o] * q[o][i]): a quarter of the bytes a step streams. Each output
+  // is one chain of fused multiply-adds from 0, adding x[r][i] float(q[o][i])
+  // for i = 0, 1, ..., inputs - 1 in that order, then
+  //   y[r][o] = clamp(fma(sum, scale[o], b[o] or 0))
+  // clamped as dense_f32; so again every variant, row count and block split
+  // gives the same bits. scale: [outputs] (pass scale + first for a part, as
+  // bias); the rest as dense_f32.
+  void (*dense_i8)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
+                   const float* x, const int8_t* w, const float* scale,
+                   const float* bias, float y_min, float y_max, float* y);
 };
 
 // The packed layout of a dense layer's W [outputs][inputs]: blocks of
@@ -110,7 +121,7 @@ struct KernelTable {
 //   packed[b][i][j] = W[b * kDenseBlock + j][i],
 // zero where b * kDenseBlock + j >= outputs. Block b starts at element
 // PackedDenseOffset(inputs, b * kDenseBlock). The same layout serves every
-// variant and both dtypes; the runtime packs once, when a model is loaded.
+// variant and every dtype; the runtime packs once, when a model is loaded.
 inline constexpr size_t kDenseBlock = 16;
 inline constexpr size_t PackedDenseOffset(size_t inputs, size_t first) {
   return first / kDenseBlock * kDenseBlock * inputs;
@@ -122,6 +133,7 @@ inline constexpr size_t PackedDenseSize(size_t inputs, size_t outputs) {
 void PackDense(size_t inputs, size_t outputs, const float* w, float* packed);
 void PackDense(size_t inputs, size_t outputs, const uint16_t* w,
                uint16_t* packed);
+void PackDense(size_t inputs, size_t outputs, const int8_t* w, int8_t* packed);
 
 enum class Isa { kScalar, kAvx2, kAvx512, kNeon };
 

@@ -30,6 +30,9 @@
   void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
                 const float* x, const uint16_t* w, const float* bias,        \
                 float y_min, float y_max, float* y);                         \
+  void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
+               const float* x, const int8_t* w, const float* scale,          \
+               const float* bias, float y_min, float y_max, float* y);       \
   }
 
 namespace tarn {

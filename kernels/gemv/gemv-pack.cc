@@ -12,6 +12,7 @@ namespace {
 template <typename T>
 void Pack(size_t inputs, size_t outputs, const T* w, T* packed) {
   assert(outputs == 0 || inputs == 0 || (w != nullptr && packed != nullptr));
+  if (inputs == 0) return;  // an empty layout (and maybe null pointers)
   const size_t blocks = (outputs + kDenseBlock - 1) / kDenseBlock;
   for (size_t b = 0; b < blocks; ++b) {
     T* block = packed + PackedDenseOffset(inputs, b * kDenseBlock);
@@ -31,6 +32,10 @@ void PackDense(size_t inputs, size_t outputs, const float* w, float* packed) {
 
 void PackDense(size_t inputs, size_t outputs, const uint16_t* w,
                uint16_t* packed) {
+  Pack(inputs, outputs, w, packed);
+}
+
+void PackDense(size_t inputs, size_t outputs, const int8_t* w, int8_t* packed) {
   Pack(inputs, outputs, w, packed);
 }
 

@@ -4,6 +4,7 @@
 // CPU has one).
 #include <cassert>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/kernels.h"
 #include "kernels/variants.h"
@@ -21,6 +22,11 @@ inline float Widen(uint16_t w) {
   F16ToF32(1, &w, &f);
   return f;
 }
+inline float Widen(int8_t w) { return static_cast<float>(w); }
+
+// int8 weights carry a scale per output row, applied once to the sum.
+template <typename T>
+inline constexpr bool kScaled = std::is_same_v<T, int8_t>;
 
 // maxps / minps: the second operand unless the first is strictly beyond it.
 inline float Clamp(float v, float lo, float hi) {
@@ -28,14 +34,16 @@ inline float Clamp(float v, float lo, float hi) {
   return v < hi ? v : hi;
 }
 
-// MR rows, one block of outputs (n of its kBlock lanes are real).
+// MR rows, one block of outputs (n of its kBlock lanes are real). f32 and
+// f16 chains start from the bias; int8 chains start from 0 and end with
+// fma(sum, scale, bias).
 template <int MR, typename T>
 void Tile(size_t inputs, size_t n, const float* x, const T* w,
-          const float* bias, float y_min, float y_max, float* y,
-          size_t y_stride) {
+          const float* scale, const float* bias, float y_min, float y_max,
+          float* y, size_t y_stride) {
   float acc[MR][kBlock];
   for (size_t j = 0; j < kBlock; ++j) {
-    const float b = bias != nullptr && j < n ? bias[j] : 0.0f;
+    const float b = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
     for (int r = 0; r < MR; ++r) acc[r][j] = b;
   }
   for (size_t i = 0; i < inputs; ++i) {
@@ -50,44 +58,55 @@ void Tile(size_t inputs, size_t n, const float* x, const T* w,
   }
   for (int r = 0; r < MR; ++r) {
     for (size_t j = 0; j < n; ++j) {
-      y[r * y_stride + j] = Clamp(acc[r][j], y_min, y_max);
+      float sum = acc[r][j];
+      if constexpr (kScaled<T>) {
+        sum = std::fma(sum, scale[j], bias != nullptr ? bias[j] : 0.0f);
+      }
+      y[r * y_stride + j] = Clamp(sum, y_min, y_max);
     }
   }
 }
 
 template <int MR, typename T>
 void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
-          const float* bias, float y_min, float y_max, float* y,
-          size_t y_stride) {
+          const float* scale, const float* bias, float y_min, float y_max,
+          float* y, size_t y_stride) {
   for (size_t o = 0; o < outputs; o += kBlock) {
     const size_t n = outputs - o < kBlock ? outputs - o : kBlock;
     Tile<MR>(inputs, n, x, w + PackedDenseOffset(inputs, o),
+             kScaled<T> ? scale + o : nullptr,
              bias != nullptr ? bias + o : nullptr, y_min, y_max, y + o,
              y_stride);
   }
 }
 
+// scale: [outputs] for int8 weights, nullptr for f32 and f16.
 template <typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
-           const T* w, const float* bias, float y_min, float y_max, float* y,
-           size_t y_stride) {
+           const T* w, const float* scale, const float* bias, float y_min,
+           float y_max, float* y, size_t y_stride) {
   assert(rows == 0 || outputs == 0 || (x != nullptr && w != nullptr));
+  assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
   assert(y_stride >= outputs);
   for (size_t r = 0; r < rows; r += 4) {
     const float* xr = x + r * inputs;
     float* yr = y + r * y_stride;
     switch (rows - r < 4 ? rows - r : 4) {
       case 1:
-        Rows<1>(inputs, outputs, xr, w, bias, y_min, y_max, yr, y_stride);
+        Rows<1>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
+                y_stride);
         break;
       case 2:
-        Rows<2>(inputs, outputs, xr, w, bias, y_min, y_max, yr, y_stride);
+        Rows<2>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
+                y_stride);
         break;
       case 3:
-        Rows<3>(inputs, outputs, xr, w, bias, y_min, y_max, yr, y_stride);
+        Rows<3>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
+                y_stride);
         break;
       default:
-        Rows<4>(inputs, outputs, xr, w, bias, y_min, y_max, yr, y_stride);
+        Rows<4>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
+                y_stride);
         break;
     }
   }
@@ -98,13 +117,19 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
 void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
               const float* x, const float* w, const float* bias, float y_min,
               float y_max, float* y) {
-  Dense(rows, inputs, outputs, x, w, bias, y_min, y_max, y, y_stride);
+  Dense(rows, inputs, outputs, x, w, nullptr, bias, y_min, y_max, y, y_stride);
 }
 
 void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
               const float* x, const uint16_t* w, const float* bias, float y_min,
               float y_max, float* y) {
-  Dense(rows, inputs, outputs, x, w, bias, y_min, y_max, y, y_stride);
+  Dense(rows, inputs, outputs, x, w, nullptr, bias, y_min, y_max, y, y_stride);
+}
+
+void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
+             const float* x, const int8_t* w, const float* scale,
+             const float* bias, float y_min, float y_max, float* y) {
+  Dense(rows, inputs, outputs, x, w, scale, bias, y_min, y_max, y, y_stride);
 }
 
 }  // namespace scalar

@@ -21,6 +21,9 @@ void ExpectComplete(const KernelTable& t) {
   EXPECT_NE(t.add_layer_norm, nullptr);
   EXPECT_NE(t.add, nullptr);
   EXPECT_NE(t.f16_to_f32, nullptr);
+  EXPECT_NE(t.dense_f32, nullptr);
+  EXPECT_NE(t.dense_f16, nullptr);
+  EXPECT_NE(t.dense_i8, nullptr);
 }
 
 TEST(Dispatch, ScalarAlwaysAvailable) {

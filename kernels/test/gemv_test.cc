@@ -1,8 +1,9 @@
-// dense_f32 and dense_f16 (kernels/gemv): packing, the scalar chain against
-// double precision, every SIMD variant against scalar bit for bit, over row
-// counts around each variant's row tile, output counts around the 16-wide
-// block and its groups, odd input counts, strided and clamped outputs, and
-// outputs split into blocks the way the runtime splits them across threads.
+// dense_f32, dense_f16 and dense_i8 (kernels/gemv): packing, the scalar chain
+// against double precision (and dense_i8's against the contract's chain, bit
+// for bit), every SIMD variant against scalar bit for bit, over row counts
+// around each variant's row tile, output counts around the 16-wide block and
+// its groups, odd input counts, strided and clamped outputs, and outputs split
+// into blocks the way the runtime splits them across threads.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -34,6 +35,23 @@ uint16_t ToHalf(float f) {
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
+// The weight types of the dense kernels.
+enum class Dtype { kF32, kF16, kI8 };
+
+const char* DtypeName(Dtype t) {
+  switch (t) {
+    case Dtype::kF32:
+      return "f32";
+    case Dtype::kF16:
+      return "f16";
+    case Dtype::kI8:
+      return "i8";
+  }
+  return "?";
+}
+
+constexpr Dtype kDtypes[] = {Dtype::kF32, Dtype::kF16, Dtype::kI8};
+
 struct Layer {
   size_t inputs, outputs;
   std::vector<float> w;     // [outputs][inputs], values exact in f16
@@ -41,11 +59,16 @@ struct Layer {
   std::vector<float> bias;  // [outputs]
   std::vector<float> packed_w;
   std::vector<uint16_t> packed_h;
+  // int8 weights of their own, W = scale[o] * q[o][i]: q [outputs][inputs]
+  // over all of [-128, 127], scale [outputs] positive with some zeros.
+  std::vector<int8_t> q;
+  std::vector<float> scale;
+  std::vector<int8_t> packed_q;
 };
 
 Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
   std::mt19937 rng(seed);
-  Layer l{inputs, outputs, {}, {}, {}, {}, {}};
+  Layer l{inputs, outputs, {}, {}, {}, {}, {}, {}, {}, {}};
   l.w = Uniform(inputs * outputs, -1.0f, 1.0f, rng);
   l.h.resize(l.w.size());
   const KernelTable* s = KernelsFor(Isa::kScalar);
@@ -56,7 +79,27 @@ Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
   l.packed_h.assign(PackedDenseSize(inputs, outputs), 0x7777);
   PackDense(inputs, outputs, l.w.data(), l.packed_w.data());
   PackDense(inputs, outputs, l.h.data(), l.packed_h.data());
+  // A generator of their own, so the f32 and f16 data stay as they were.
+  std::mt19937 qrng(seed ^ 0x5eed18u);
+  std::uniform_int_distribution<int> level(-128, 127);
+  l.q.resize(inputs * outputs);
+  for (int8_t& v : l.q) v = static_cast<int8_t>(level(qrng));
+  for (size_t o = 0; o < outputs && inputs > 0; ++o) {
+    l.q[o * inputs + o % inputs] = o % 2 == 0 ? -128 : 127;  // both ends
+  }
+  l.scale = Uniform(outputs, 1e-4f, 2e-2f, qrng);
+  for (size_t o = 3; o < outputs; o += 7) l.scale[o] = 0.0f;
+  l.packed_q.assign(PackedDenseSize(inputs, outputs), 0x77);
+  PackDense(inputs, outputs, l.q.data(), l.packed_q.data());
   return l;
+}
+
+// A kernel may not be handed a null pointer for x or w (it asserts so), even
+// when inputs == 0 leaves nothing to read: an empty vector gives this.
+template <typename T>
+const T* NonNull(const std::vector<T>& v) {
+  static const T nothing{};
+  return v.empty() ? &nothing : v.data();
 }
 
 TEST(DensePack, Layout) {
@@ -72,9 +115,11 @@ TEST(DensePack, Layout) {
             ASSERT_EQ(at, PackedDenseOffset(inputs, b * 16) + i * 16);
             const float expected = o < outputs ? l.w[o * inputs + i] : 0.0f;
             const uint16_t half = o < outputs ? l.h[o * inputs + i] : 0;
+            const int8_t level = o < outputs ? l.q[o * inputs + i] : 0;
             EXPECT_EQ(l.packed_w[at + j], expected)
                 << b << " " << i << " " << j;
             EXPECT_EQ(l.packed_h[at + j], half) << b << " " << i << " " << j;
+            EXPECT_EQ(l.packed_q[at + j], level) << b << " " << i << " " << j;
           }
         }
       }
@@ -82,22 +127,29 @@ TEST(DensePack, Layout) {
   }
 }
 
-// Runs one variant's dense_f32 (half = false) or dense_f16 on `l` and returns
+// Runs one variant's dense_f32, dense_f16 or dense_i8 on `l` and returns
 // y [rows][outputs]; y is written with a row stride of outputs + gap into a
 // buffer of sentinels, and every sentinel outside the outputs must survive.
-std::vector<float> RunDense(const KernelTable& k, bool half, const Layer& l,
+std::vector<float> RunDense(const KernelTable& k, Dtype t, const Layer& l,
                             size_t rows, const std::vector<float>& x,
                             bool with_bias, float lo, float hi,
                             size_t gap = 3) {
   const size_t stride = l.outputs + gap;
   Guarded y(rows * stride, 1);
   const float* bias = with_bias ? l.bias.data() : nullptr;
-  if (half) {
-    k.dense_f16(rows, l.inputs, l.outputs, stride, x.data(), l.packed_h.data(),
-                bias, lo, hi, y.get());
-  } else {
-    k.dense_f32(rows, l.inputs, l.outputs, stride, x.data(), l.packed_w.data(),
-                bias, lo, hi, y.get());
+  switch (t) {
+    case Dtype::kF32:
+      k.dense_f32(rows, l.inputs, l.outputs, stride, NonNull(x),
+                  NonNull(l.packed_w), bias, lo, hi, y.get());
+      break;
+    case Dtype::kF16:
+      k.dense_f16(rows, l.inputs, l.outputs, stride, NonNull(x),
+                  NonNull(l.packed_h), bias, lo, hi, y.get());
+      break;
+    case Dtype::kI8:
+      k.dense_i8(rows, l.inputs, l.outputs, stride, NonNull(x),
+                 NonNull(l.packed_q), l.scale.data(), bias, lo, hi, y.get());
+      break;
   }
   EXPECT_TRUE(y.Intact()) << "wrote out of bounds";
   std::vector<float> out(rows * l.outputs);
@@ -124,20 +176,25 @@ TEST(DenseScalar, MatchesDoubleWithinTheFmaChainBound) {
       std::mt19937 rng(static_cast<uint32_t>(inputs));
       const size_t rows = 3;
       const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
-      for (bool half : {false, true}) {
+      for (Dtype t : kDtypes) {
+        SCOPED_TRACE(DtypeName(t));
         const std::vector<float> y =
-            RunDense(*k, half, l, rows, x, true, -kInf, kInf);
+            RunDense(*k, t, l, rows, x, true, -kInf, kInf);
         for (size_t r = 0; r < rows; ++r) {
           for (size_t o = 0; o < outputs; ++o) {
             double exact = l.bias[o], magnitude = std::fabs(l.bias[o]);
             for (size_t i = 0; i < inputs; ++i) {
-              const double term =
-                  double{x[r * inputs + i]} * l.w[o * inputs + i];
+              const double weight =
+                  t == Dtype::kI8 ? double{l.scale[o]} * l.q[o * inputs + i]
+                                  : l.w[o * inputs + i];
+              const double term = double{x[r * inputs + i]} * weight;
               exact += term;
               magnitude += std::fabs(term);
             }
+            // dense_i8 rounds once more, in fma(sum, scale, bias).
+            const size_t roundings = t == Dtype::kI8 ? inputs + 1 : inputs;
             EXPECT_LE(std::fabs(y[r * outputs + o] - exact),
-                      DenseErrorBound(inputs, magnitude))
+                      DenseErrorBound(roundings, magnitude))
                 << "y[" << r << "][" << o << "]";
           }
         }
@@ -151,15 +208,84 @@ TEST(DenseScalar, ClampsLikeMaxMin) {
   const Layer l = RandomLayer(5, 20, 3);
   std::mt19937 rng(3);
   const std::vector<float> x = Uniform(2 * 5, -1.0f, 1.0f, rng);
-  const std::vector<float> free =
-      RunDense(*k, false, l, 2, x, true, -kInf, kInf);
-  const std::vector<float> relu =
-      RunDense(*k, false, l, 2, x, true, 0.0f, kInf);
-  const std::vector<float> box =
-      RunDense(*k, false, l, 2, x, true, -0.25f, 0.5f);
-  for (size_t i = 0; i < free.size(); ++i) {
-    EXPECT_EQ(relu[i], free[i] > 0.0f ? free[i] : 0.0f);
-    EXPECT_EQ(box[i], std::fmin(std::fmax(free[i], -0.25f), 0.5f));
+  for (Dtype t : kDtypes) {
+    SCOPED_TRACE(DtypeName(t));
+    const std::vector<float> free = RunDense(*k, t, l, 2, x, true, -kInf, kInf);
+    const std::vector<float> relu = RunDense(*k, t, l, 2, x, true, 0.0f, kInf);
+    const std::vector<float> box = RunDense(*k, t, l, 2, x, true, -0.25f, 0.5f);
+    for (size_t i = 0; i < free.size(); ++i) {
+      EXPECT_EQ(relu[i], free[i] > 0.0f ? free[i] : 0.0f);
+      EXPECT_EQ(box[i], std::fmin(std::fmax(free[i], -0.25f), 0.5f));
+    }
+  }
+}
+
+// dense_i8's chain as kernels.h spells it, from the unpacked weights: sum from
+// 0.0f of fma(x, float(q)), in input order, then fma(sum, scale, bias or 0),
+// then the clamp of maxps / minps (a NaN becomes lo).
+std::vector<float> DenseI8Reference(const Layer& l, size_t rows,
+                                    const std::vector<float>& x, bool with_bias,
+                                    float lo, float hi) {
+  std::vector<float> y(rows * l.outputs);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < l.outputs; ++o) {
+      float sum = 0.0f;
+      for (size_t i = 0; i < l.inputs; ++i) {
+        sum = std::fma(x[r * l.inputs + i],
+                       static_cast<float>(l.q[o * l.inputs + i]), sum);
+      }
+      float v = std::fma(sum, l.scale[o], with_bias ? l.bias[o] : 0.0f);
+      v = v > lo ? v : lo;
+      y[r * l.outputs + o] = v < hi ? v : hi;
+    }
+  }
+  return y;
+}
+
+// ExpectBitsEqual against the reference chain rather than the scalar
+// variant (so its failures say which).
+void ExpectBitsOfReference(const std::vector<float>& actual,
+                           const std::vector<float>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  int reported = 0;
+  for (size_t i = 0; i < actual.size() && reported < 5; ++i) {
+    if (Bits(actual[i]) != Bits(expected[i])) {
+      ADD_FAILURE() << "y[" << i << "] = " << actual[i] << ", the chain of "
+                    << "kernels.h gives " << expected[i];
+      ++reported;
+    }
+  }
+}
+
+// Inputs 0 (y = bias, or +0, whatever the scale), odd counts and a long
+// chain; outputs that are not whole blocks; rows around the row tile.
+constexpr size_t kI8Inputs[] = {0, 1, 2, 7, 17, 64, 255};
+constexpr size_t kI8Outputs[] = {1, 15, 16, 17, 33, 100};
+
+TEST(DenseScalar, I8IsTheChainOfTheContract) {
+  const KernelTable* k = KernelsFor(Isa::kScalar);
+  for (size_t inputs : kI8Inputs) {
+    for (size_t outputs : kI8Outputs) {
+      const Layer l = RandomLayer(inputs, outputs, 77 * inputs + outputs);
+      for (size_t rows = 1; rows <= 5; ++rows) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + ", inputs " +
+                     std::to_string(inputs) + ", outputs " +
+                     std::to_string(outputs));
+        std::mt19937 rng(static_cast<uint32_t>(rows + inputs));
+        const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
+        for (bool with_bias : {true, false}) {
+          ExpectBitsOfReference(
+              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -kInf, kInf),
+              DenseI8Reference(l, rows, x, with_bias, -kInf, kInf));
+          ExpectBitsOfReference(
+              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, 0.0f, kInf),
+              DenseI8Reference(l, rows, x, with_bias, 0.0f, kInf));
+          ExpectBitsOfReference(
+              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -0.5f, 0.25f),
+              DenseI8Reference(l, rows, x, with_bias, -0.5f, 0.25f));
+        }
+      }
+    }
   }
 }
 
@@ -193,19 +319,24 @@ TEST_P(DenseSimd, MatchesScalarBitForBit) {
                      std::to_string(outputs));
         std::mt19937 rng(static_cast<uint32_t>(rows));
         const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
-        for (bool half : {false, true}) {
-          SCOPED_TRACE(half ? "f16" : "f32");
-          ExpectBitsEqual(RunDense(*k, half, l, rows, x, true, -kInf, kInf),
-                          RunDense(*s, half, l, rows, x, true, -kInf, kInf),
-                          "y");
+        for (Dtype t : kDtypes) {
+          SCOPED_TRACE(DtypeName(t));
+          ExpectBitsEqual(RunDense(*k, t, l, rows, x, true, -kInf, kInf),
+                          RunDense(*s, t, l, rows, x, true, -kInf, kInf), "y");
         }
         // Without bias, with a relu clamp, with both bounds.
-        ExpectBitsEqual(RunDense(*k, false, l, rows, x, false, 0.0f, kInf),
-                        RunDense(*s, false, l, rows, x, false, 0.0f, kInf),
-                        "y (no bias, relu)");
-        ExpectBitsEqual(RunDense(*k, true, l, rows, x, true, -0.5f, 0.25f),
-                        RunDense(*s, true, l, rows, x, true, -0.5f, 0.25f),
-                        "y (f16, clamped)");
+        ExpectBitsEqual(
+            RunDense(*k, Dtype::kF32, l, rows, x, false, 0.0f, kInf),
+            RunDense(*s, Dtype::kF32, l, rows, x, false, 0.0f, kInf),
+            "y (no bias, relu)");
+        ExpectBitsEqual(
+            RunDense(*k, Dtype::kF16, l, rows, x, true, -0.5f, 0.25f),
+            RunDense(*s, Dtype::kF16, l, rows, x, true, -0.5f, 0.25f),
+            "y (f16, clamped)");
+        ExpectBitsEqual(
+            RunDense(*k, Dtype::kI8, l, rows, x, false, -0.5f, 0.25f),
+            RunDense(*s, Dtype::kI8, l, rows, x, false, -0.5f, 0.25f),
+            "y (i8, no bias, clamped)");
       }
     }
   }
@@ -227,9 +358,43 @@ TEST_P(DenseSimd, MatchesScalarAtModelSizes) {
       std::mt19937 rng(static_cast<uint32_t>(rows));
       const std::vector<float> x =
           Uniform(rows * shape.inputs, -1.0f, 1.0f, rng);
-      for (bool half : {false, true}) {
-        ExpectBitsEqual(RunDense(*k, half, l, rows, x, true, -kInf, kInf),
-                        RunDense(*s, half, l, rows, x, true, -kInf, kInf), "y");
+      for (Dtype t : kDtypes) {
+        SCOPED_TRACE(DtypeName(t));
+        ExpectBitsEqual(RunDense(*k, t, l, rows, x, true, -kInf, kInf),
+                        RunDense(*s, t, l, rows, x, true, -kInf, kInf), "y");
+      }
+    }
+  }
+}
+
+// dense_i8 at the scalar test's sizes, inputs == 0 included, with and
+// without bias, free and clamped.
+TEST_P(DenseSimd, I8MatchesScalarBitForBit) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  for (size_t inputs : kI8Inputs) {
+    for (size_t outputs : kI8Outputs) {
+      const Layer l = RandomLayer(inputs, outputs, 77 * inputs + outputs);
+      for (size_t rows = 1; rows <= 5; ++rows) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + ", inputs " +
+                     std::to_string(inputs) + ", outputs " +
+                     std::to_string(outputs));
+        std::mt19937 rng(static_cast<uint32_t>(rows + inputs));
+        const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
+        for (bool with_bias : {true, false}) {
+          ExpectBitsEqual(
+              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -kInf, kInf),
+              RunDense(*s, Dtype::kI8, l, rows, x, with_bias, -kInf, kInf),
+              "y");
+          ExpectBitsEqual(
+              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, 0.0f, kInf),
+              RunDense(*s, Dtype::kI8, l, rows, x, with_bias, 0.0f, kInf),
+              "y (relu)");
+          ExpectBitsEqual(
+              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -0.5f, 0.25f),
+              RunDense(*s, Dtype::kI8, l, rows, x, with_bias, -0.5f, 0.25f),
+              "y (clamped)");
+        }
       }
     }
   }
@@ -245,23 +410,32 @@ TEST_P(DenseSplit, PiecesOfBlocksMatchTheWhole) {
   const Layer l = RandomLayer(inputs, outputs, 11);
   std::mt19937 rng(11);
   const std::vector<float> x = Uniform(rows * inputs, -1.0f, 1.0f, rng);
-  for (bool half : {false, true}) {
+  for (Dtype t : kDtypes) {
+    SCOPED_TRACE(DtypeName(t));
     const std::vector<float> whole =
-        RunDense(*k, half, l, rows, x, true, -kInf, kInf, 0);
+        RunDense(*k, t, l, rows, x, true, -kInf, kInf, 0);
     for (size_t piece : {16, 32, 48, 64, 128}) {
       SCOPED_TRACE("pieces of " + std::to_string(piece));
       std::vector<float> y(rows * outputs);
       for (size_t first = 0; first < outputs; first += piece) {
         const size_t count = std::min(piece, outputs - first);
         const size_t offset = PackedDenseOffset(inputs, first);
-        if (half) {
-          k->dense_f16(rows, inputs, count, outputs, x.data(),
-                       l.packed_h.data() + offset, l.bias.data() + first, -kInf,
-                       kInf, y.data() + first);
-        } else {
-          k->dense_f32(rows, inputs, count, outputs, x.data(),
-                       l.packed_w.data() + offset, l.bias.data() + first, -kInf,
-                       kInf, y.data() + first);
+        switch (t) {
+          case Dtype::kF32:
+            k->dense_f32(rows, inputs, count, outputs, x.data(),
+                         l.packed_w.data() + offset, l.bias.data() + first,
+                         -kInf, kInf, y.data() + first);
+            break;
+          case Dtype::kF16:
+            k->dense_f16(rows, inputs, count, outputs, x.data(),
+                         l.packed_h.data() + offset, l.bias.data() + first,
+                         -kInf, kInf, y.data() + first);
+            break;
+          case Dtype::kI8:
+            k->dense_i8(rows, inputs, count, outputs, x.data(),
+                        l.packed_q.data() + offset, l.scale.data() + first,
+                        l.bias.data() + first, -kInf, kInf, y.data() + first);
+            break;
         }
       }
       ExpectBitsEqual(y, whole, "y");
@@ -278,8 +452,37 @@ TEST_P(DenseSplit, NoRowsOrNoOutputsWriteNothing) {
                y.get());
   k->dense_f16(1, 4, 0, 16, x.data(), l.packed_h.data(), nullptr, -kInf, kInf,
                y.get());
+  k->dense_i8(0, 4, 16, 16, x.data(), l.packed_q.data(), l.scale.data(),
+              l.bias.data(), -kInf, kInf, y.get());
+  k->dense_i8(1, 4, 0, 16, x.data(), l.packed_q.data(), l.scale.data(),
+              l.bias.data(), -kInf, kInf, y.get());
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ(Bits(y[i]), Guarded::kSentinel);
   EXPECT_TRUE(y.Intact());
+}
+
+// A NaN input makes every sum of its row NaN (a zero scale keeps it NaN),
+// and the clamp makes that y_min (maxps returns its second operand when the
+// first is NaN); the other rows come out as the scalar variant's.
+TEST_P(DenseSplit, NanSumsBecomeYMin) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const size_t inputs = 9, outputs = 37, rows = 5;
+  const Layer l = RandomLayer(inputs, outputs, 13);
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  std::mt19937 rng(13);
+  std::vector<float> x = Uniform(rows * inputs, -1.0f, 1.0f, rng);
+  x[1 * inputs + 4] = std::nanf("");
+  x[3 * inputs + 0] = -std::nanf("");
+  for (Dtype t : kDtypes) {
+    SCOPED_TRACE(DtypeName(t));
+    for (float lo : {-kInf, -0.5f, 0.0f}) {
+      const std::vector<float> y = RunDense(*k, t, l, rows, x, true, lo, 0.75f);
+      for (size_t o = 0; o < outputs; ++o) {
+        EXPECT_EQ(Bits(y[1 * outputs + o]), Bits(lo)) << "y[1][" << o << "]";
+        EXPECT_EQ(Bits(y[3 * outputs + o]), Bits(lo)) << "y[3][" << o << "]";
+      }
+      ExpectBitsEqual(y, RunDense(*s, t, l, rows, x, true, lo, 0.75f), "y");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DenseSimd, ::testing::ValuesIn(SimdIsas()),

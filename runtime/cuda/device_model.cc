@@ -54,15 +54,10 @@ class Staging {
     Fill(at, t);
     return at;
   }
-  // Writes `t` as f32 at `offset` floats, in a region already reserved.
+  // Writes `t` as f32 at `offset` floats, in a region already reserved
+  // (the device computes in f32 whatever the file stores).
   void Fill(size_t offset, const TensorView& t) {
-    if (t.dtype == schema::DType::F32) {
-      std::memcpy(floats_.data() + offset, t.data, t.bytes);
-    } else {
-      kernels::Kernels().f16_to_f32(t.elements,
-                                    static_cast<const uint16_t*>(t.data),
-                                    floats_.data() + offset);
-    }
+    WidenToFloat(t, floats_.data() + offset);
   }
   size_t Reserve(size_t n) {
     const size_t at = floats_.size();

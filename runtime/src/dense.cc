@@ -37,10 +37,12 @@ struct Task {
 }  // namespace
 
 Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
-                        const void* weight, const float* bias, float output_min,
-                        float output_max) {
-  const size_t element =
-      storage == Storage::kF16 ? sizeof(uint16_t) : sizeof(float);
+                        const void* weight, const float* scale,
+                        const float* bias, float output_min, float output_max) {
+  assert((storage == Storage::kI8) == (scale != nullptr));
+  const size_t element = storage == Storage::kF16  ? sizeof(uint16_t)
+                         : storage == Storage::kI8 ? sizeof(int8_t)
+                                                   : sizeof(float);
   const size_t bytes = kernels::PackedDenseSize(inputs, outputs) * element;
   const size_t allocated =
       (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
@@ -56,6 +58,10 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
   if (storage == Storage::kF16) {
     kernels::PackDense(inputs, outputs, static_cast<const uint16_t*>(weight),
                        static_cast<uint16_t*>(weights_.get()));
+  } else if (storage == Storage::kI8) {
+    kernels::PackDense(inputs, outputs, static_cast<const int8_t*>(weight),
+                       static_cast<int8_t*>(weights_.get()));
+    scale_.assign(scale, scale + outputs);
   } else {
     kernels::PackDense(inputs, outputs, static_cast<const float*>(weight),
                        static_cast<float*>(weights_.get()));
@@ -79,6 +85,11 @@ void DenseLayer::RunBlocks(size_t rows, const float* input, float* output,
                        static_cast<const uint16_t*>(weights_.get()) + offset,
                        bias_.data() + first, output_min_, output_max_,
                        output + first);
+  } else if (storage_ == Storage::kI8) {
+    kernels_.dense_i8(rows, inputs_, count, outputs_, input,
+                      static_cast<const int8_t*>(weights_.get()) + offset,
+                      scale_.data() + first, bias_.data() + first, output_min_,
+                      output_max_, output + first);
   } else {
     kernels_.dense_f32(rows, inputs_, count, outputs_, input,
                        static_cast<const float*>(weights_.get()) + offset,

@@ -14,7 +14,7 @@ namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 1;
+constexpr uint16_t kSchemaMinor = 2;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.
@@ -94,28 +94,49 @@ std::map<std::string, std::vector<int64_t>> ExpectedTensors(
   return expected;
 }
 
-// Matrices may be stored in f16; vectors the step reads directly must be f32.
-bool MayBeHalf(const std::string& name) {
-  auto ends_with = [&](const char* suffix) {
-    size_t n = std::strlen(suffix);
-    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
-  };
-  return ends_with("projection.weight") || ends_with("linear1.weight") ||
-         ends_with("linear2.weight") || ends_with("embedding.weight") ||
+bool EndsWith(const std::string& name, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+}
+
+// The weights of dense layers (DenseLayer): they may be stored in int8.
+bool IsDenseWeight(const std::string& name) {
+  return EndsWith(name, "projection.weight") ||
+         EndsWith(name, "linear1.weight") || EndsWith(name, "linear2.weight") ||
          name == "head.weight";
 }
 
-// A matrix as f32, converting f16 storage.
+// Matrices may be stored in f16; vectors the step reads directly must be f32.
+bool MayBeHalf(const std::string& name) {
+  return IsDenseWeight(name) || EndsWith(name, "embedding.weight");
+}
+
+constexpr char kScaleSuffix[] = ".scale";
+
 std::vector<float> ToFloat(const TensorView& t) {
   std::vector<float> values(t.elements);
-  if (t.dtype == schema::DType::F32) {
-    std::memcpy(values.data(), t.data, t.bytes);
-  } else {
-    kernels::Kernels().f16_to_f32(
-        t.elements, static_cast<const uint16_t*>(t.data), values.data());
-  }
+  WidenToFloat(t, values.data());
   return values;
 }
+
+}  // namespace
+
+void WidenToFloat(const TensorView& t, float* out) {
+  if (t.dtype == schema::DType::F16) {
+    kernels::Kernels().f16_to_f32(t.elements,
+                                  static_cast<const uint16_t*>(t.data), out);
+  } else if (t.dtype == schema::DType::I8) {
+    const auto* q = static_cast<const int8_t*>(t.data);
+    const size_t columns = t.elements / static_cast<size_t>(t.shape[0]);
+    for (size_t i = 0; i < t.elements; ++i) {
+      out[i] = t.scale[i / columns] * static_cast<float>(q[i]);
+    }
+  } else {
+    std::memcpy(out, t.data, t.bytes);
+  }
+}
+
+namespace {
 
 size_t AlignFloats(size_t floats) {
   const size_t per_line = kAlignment / sizeof(float);
@@ -356,6 +377,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
       element_bytes = 4;
     } else if (view.dtype == schema::DType::F16) {
       element_bytes = 2;
+    } else if (view.dtype == schema::DType::I8) {
+      element_bytes = 1;
     } else {
       return Invalid("tensor '" + name + "' has an unknown dtype " +
                      std::to_string(static_cast<int>(view.dtype)));
@@ -403,7 +426,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
                      std::to_string(offset) + " is not 64-byte aligned");
     }
     view.data = data->data();
-    parameter_count += view.elements;
+    // An int8 weight's scales describe it; they are not parameters of its own.
+    if (!EndsWith(name, kScaleSuffix)) parameter_count += view.elements;
     weight_bytes += view.bytes;
     tensors.emplace(name, std::move(view));
   }
@@ -439,16 +463,60 @@ Status Model::Impl::CheckTensorSet() {
                      ShapeString(shape) + ", found " +
                      ShapeString(found->second.shape));
     }
-    if (found->second.dtype != schema::DType::F32 && !MayBeHalf(name)) {
+    const schema::DType dtype = found->second.dtype;
+    if (dtype == schema::DType::I8) {
+      if (!IsDenseWeight(name)) {
+        return Invalid("tensor '" + name +
+                       "' is i8, but only dense-layer weights may be");
+      }
+      Status status = AttachScale(name, &found->second);
+      if (!status.ok()) return status;
+    } else if (dtype != schema::DType::F32 && !MayBeHalf(name)) {
       return Invalid("tensor '" + name + "' must be f32");
     }
   }
   for (const auto& [name, view] : tensors) {
-    if (!expected.count(name)) {
+    if (expected.count(name)) continue;
+    const std::string scaled = name.substr(
+        0, EndsWith(name, kScaleSuffix) ? name.size() - strlen(kScaleSuffix)
+                                        : name.size());
+    auto weight = tensors.find(scaled);
+    if (scaled == name || !expected.count(scaled) ||
+        weight->second.dtype != schema::DType::I8) {
       return Invalid("model has tensor '" + name +
                      "' that its configuration does not use");
     }
   }
+  return Status::Ok();
+}
+
+// An I8 weight's scales: the f32 tensor NAME.scale, one finite scale >= 0 a
+// row (a NaN scale would turn every output of its row into garbage).
+Status Model::Impl::AttachScale(const std::string& name, TensorView* weight) {
+  const std::string scale_name = name + kScaleSuffix;
+  auto found = tensors.find(scale_name);
+  const std::vector<int64_t> shape = {weight->shape[0]};
+  if (found == tensors.end()) {
+    return Invalid("i8 tensor '" + name + "' lacks its scales '" + scale_name +
+                   "' " + ShapeString(shape));
+  }
+  const TensorView& scale = found->second;
+  if (scale.dtype != schema::DType::F32) {
+    return Invalid("tensor '" + scale_name + "' must be f32");
+  }
+  if (scale.shape != shape) {
+    return Invalid("tensor '" + scale_name + "': expected shape " +
+                   ShapeString(shape) + ", found " + ShapeString(scale.shape));
+  }
+  const auto* values = static_cast<const float*>(scale.data);
+  for (size_t row = 0; row < scale.elements; ++row) {
+    if (!(values[row] >= 0.0f && std::isfinite(values[row]))) {
+      return Invalid("tensor '" + scale_name + "' holds the scale " +
+                     std::to_string(values[row]) + " at row " +
+                     std::to_string(row) + "; scales must be finite and >= 0");
+    }
+  }
+  weight->scale = values;
   return Status::Ok();
 }
 
@@ -457,16 +525,18 @@ Status Model::Impl::PrepareWeights() {
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
-  // Dense weights keep the file's dtype (f16 stays f16, packed once).
+  // Dense weights keep the file's dtype (f16 stays f16, i8 stays i8, packed
+  // once).
   auto storage = [](const TensorView& w) {
-    return w.dtype == schema::DType::F16 ? DenseLayer::Storage::kF16
-                                         : DenseLayer::Storage::kF32;
+    return w.dtype == schema::DType::F16  ? DenseLayer::Storage::kF16
+           : w.dtype == schema::DType::I8 ? DenseLayer::Storage::kI8
+                                          : DenseLayer::Storage::kF32;
   };
   auto dense = [&](const std::string& name, float output_min,
                    std::unique_ptr<DenseLayer>* layer) {
     const TensorView& w = tensors.at(name + ".weight");
     *layer = std::make_unique<DenseLayer>();
-    return (*layer)->Init(w.shape[1], w.shape[0], storage(w), w.data,
+    return (*layer)->Init(w.shape[1], w.shape[0], storage(w), w.data, w.scale,
                           f32(name + ".bias"), output_min);
   };
   const float kNoMin = -std::numeric_limits<float>::infinity();
@@ -486,35 +556,42 @@ Status Model::Impl::PrepareWeights() {
     const std::string p = "layers." + std::to_string(l) + ".";
     LayerWeights& w = layers[l];
     // Queries, keys and values from one layer: one pass over x. Stacked in
-    // f16 when all three are f16, else in f32.
+    // their dtype when all three share it, else in f32.
     std::vector<const TensorView*> parts;
-    std::vector<float> qkv_weight, qkv_bias;
-    std::vector<uint16_t> qkv_half;
-    bool half = true;
+    std::vector<float> qkv_bias;
     for (const char* part : {"query", "key", "value"}) {
       const std::string name = p + "attention." + part + "_projection";
       parts.push_back(&tensors.at(name + ".weight"));
-      half = half && parts.back()->dtype == schema::DType::F16;
       const TensorView& bias = tensors.at(name + ".bias");
       qkv_bias.insert(qkv_bias.end(), f32(name + ".bias"),
                       f32(name + ".bias") + bias.elements);
     }
+    const schema::DType shared = parts[0]->dtype;
+    const bool same = parts[1]->dtype == shared && parts[2]->dtype == shared;
+    std::vector<uint8_t> qkv_weight;  // the stacked weights, in their dtype
+    std::vector<float> qkv_scale;
     for (const TensorView* part : parts) {
-      if (half) {
-        const auto* data = static_cast<const uint16_t*>(part->data);
-        qkv_half.insert(qkv_half.end(), data, data + part->elements);
+      if (same) {
+        const auto* data = static_cast<const uint8_t*>(part->data);
+        qkv_weight.insert(qkv_weight.end(), data, data + part->bytes);
+        if (part->scale != nullptr) {
+          qkv_scale.insert(qkv_scale.end(), part->scale,
+                           part->scale + part->shape[0]);
+        }
       } else {
         std::vector<float> weight = ToFloat(*part);
-        qkv_weight.insert(qkv_weight.end(), weight.begin(), weight.end());
+        const auto* data = reinterpret_cast<const uint8_t*>(weight.data());
+        qkv_weight.insert(qkv_weight.end(), data,
+                          data + weight.size() * sizeof(float));
       }
     }
     w.qkv = std::make_unique<DenseLayer>();
     status =
-        half
-            ? w.qkv->Init(c.d_model, qkv_bias.size(), DenseLayer::Storage::kF16,
-                          qkv_half.data(), qkv_bias.data())
-            : w.qkv->Init(c.d_model, qkv_bias.size(), DenseLayer::Storage::kF32,
-                          qkv_weight.data(), qkv_bias.data());
+        w.qkv->Init(c.d_model, qkv_bias.size(),
+                    same ? storage(*parts[0]) : DenseLayer::Storage::kF32,
+                    qkv_weight.data(),
+                    same && !qkv_scale.empty() ? qkv_scale.data() : nullptr,
+                    qkv_bias.data());
     if (status.ok())
       status = dense(p + "attention.out_projection", kNoMin, &w.out);
     // relu after linear1 is fused into its output clamp.

@@ -26,7 +26,13 @@ struct TensorView {
   std::vector<int64_t> shape;
   size_t elements = 0;
   size_t bytes = 0;
+  const float* scale =
+      nullptr;  // I8: one per row (shape[0]), the NAME.scale tensor
 };
+
+// out [t.elements] = t's values as f32: f16 widened, int8 times its row's
+// scale.
+void WidenToFloat(const TensorView& t, float* out);
 
 struct LayerWeights {
   std::unique_ptr<DenseLayer> qkv;  // [H*(2 d_key + d_value)] <- [d_model]
@@ -115,6 +121,7 @@ class Model::Impl {
   Status ReadConfig();
   Status ReadTensors(const uint8_t* base, bool verify_checksum);
   Status CheckTensorSet();
+  Status AttachScale(const std::string& name, TensorView* weight);
   Status PrepareWeights();
   void PlanState();
   void ComputeIdentity();

@@ -1,6 +1,8 @@
 """Writes the fuzzer's seed corpus: one tiny valid .tarn model of every kind.
 
-    /usr/bin/python3 tests/fuzz/make_seeds.py tests/fuzz/seeds
+    /usr/bin/python3 tests/fuzz/make_seeds.py tests/fuzz/seeds [NAME ...]
+
+(NAMEs: write only those seeds.)
 
 Each model has every width at 2 to 8, so a file is a few KB and the fuzzer
 mutates fields rather than weights. Together they cover every schema choice
@@ -8,7 +10,7 @@ the runtime branches on: token and frame input (projected or not, stacked),
 each position kind, post- and pre-norm, relu and gelu, the three feature
 maps (favor+ with and without its stabiliser), causal and bidirectional
 attention, the depthwise convolution (including width 1), final norm, head
-or none, labels, a speech front end, f16 matrices. Run from the repository
+or none, labels, a speech front end, f16 matrices, int8 dense weights. Run from the repository
 root (the converter is imported from there); the files are committed, and
 the output is deterministic (a fixed seed and date).
 """
@@ -86,6 +88,7 @@ SEEDS = {
         dict(input_kind="frames", input_dim=4, input_projection=False, input_activation="relu", output_dim=2),
         {},
     ),
+    "tokens_i8_two_layers": (dict(vocab_size=5, num_layers=2, output_dim=5), {"dtype": "i8"}),
     "speech": (
         dict(
             input_kind="frames",
@@ -104,10 +107,12 @@ SEEDS = {
 }
 
 
-def main(out_dir: str) -> int:
+def main(out_dir: str, only=None) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for i, (name, (overrides, options)) in enumerate(SEEDS.items()):
+        if only and name not in only:
+            continue
         config = ModelConfig(**{**TINY, **overrides})
         torch.manual_seed(i)
         model = LinearTransformer(config).eval()
@@ -119,9 +124,10 @@ def main(out_dir: str) -> int:
             **options,
         )
     total = sum(f.stat().st_size for f in out.glob("*.tarn"))
-    print(f"wrote {len(SEEDS)} seeds, {total} bytes, into {out}")
+    written = len([n for n in SEEDS if not only or n in only])
+    print(f"wrote {written} seeds into {out}, which now holds {total} bytes of them")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "tests/fuzz/seeds"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "tests/fuzz/seeds", sys.argv[2:]))

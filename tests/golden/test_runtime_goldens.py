@@ -32,6 +32,11 @@ TOLERANCE = 1e-4
 # paper's MNIST shape (converter.goldens --case mnist, 1,000 steps). The bound
 # is one f16 ulp at 1 (2^-10), about 3x the measured error.
 F16_TOLERANCE = 1e-3
+# int8 weights with a scale per row move a weight by up to half a step,
+# max |w| / 254 of its row. Measured max scaled |tarn i8 - PyTorch f32| on
+# tokens_i8 (2,000 steps): 5.7e-3 (and 6.5e-7 against PyTorch holding the
+# file's values). The bound is about 3x that.
+I8_TOLERANCE = 1.5e-2
 
 
 def tarn_run(model: Path, inputs: Path, out_dir: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -73,6 +78,57 @@ def test_f16_weights_stay_close_to_f32(tmp_path):
     error = scaled_error(np.load(tmp_path / "output.npy"), np.load(golden / "output.npy"))
     print(f"f16 weights: max scaled |tarn f16 - pytorch f32| = {error:.2e}")
     assert error <= F16_TOLERANCE
+
+
+def test_i8_weights_match_the_model_the_file_holds(tmp_path):
+    """int8 weights: tarn against the reference with the file's values (int8
+    times scale), to the f32 bound; and how far int8 moves the outputs from
+    the f32 model."""
+    golden = GOLDENS / "tokens_i8"
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
+    output = np.load(tmp_path / "output.npy")
+    error = scaled_error(output, np.load(golden / "output.npy"))
+    quantization = scaled_error(output, np.load(golden / "output_f32.npy"))
+    print(f"i8 weights: max scaled |tarn i8 - pytorch with the file's weights| = {error:.2e}, "
+          f"|tarn i8 - pytorch f32| = {quantization:.2e}")
+    assert error <= TOLERANCE
+    assert quantization <= I8_TOLERANCE
+
+
+def rewritten_i8(tmp_path: Path, edit) -> Path:
+    """tokens_i8's tensors as stored, changed by edit(tensors), in a new file
+    (a valid checksum: the loader's own checks are what is tested)."""
+    from converter.reader import read_tarn
+    from converter.writer import _build
+
+    f = read_tarn(GOLDENS / "tokens_i8" / "model.tarn")
+    tensors = dict(f.tensors)
+    edit(tensors)
+    path = tmp_path / "edited.tarn"
+    path.write_bytes(_build(f.config, tensors, f.labels, f.audio, f.metadata)[0])
+    return path
+
+
+def test_i8_only_in_dense_layers(tmp_path):
+    from converter.writer import quantize_rows
+
+    def embedding_in_int8(tensors):
+        name = "token_embedding.weight"
+        tensors[name], tensors[name + ".scale"] = quantize_rows(tensors[name].astype(np.float32))
+
+    result = subprocess.run([TARN, "info", str(rewritten_i8(tmp_path, embedding_in_int8))], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tensor 'token_embedding.weight' is i8, but only dense-layer weights may be" in result.stderr
+
+
+def test_scales_of_a_weight_that_is_not_i8(tmp_path):
+    def dequantize(tensors):
+        name = "layers.0.linear1.weight"
+        tensors[name] = tensors[name].astype(np.float32) * tensors[name + ".scale"][:, None]
+
+    result = subprocess.run([TARN, "info", str(rewritten_i8(tmp_path, dequantize))], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tensor 'layers.0.linear1.weight.scale' that its configuration does not use" in result.stderr
 
 
 def test_bidirectional_model_refuses_to_step(tmp_path):

@@ -1,4 +1,4 @@
-"""The .tarn writer and reader: round trip, alignment, checksum, f16, audio."""
+"""The .tarn writer and reader: round trip, alignment, checksum, f16, i8, audio."""
 
 import dataclasses
 
@@ -57,7 +57,7 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (1, 1)
+    assert f.schema_version == (1, 2)
     assert_same_config(f.config, config)
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():
@@ -148,6 +148,38 @@ def test_f16_overflow_is_an_error(tmp_path, small_config, small_state_dict):
     small_state_dict["head.weight"][0, 0] = 1e6
     with pytest.raises(ConversionError, match=r"head\.weight overflows float16"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="f16")
+
+
+def test_i8_stores_dense_weights_with_a_scale_per_row(tmp_path, small_config, small_state_dict):
+    small_state_dict["layers.0.linear1.weight"][5] = 0  # an all-zero row
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path, dtype="i8")
+    f = read_tarn(path)
+    int8 = {n for n, t in f.tensors.items() if t.dtype == np.int8}
+    assert int8 == {n for n in small_state_dict if n.endswith(converter.writer.DENSE_WEIGHTS)}
+    assert "layers.0.attention.query_projection.weight" in int8 and "head.weight" in int8
+    assert f.tensors["token_embedding.weight"].dtype == np.float16
+    for kept in ("layers.0.conv.weight", "layers.0.attention.feature_map.omega", "layers.0.norm1.weight", "head.bias"):
+        assert f.tensors[kept].dtype == np.float32, kept
+    for name in int8:
+        w, q, scale = small_state_dict[name].numpy(), f.tensors[name].astype(np.float32), f.tensors[name + ".scale"]
+        assert scale.dtype == np.float32 and scale.shape == (w.shape[0],)
+        assert np.abs(q).max() <= 127
+        # each row's largest weight maps to +-127; every weight is within half a step
+        np.testing.assert_allclose(scale, np.abs(w).max(axis=1) / 127, rtol=1e-6, err_msg=name)
+        assert np.all(np.abs(w - q * scale[:, None]) <= scale[:, None] / 2 * (1 + 1e-5)), name
+        np.testing.assert_array_equal(q * scale[:, None], converter.writer.stored_values(name, w, "i8"))
+    assert f.tensors["layers.0.linear1.weight.scale"][5] == 0
+    assert not f.tensors["layers.0.linear1.weight"][5].any()
+    assert f.checksum_ok
+    convert_state_dict(small_state_dict, small_config, tmp_path / "f32.tarn")
+    assert path.stat().st_size < 0.45 * (tmp_path / "f32.tarn").stat().st_size
+
+
+def test_i8_refuses_non_finite_weights(tmp_path, small_config, small_state_dict):
+    small_state_dict["layers.1.linear2.weight"][0, 3] = float("inf")
+    with pytest.raises(ConversionError, match=r"layers\.1\.linear2\.weight holds NaN or infinite"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="i8")
 
 
 def test_nan_weights_are_an_error(tmp_path, small_config, small_state_dict):

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include "tarn_generated.h"
@@ -278,6 +279,61 @@ TEST(BadModel, TensorTheConfigurationDoesNotUse) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   // The set is checked from the configuration's side first.
   EXPECT_THAT(status.message(), HasSubstr("'layers.1.norm2.bias'"));
+}
+
+// int8 weights: each needs its scales, finite and >= 0, and only dense
+// layers may be int8.
+TEST(BadModel, I8WeightWithoutItsScales) {
+  AlignedBytes bytes(GoldenModelPath("tokens_i8"));
+  RenameTensor(bytes, "layers.0.linear1.weight.scale",
+               "layers.0.linear1.weight.scal_");
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("i8 tensor 'layers.0.linear1.weight' lacks its scales "
+                        "'layers.0.linear1.weight.scale'"));
+}
+
+TEST(BadModel, I8WeightRelabelledF32) {
+  AlignedBytes bytes(GoldenModelPath("tokens_i8"));
+  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    if (tensors->Get(i)->name()->str() == "layers.0.linear1.weight") {
+      ASSERT_TRUE(
+          tensors->GetMutableObject(i)->mutate_dtype(schema::DType::F32));
+    }
+  }
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'layers.0.linear1.weight'"));
+  EXPECT_THAT(status.message(), HasSubstr("its buffer holds"));
+}
+
+TEST(BadModel, NonFiniteOrNegativeScale) {
+  for (float bad : {std::nanf(""), -1.0f, INFINITY}) {
+    AlignedBytes bytes(GoldenModelPath("tokens_i8"));
+    auto* model = schema::GetMutableModel(bytes.data());
+    const auto* tensors = model->tensors();
+    for (size_t i = 0; i < tensors->size(); ++i) {
+      if (tensors->Get(i)->name()->str() == "layers.1.linear2.weight.scale") {
+        auto* data = model->mutable_buffers()
+                         ->GetMutableObject(tensors->Get(i)->buffer())
+                         ->mutable_data();
+        std::memcpy(data->data() + 3 * sizeof(float), &bad, sizeof bad);
+      }
+    }
+    std::unique_ptr<Model> loaded;
+    LoadOptions unchecked;  // past the checksum, to the scale's own check
+    unchecked.verify_checksum = false;
+    Status status =
+        Model::FromBuffer(bytes.data(), bytes.size(), &loaded, unchecked);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel) << bad;
+    EXPECT_THAT(status.message(),
+                HasSubstr("tensor 'layers.1.linear2.weight.scale' holds the "
+                          "scale"));
+    EXPECT_THAT(status.message(), HasSubstr("at row 3; scales must be finite "
+                                            "and >= 0"));
+  }
 }
 
 class BadStep : public ::testing::Test {
