@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/test/test_util.h"
@@ -262,8 +263,10 @@ void ExpectBitsOfReference(const std::vector<float>& actual,
 constexpr size_t kI8Inputs[] = {0, 1, 2, 7, 17, 64, 255};
 constexpr size_t kI8Outputs[] = {1, 15, 16, 17, 33, 100};
 
-TEST(DenseScalar, I8IsTheChainOfTheContract) {
-  const KernelTable* k = KernelsFor(Isa::kScalar);
+// Calls check(layer, rows, x, with_bias, y_min, y_max) for every int8 case:
+// the sizes above, 1 to 5 rows, with and without bias, free and clamped.
+template <typename Check>
+void ForEachI8Case(Check check) {
   for (size_t inputs : kI8Inputs) {
     for (size_t outputs : kI8Outputs) {
       const Layer l = RandomLayer(inputs, outputs, 77 * inputs + outputs);
@@ -274,19 +277,25 @@ TEST(DenseScalar, I8IsTheChainOfTheContract) {
         std::mt19937 rng(static_cast<uint32_t>(rows + inputs));
         const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
         for (bool with_bias : {true, false}) {
-          ExpectBitsOfReference(
-              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -kInf, kInf),
-              DenseI8Reference(l, rows, x, with_bias, -kInf, kInf));
-          ExpectBitsOfReference(
-              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, 0.0f, kInf),
-              DenseI8Reference(l, rows, x, with_bias, 0.0f, kInf));
-          ExpectBitsOfReference(
-              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -0.5f, 0.25f),
-              DenseI8Reference(l, rows, x, with_bias, -0.5f, 0.25f));
+          for (auto [y_min, y_max] :
+               {std::pair{-kInf, kInf}, std::pair{0.0f, kInf},
+                std::pair{-0.5f, 0.25f}}) {
+            check(l, rows, x, with_bias, y_min, y_max);
+          }
         }
       }
     }
   }
+}
+
+TEST(DenseScalar, I8IsTheChainOfTheContract) {
+  const KernelTable* k = KernelsFor(Isa::kScalar);
+  ForEachI8Case([&](const Layer& l, size_t rows, const std::vector<float>& x,
+                    bool with_bias, float y_min, float y_max) {
+    ExpectBitsOfReference(
+        RunDense(*k, Dtype::kI8, l, rows, x, with_bias, y_min, y_max),
+        DenseI8Reference(l, rows, x, with_bias, y_min, y_max));
+  });
 }
 
 class DenseSimd : public ::testing::TestWithParam<Isa> {};
@@ -372,32 +381,12 @@ TEST_P(DenseSimd, MatchesScalarAtModelSizes) {
 TEST_P(DenseSimd, I8MatchesScalarBitForBit) {
   TARN_TABLE_OR_SKIP(k, GetParam());
   const KernelTable* s = KernelsFor(Isa::kScalar);
-  for (size_t inputs : kI8Inputs) {
-    for (size_t outputs : kI8Outputs) {
-      const Layer l = RandomLayer(inputs, outputs, 77 * inputs + outputs);
-      for (size_t rows = 1; rows <= 5; ++rows) {
-        SCOPED_TRACE("rows " + std::to_string(rows) + ", inputs " +
-                     std::to_string(inputs) + ", outputs " +
-                     std::to_string(outputs));
-        std::mt19937 rng(static_cast<uint32_t>(rows + inputs));
-        const std::vector<float> x = Uniform(rows * inputs, -2.0f, 2.0f, rng);
-        for (bool with_bias : {true, false}) {
-          ExpectBitsEqual(
-              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -kInf, kInf),
-              RunDense(*s, Dtype::kI8, l, rows, x, with_bias, -kInf, kInf),
-              "y");
-          ExpectBitsEqual(
-              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, 0.0f, kInf),
-              RunDense(*s, Dtype::kI8, l, rows, x, with_bias, 0.0f, kInf),
-              "y (relu)");
-          ExpectBitsEqual(
-              RunDense(*k, Dtype::kI8, l, rows, x, with_bias, -0.5f, 0.25f),
-              RunDense(*s, Dtype::kI8, l, rows, x, with_bias, -0.5f, 0.25f),
-              "y (clamped)");
-        }
-      }
-    }
-  }
+  ForEachI8Case([&](const Layer& l, size_t rows, const std::vector<float>& x,
+                    bool with_bias, float y_min, float y_max) {
+    ExpectBitsEqual(
+        RunDense(*k, Dtype::kI8, l, rows, x, with_bias, y_min, y_max),
+        RunDense(*s, Dtype::kI8, l, rows, x, with_bias, y_min, y_max), "y");
+  });
 }
 
 // Outputs computed in pieces of whole blocks (how the runtime splits a layer

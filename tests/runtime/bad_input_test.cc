@@ -281,8 +281,8 @@ TEST(BadModel, TensorTheConfigurationDoesNotUse) {
   EXPECT_THAT(status.message(), HasSubstr("'layers.1.norm2.bias'"));
 }
 
-// int8 weights: each needs its scales, finite and >= 0, and only dense
-// layers may be int8.
+// int8 weights: each needs its scales, finite and >= 0 (that only dense
+// layers may be int8 is tested by tests/golden, which can write such files).
 TEST(BadModel, I8WeightWithoutItsScales) {
   AlignedBytes bytes(GoldenModelPath("tokens_i8"));
   RenameTensor(bytes, "layers.0.linear1.weight.scale",
