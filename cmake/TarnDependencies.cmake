@@ -16,6 +16,7 @@ endfunction()
 if(NOT TARGET tarn::pthreadpool)
   tarn_import_library(pthreadpool pthreadpool.h pthreadpool)
   tarn_import_library(cpuinfo cpuinfo.h cpuinfo)
+  # XNNPACK: only the benchmarks link it, to measure the dense kernels by it.
   tarn_import_library(xnnpack xnnpack.h XNNPACK)
   target_link_libraries(tarn::xnnpack INTERFACE tarn::pthreadpool tarn::cpuinfo)
   # XXH64 checksums: the header-only form, so the runtime links nothing more.

@@ -1,7 +1,7 @@
 # `cmake --install`: the library (static, with the kernels library it needs),
 # the public C and C++ headers, the `tarn` command, a CMake package
 # (find_package(tarn) -> tarn::tarn) and a pkg-config file (tarn.pc).
-# libtarn.a's own dependencies (XNNPACK, pthreadpool, cpuinfo, threads, the
+# libtarn.a's own dependencies (pthreadpool, cpuinfo, threads, the
 # C++ runtime) are named in both: INTERFACE_LINK_LIBRARIES and Libs.private.
 
 include(GNUInstallDirs)

@@ -6,8 +6,8 @@
 //
 // Models: the fuzzers' tiny seeds (every kind: tokens, stacked frames,
 // favor+, convolution, learned positions) and, when $TARN_GOLDENS holds
-// them, the golden token and speech models, whose widths take XNNPACK's
-// real paths.
+// them, the golden token and speech models, whose widths take the dense
+// kernels' full-block paths.
 
 #include <gtest/gtest.h>
 
@@ -158,8 +158,8 @@ TEST(Concurrency, SessionsOnOneModelMatchTheSameStreamsRunAlone) {
 }
 
 // Models loaded and sessions created, stepped and freed on many threads at
-// once, from the first call in the process (kernel table and XNNPACK
-// initialisation race here if anywhere).
+// once, from the first call in the process (the kernel table's
+// initialisation races here if anywhere).
 TEST(Concurrency, LoadCreateStepFreeFromManyThreadsAtOnce) {
   const std::vector<std::string> paths = ModelPaths();
   std::atomic<int> ready{0};

@@ -1,6 +1,6 @@
 // Counts heap allocations made by this thread while a counter is alive. The
-// test binary replaces malloc and its relatives (which operator new, XNNPACK
-// and pthreadpool all end up in), so nothing escapes the count.
+// test binary replaces malloc and its relatives (which operator new and
+// pthreadpool both end up in), so nothing escapes the count.
 
 #ifndef TARN_TESTS_RUNTIME_ALLOCATION_COUNTER_H_
 #define TARN_TESTS_RUNTIME_ALLOCATION_COUNTER_H_

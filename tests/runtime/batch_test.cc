@@ -12,8 +12,9 @@ namespace tarn::testing {
 namespace {
 
 constexpr size_t kStreams = 16;
-// XNNPACK computes a row of a matrix product as it computes a single row,
-// and the attention kernels are the same: bit-identical is expected, and
+// The dense kernels compute a row of a batch as they compute a single row
+// (kernels.h), and the attention kernels are the same: bit-identical is
+// expected, and
 // the acceptance bound is 1e-6.
 constexpr double kTolerance = 1e-6;
 
