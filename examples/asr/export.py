@@ -2,9 +2,10 @@
 """Converts the trained speech checkpoint into the bundled .tarn: weights,
 CTC labels and the exact feature recipe (with its normalisation statistics).
 
-    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn]
+    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn] [--dtype f32|f16|i8]
 """
 
+import argparse
 import os
 import sys
 
@@ -15,11 +16,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 from converter import convert_state_dict  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
+from converter.writer import DTYPES  # noqa: E402
 
 
 def main() -> int:
-    source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "model", "asr.pt")
-    target = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "model", "asr.tarn")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", nargs="?", default=os.path.join(HERE, "model", "asr.pt"))
+    parser.add_argument("target", nargs="?", default=os.path.join(HERE, "model", "asr.tarn"))
+    parser.add_argument("--dtype", choices=DTYPES, default="f32", help="how the file stores its matrices (default f32)")
+    args = parser.parse_args()
+    source, target = args.source, args.target
     # Our own checkpoint, holding plain Python values besides the tensors.
     checkpoint = torch.load(source, map_location="cpu", weights_only=False)
     audio = dict(checkpoint["recipe"])
@@ -31,6 +37,7 @@ def main() -> int:
         target,
         labels=checkpoint["labels"],
         audio=audio,
+        dtype=args.dtype,
         metadata={"source": "examples/asr (synthetic espeak-ng/flite corpus, CTC)"},
     )
     print(f"wrote {target}")
