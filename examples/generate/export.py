@@ -3,9 +3,10 @@
 the image layout `tarn generate` reads from its metadata (image_height,
 image_width, image_start_token).
 
-    /usr/bin/python3 examples/generate/export.py [model/fashion.pt] [model/fashion.tarn]
+    /usr/bin/python3 examples/generate/export.py [model/fashion.pt] [model/fashion.tarn] [--dtype f32|f16|i8]
 """
 
+import argparse
 import os
 import sys
 
@@ -16,11 +17,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 from converter import convert_state_dict  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
+from converter.writer import DTYPES  # noqa: E402
 
 
 def main() -> int:
-    source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "model", "fashion.pt")
-    target = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "model", "fashion.tarn")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", nargs="?", default=os.path.join(HERE, "model", "fashion.pt"))
+    parser.add_argument("target", nargs="?", default=os.path.join(HERE, "model", "fashion.tarn"))
+    parser.add_argument("--dtype", choices=DTYPES, default="f32", help="how the file stores its matrices (default f32)")
+    args = parser.parse_args()
+    source, target = args.source, args.target
     # Our own checkpoint, holding plain Python values besides the tensors.
     checkpoint = torch.load(source, map_location="cpu", weights_only=False)
     image = checkpoint["image"]
@@ -29,13 +35,14 @@ def main() -> int:
         checkpoint["state_dict"],
         ModelConfig.from_dict(checkpoint["config"]),
         target,
+        dtype=args.dtype,
         metadata={
             "source": "examples/generate (Fashion-MNIST, pixel by pixel, logistic mixture over 256 levels)",
             "image_height": str(image["height"]),
             "image_width": str(image["width"]),
             "image_start_token": str(image["start_token"]),
             "test_bits_per_dim": f"{training['test_bits_per_dim']:.4f} "
-                                 f"(first {training['test_images']} test images)",
+                                 f"(first {training['test_images']} test images, f32 weights)",
         },
     )
     print(f"wrote {target}")
