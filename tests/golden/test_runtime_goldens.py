@@ -121,6 +121,22 @@ def test_i8_only_in_dense_layers(tmp_path):
     assert "tensor 'token_embedding.weight' is i8, but only dense-layer weights may be" in result.stderr
 
 
+def test_i8_and_f32_projections_mixed_in_one_layer(tmp_path):
+    """Queries, keys and values are stacked into one dense layer; when their
+    dtypes differ they are stacked in f32 (int8 times its scales): the same
+    model, to the f32 bound."""
+
+    def key_in_f32(tensors):
+        name = "layers.0.attention.key_projection.weight"
+        tensors[name] = tensors[name].astype(np.float32) * tensors.pop(name + ".scale")[:, None]
+
+    golden = GOLDENS / "tokens_i8"
+    run_ok(rewritten_i8(tmp_path, key_in_f32), golden / "input.npy", tmp_path)
+    error = scaled_error(np.load(tmp_path / "output.npy"), np.load(golden / "output.npy"))
+    print(f"i8 with one f32 projection: max scaled |tarn - pytorch with the file's weights| = {error:.2e}")
+    assert error <= TOLERANCE
+
+
 def test_scales_of_a_weight_that_is_not_i8(tmp_path):
     def dequantize(tensors):
         name = "layers.0.linear1.weight"
