@@ -77,7 +77,7 @@ import peer_models  # noqa: E402
 from converter.convert import convert_state_dict  # noqa: E402
 from converter.goldens import build_model, model_as_stored  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
-from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info  # noqa: E402
+from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info, reference_outputs  # noqa: E402
 
 try:
     import onnxruntime as ort
@@ -243,7 +243,8 @@ def prepare_shapes(args, work: Path, report: dict) -> dict:
         tarn_path = work / f"{name}.tarn"
         # Smaller files, each with the reference holding its values.
         reduced = {engine: (work / f"{name}-{dtype}.tarn", model_as_stored(model, dtype)) for engine, dtype in TARN_REDUCED.items()}
-        for path, dtype in [(tarn_path, "f32")] + [(path, TARN_REDUCED[e]) for e, (path, _) in reduced.items()]:
+        files = {"f32": tarn_path, **{TARN_REDUCED[engine]: path for engine, (path, _) in reduced.items()}}
+        for dtype, path in files.items():
             convert_state_dict(model.state_dict(), config, path, dtype=dtype, metadata={"source": f"bench/peers.py {name}, seed {args.seed}"})
         positions, sweep = shape_positions(args, name, spec["steps_per_image"])
         s = dict(name=name, config=config, model=model, reduced=reduced, tarn_path=tarn_path, positions=positions, sweep=sweep, spec=spec)
@@ -338,20 +339,14 @@ class TarnSweep:
             raise SystemExit("bench/peers.py: tarn_step_bench failed")
         result = json.loads(self.json_path.read_text())
         tokens = result.pop("check_tokens")
-        expected = reference_steps(self.reference, tokens)
+        expected = reference_outputs(self.reference, tokens)
         outputs = np.array(result.pop("check_outputs"))
         result["max_abs_diff_vs_reference"] = float(np.abs(outputs - expected).max())
         if self.reference is not self.model:
-            result["max_abs_diff_vs_reference_f32"] = float(np.abs(outputs - reference_steps(self.model, tokens)).max())
+            result["max_abs_diff_vs_reference_f32"] = float(np.abs(outputs - reference_outputs(self.model, tokens)).max())
         if not result["max_abs_diff_vs_reference"] <= CHECK_TOLERANCE:
             raise SystemExit(f"bench/peers.py: tarn disagrees with the reference: {result['max_abs_diff_vs_reference']}")
         return result
-
-
-def reference_steps(model, tokens) -> np.ndarray:
-    state = model.initial_state(1)
-    with torch.no_grad():
-        return torch.cat([model.step(torch.tensor([t]), state) for t in tokens]).numpy()
 
 
 # -- Python peers -------------------------------------------------------------------

@@ -86,7 +86,7 @@ def write_tarn(
     for name, array in tensors.items():
         storage = storage_dtype(name, array, dtype)
         if storage == np.int8:
-            _stored(name, array, np.dtype(np.float32))  # refuses NaN and infinities
+            _check_finite(name, array)
             stored[name], stored[name + ".scale"] = quantize_rows(array)
         else:
             stored[name] = _stored(name, array, storage)
@@ -107,9 +107,13 @@ def write_tarn(
     return checksum
 
 
-def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _check_finite(name: str, array: np.ndarray) -> None:
     if not np.all(np.isfinite(array)):
         raise ConversionError(f"tensor {name} holds NaN or infinite values")
+
+
+def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    _check_finite(name, array)
     with np.errstate(over="ignore"):  # detected just below, with a better message
         out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
     if not np.all(np.isfinite(out)):

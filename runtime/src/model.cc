@@ -475,14 +475,16 @@ Status Model::Impl::CheckTensorSet() {
       return Invalid("tensor '" + name + "' must be f32");
     }
   }
+  // Used: a tensor the configuration names, or the scales attached above
+  // to one of its I8 weights.
   for (const auto& [name, view] : tensors) {
-    if (expected.count(name)) continue;
-    const std::string scaled = name.substr(
-        0, EndsWith(name, kScaleSuffix) ? name.size() - strlen(kScaleSuffix)
-                                        : name.size());
-    auto weight = tensors.find(scaled);
-    if (scaled == name || !expected.count(scaled) ||
-        weight->second.dtype != schema::DType::I8) {
+    bool used = expected.count(name) > 0;
+    if (!used && EndsWith(name, kScaleSuffix)) {
+      auto weight =
+          tensors.find(name.substr(0, name.size() - std::strlen(kScaleSuffix)));
+      used = weight != tensors.end() && weight->second.scale == view.data;
+    }
+    if (!used) {
       return Invalid("model has tensor '" + name +
                      "' that its configuration does not use");
     }
@@ -586,12 +588,11 @@ Status Model::Impl::PrepareWeights() {
       }
     }
     w.qkv = std::make_unique<DenseLayer>();
-    status =
-        w.qkv->Init(c.d_model, qkv_bias.size(),
-                    same ? storage(*parts[0]) : DenseLayer::Storage::kF32,
-                    qkv_weight.data(),
-                    same && !qkv_scale.empty() ? qkv_scale.data() : nullptr,
-                    qkv_bias.data());
+    status = w.qkv->Init(c.d_model, qkv_bias.size(),
+                         same ? storage(*parts[0]) : DenseLayer::Storage::kF32,
+                         qkv_weight.data(),
+                         qkv_scale.empty() ? nullptr : qkv_scale.data(),
+                         qkv_bias.data());
     if (status.ok())
       status = dense(p + "attention.out_projection", kNoMin, &w.out);
     // relu after linear1 is fused into its output clamp.

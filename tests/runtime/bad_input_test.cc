@@ -239,19 +239,24 @@ TEST(BadModel, OutputDistributionFromTheFuture) {
   EXPECT_THAT(status.message(), HasSubstr("enum value this runtime"));
 }
 
+// The file's tensor `name`, for editing in place; nullptr if it has none.
+schema::Tensor* FindTensor(AlignedBytes& bytes, const std::string& name) {
+  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    if (tensors->Get(i)->name()->str() == name) {
+      return tensors->GetMutableObject(i);
+    }
+  }
+  return nullptr;
+}
+
 // Renames tensor `from` to `to` in place (same length).
 void RenameTensor(AlignedBytes& bytes, const std::string& from,
                   const std::string& to) {
   ASSERT_EQ(from.size(), to.size());
-  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
-  for (size_t i = 0; i < tensors->size(); ++i) {
-    auto* name = tensors->GetMutableObject(i)->mutable_name();
-    if (name->str() == from) {
-      std::copy(to.begin(), to.end(), name->data());
-      return;
-    }
-  }
-  FAIL() << "no tensor " << from;
+  schema::Tensor* tensor = FindTensor(bytes, from);
+  ASSERT_NE(tensor, nullptr) << "no tensor " << from;
+  std::copy(to.begin(), to.end(), tensor->mutable_name()->data());
 }
 
 TEST(BadModel, MissingTensor) {
@@ -296,13 +301,9 @@ TEST(BadModel, I8WeightWithoutItsScales) {
 
 TEST(BadModel, I8WeightRelabelledF32) {
   AlignedBytes bytes(GoldenModelPath("tokens_i8"));
-  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
-  for (size_t i = 0; i < tensors->size(); ++i) {
-    if (tensors->Get(i)->name()->str() == "layers.0.linear1.weight") {
-      ASSERT_TRUE(
-          tensors->GetMutableObject(i)->mutate_dtype(schema::DType::F32));
-    }
-  }
+  schema::Tensor* weight = FindTensor(bytes, "layers.0.linear1.weight");
+  ASSERT_NE(weight, nullptr);
+  ASSERT_TRUE(weight->mutate_dtype(schema::DType::F32));
   Status status = LoadBytes(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("tensor 'layers.0.linear1.weight'"));
@@ -312,16 +313,14 @@ TEST(BadModel, I8WeightRelabelledF32) {
 TEST(BadModel, NonFiniteOrNegativeScale) {
   for (float bad : {std::nanf(""), -1.0f, INFINITY}) {
     AlignedBytes bytes(GoldenModelPath("tokens_i8"));
-    auto* model = schema::GetMutableModel(bytes.data());
-    const auto* tensors = model->tensors();
-    for (size_t i = 0; i < tensors->size(); ++i) {
-      if (tensors->Get(i)->name()->str() == "layers.1.linear2.weight.scale") {
-        auto* data = model->mutable_buffers()
-                         ->GetMutableObject(tensors->Get(i)->buffer())
-                         ->mutable_data();
-        std::memcpy(data->data() + 3 * sizeof(float), &bad, sizeof bad);
-      }
-    }
+    const schema::Tensor* scale =
+        FindTensor(bytes, "layers.1.linear2.weight.scale");
+    ASSERT_NE(scale, nullptr);
+    auto* data = schema::GetMutableModel(bytes.data())
+                     ->mutable_buffers()
+                     ->GetMutableObject(scale->buffer())
+                     ->mutable_data();
+    std::memcpy(data->data() + 3 * sizeof(float), &bad, sizeof bad);
     std::unique_ptr<Model> loaded;
     LoadOptions unchecked;  // past the checksum, to the scale's own check
     unchecked.verify_checksum = false;
