@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh demo   # the packages README.md lists for the demo
 build=${TARN_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTARN_BUILD_TESTS=OFF \
+  -DTARN_BUILD_BENCH=OFF > /dev/null
 cmake --build "$build" -j"$(nproc)" --target tarn_cli > /dev/null
 
 model=examples/asr/model/asr.tarn

@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# Installs every Debian package tarn's build, tests, examples and benchmarks
-# use. Safe to re-run; does nothing when all are present.
+# Installs the Debian packages tarn needs. Safe to re-run; does nothing when
+# all are present.
+#   scripts/install-deps.sh        everything: build, tests, examples, benchmarks
+#   scripts/install-deps.sh demo   only what the main job needs (scripts/demo.sh):
+#                                  the core, speech and the `tarn` command
 set -euo pipefail
 
-packages=(
-  cmake g++ pkg-config clang clang-format libclang-rt-14-dev
-  libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
-  libflatbuffers-dev flatbuffers-compiler python3-flatbuffers
-  libxxhash-dev python3-xxhash
+# The core library, the speech library and the `tarn` command.
+demo_packages=(
+  cmake g++ pkg-config
+  libflatbuffers-dev flatbuffers-compiler
+  libpthreadpool-dev libcpuinfo-dev libxxhash-dev
+  libkissfft-dev
+  libcli11-dev nlohmann-json3-dev libsndfile1-dev libpng-dev zlib1g-dev
+)
+# Tests, goldens (PyTorch), sanitizers, ARM under qemu, benchmarks, the
+# speech corpus's synthesizers and the image model's data.
+test_packages=(
+  clang clang-format libclang-rt-14-dev
+  libxnnpack-dev python3-flatbuffers python3-xxhash
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-pytest libopenblas0-openmp
-  python3-matplotlib
-  libcli11-dev nlohmann-json3-dev
+  python3-matplotlib python3-venv
   g++-aarch64-linux-gnu qemu-user
-  espeak-ng sox flite libsndfile1-dev libkissfft-dev
-  libpng-dev zlib1g-dev dataset-fashion-mnist
+  espeak-ng sox flite dataset-fashion-mnist
 )
+
+packages=("${demo_packages[@]}")
+[ "${1:-all}" = demo ] || packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

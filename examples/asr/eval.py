@@ -4,7 +4,7 @@ end, model and decoder all in tarn) over a corpus manifest, for greedy
 decoding and for the beam search constrained to the word list, per voice.
 
     /usr/bin/python3 examples/asr/eval.py [--model examples/asr/model/asr.tarn] \\
-        [--manifest /work/data/asr/manifest.tsv] [--splits eval_espeak eval_slt] \\
+        [--manifest examples/asr/data/manifest.tsv] [--splits eval_espeak eval_slt] \\
         [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--jobs 2]
 
 The manifest is make_corpus.py's TSV (path, transcript, voice, split, ...;
@@ -90,7 +90,7 @@ class Tally:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=str(HERE / "model" / "asr.tarn"), help="the speech .tarn model (default: the bundled one)")
-    parser.add_argument("--manifest", default="/work/data/asr/manifest.tsv")
+    parser.add_argument("--manifest", default=str(HERE / "data" / "manifest.tsv"), help="the corpus manifest (default: examples/asr/data/, where make_corpus.py writes)")
     parser.add_argument("--splits", nargs="+", default=["eval_espeak", "eval_slt"])
     parser.add_argument("--tarn", default=None, help="the tarn binary (default: build*/runtime/tarn, else PATH)")
     parser.add_argument("--beam", type=int, default=8, help="beam width of the word-list decoder")

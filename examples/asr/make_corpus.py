@@ -18,7 +18,7 @@ against espeak-ng's voice files and by synthesis (espeak-ng silently falls back
 to its default voice on an unknown variant), every flite voice against
 `flite -lv`.
 
-Usage: make_corpus.py [--out /work/data/asr] [--train 12000] [--jobs 2]
+Usage: make_corpus.py [--out examples/asr/data] [--train 12000] [--jobs 2]
 Writes OUT/wav/<split>/<n>.wav and OUT/manifest.tsv (header: path, transcript,
 voice, split, settings; paths relative to OUT).
 """
@@ -31,6 +31,8 @@ import random
 import subprocess
 import sys
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 VOCABULARY = (
     "zero one two three four five six seven eight nine yes no up down left right "
@@ -217,7 +219,7 @@ def settings_text(spec):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="/work/data/asr")
+    parser.add_argument("--out", default=os.path.join(HERE, "data"), help="where the corpus goes (default: examples/asr/data, ignored by git)")
     parser.add_argument("--train", type=int, default=12000)
     parser.add_argument("--dev", type=int, default=200)
     parser.add_argument("--eval-espeak", type=int, default=400)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the synthetic corpus and trains the ASR example's model end to end.
-#   examples/asr/run_recipe.sh [DATA_DIR]      (default /work/data/asr)
+#   examples/asr/run_recipe.sh [DATA_DIR]      (default examples/asr/data)
 # Needs Debian's python3 with python3-torch and python3-numpy, espeak-ng, flite,
 # sox, and libopenblas0-openmp (without it torch falls back to the slow
 # reference BLAS). On a 2-core machine: corpus about 7 min (16 750 utterances,
@@ -8,7 +8,7 @@
 # evaluation 2 min -- about 40 min in all.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-data=${1:-/work/data/asr}
+data=${1:-$here/data}
 python=${PYTHON:-/usr/bin/python3}
 export OMP_WAIT_POLICY=PASSIVE
 

@@ -21,7 +21,7 @@ Writes OUT (default examples/asr/model/asr.pt): a dict with state_dict, config
 (ModelConfig.to_dict()), labels, recipe (features.RECIPE with the training-set
 statistics) and training (what was done and the Python-side greedy error rates).
 
-Usage: train.py [--data /work/data/asr] [--minutes 32] [--out model/asr.pt]
+Usage: train.py [--data examples/asr/data] [--minutes 32] [--out model/asr.pt]
 """
 
 import argparse
@@ -290,7 +290,7 @@ def learning_rate(fraction, peak, warmup=0.05, final=0.02):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="/work/data/asr")
+    parser.add_argument("--data", default=os.path.join(HERE, "data"), help="the corpus (default: examples/asr/data)")
     parser.add_argument("--out", default=os.path.join(HERE, "model", "asr.pt"))
     parser.add_argument("--minutes", type=float, default=32.0, help="training time budget (wall clock)")
     parser.add_argument("--steps", type=int, default=0,

@@ -3,7 +3,7 @@
 and the transcript stays right to the end.
 
     /usr/bin/python3 tests/speech/long_stream.py --tarn TARN --model MODEL.tarn \\
-        [--minutes 60] [--manifest /work/data/asr/manifest.tsv --split eval_espeak] \\
+        [--minutes 60] [--manifest examples/asr/data/manifest.tsv --split eval_espeak] \\
         [--wav FILE ...] [--expect-text a]
 
 Raw 16-bit PCM goes to tarn's stdin as fast as it takes it: utterances
