@@ -56,7 +56,7 @@ std::string Names(std::initializer_list<Enum> values) {
   return names;
 }
 
-Status Read(const char* field, schema::InputKind from, InputKind* to) {
+Status ReadEnum(const char* field, schema::InputKind from, InputKind* to) {
   switch (from) {
     case schema::InputKind::Tokens:
       *to = InputKind::kTokens;
@@ -69,7 +69,7 @@ Status Read(const char* field, schema::InputKind from, InputKind* to) {
                      Names({InputKind::kTokens, InputKind::kFrames}));
 }
 
-Status Read(const char* field, schema::Activation from, Activation* to) {
+Status ReadEnum(const char* field, schema::Activation from, Activation* to) {
   switch (from) {
     case schema::Activation::None:
       *to = Activation::kNone;
@@ -86,7 +86,7 @@ Status Read(const char* field, schema::Activation from, Activation* to) {
       Names({Activation::kNone, Activation::kRelu, Activation::kGelu}));
 }
 
-Status Read(const char* field, schema::Position from, Position* to) {
+Status ReadEnum(const char* field, schema::Position from, Position* to) {
   switch (from) {
     case schema::Position::None:
       *to = Position::kNone;
@@ -103,7 +103,8 @@ Status Read(const char* field, schema::Position from, Position* to) {
       Names({Position::kNone, Position::kSinusoidal, Position::kLearned}));
 }
 
-Status Read(const char* field, schema::NormPlacement from, NormPlacement* to) {
+Status ReadEnum(const char* field, schema::NormPlacement from,
+                NormPlacement* to) {
   switch (from) {
     case schema::NormPlacement::Post:
       *to = NormPlacement::kPost;
@@ -117,7 +118,7 @@ Status Read(const char* field, schema::NormPlacement from, NormPlacement* to) {
 }
 
 // The schema's AttentionKind is ModelConfig::causal.
-Status Read(const char* field, schema::AttentionKind from, bool* causal) {
+Status ReadEnum(const char* field, schema::AttentionKind from, bool* causal) {
   switch (from) {
     case schema::AttentionKind::Causal:
       *causal = true;
@@ -129,7 +130,7 @@ Status Read(const char* field, schema::AttentionKind from, bool* causal) {
   return UnknownEnum(field, static_cast<int>(from), "causal, bidirectional");
 }
 
-Status Read(const char* field, schema::FeatureMap from, FeatureMap* to) {
+Status ReadEnum(const char* field, schema::FeatureMap from, FeatureMap* to) {
   switch (from) {
     case schema::FeatureMap::EluPlusOne:
       *to = FeatureMap::kEluPlusOne;
@@ -146,8 +147,8 @@ Status Read(const char* field, schema::FeatureMap from, FeatureMap* to) {
                             FeatureMap::kFavorPlus}));
 }
 
-Status Read(const char* field, schema::OutputDistribution from,
-            OutputDistribution* to) {
+Status ReadEnum(const char* field, schema::OutputDistribution from,
+                OutputDistribution* to) {
   switch (from) {
     case schema::OutputDistribution::None:
       *to = OutputDistribution::kNone;
@@ -377,16 +378,17 @@ Status Model::Impl::Init(const void* data, size_t size,
 Status Model::Impl::ReadConfig() {
   const schema::Model& m = *flat;
   ModelConfig& c = config;
+  // The enums once, each by a switch; past here no name is compared.
   for (Status status :
-       {Read("input_kind", m.input_kind(), &c.input_kind),
-        Read("input_activation", m.input_activation(), &c.input_activation),
-        Read("position", m.position(), &c.position),
-        Read("activation", m.activation(), &c.activation),
-        Read("norm_placement", m.norm_placement(), &c.norm_placement),
-        Read("attention", m.attention(), &c.causal),
-        Read("feature_map", m.feature_map(), &c.feature_map),
-        Read("output_distribution", m.output_distribution(),
-             &c.output_distribution)}) {
+       {ReadEnum("input_kind", m.input_kind(), &c.input_kind),
+        ReadEnum("input_activation", m.input_activation(), &c.input_activation),
+        ReadEnum("position", m.position(), &c.position),
+        ReadEnum("activation", m.activation(), &c.activation),
+        ReadEnum("norm_placement", m.norm_placement(), &c.norm_placement),
+        ReadEnum("attention", m.attention(), &c.causal),
+        ReadEnum("feature_map", m.feature_map(), &c.feature_map),
+        ReadEnum("output_distribution", m.output_distribution(),
+                 &c.output_distribution)}) {
     if (!status.ok()) return status;
   }
   c.vocab_size = m.vocab_size();
