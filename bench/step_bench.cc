@@ -105,13 +105,13 @@ StepBytes CountStepBytes(const Model& model) {
     m += size_t{c.input_dim} * c.stack_window * d;
     v += d;
   }
-  if (c.position == "learned") m += d;
+  if (c.position == Position::kLearned) m += d;
   const size_t qkv = H * (2 * dk + dv);
   m += c.num_layers * (qkv * d + d * H * dv + 2 * d * ff);
   v += c.num_layers * (qkv + d + ff + d + 4 * d);
   const size_t dense_outputs = c.num_layers * (qkv + d + ff + d) +
                                (c.input_projection ? d : 0) + c.output_dim;
-  if (c.feature_map == "favor+") v += c.num_layers * dk * (C / 2);
+  if (c.feature_map == FeatureMap::kFavorPlus) v += c.num_layers * dk * (C / 2);
   if (c.conv_kernel > 0) v += c.num_layers * (d * c.conv_kernel + d);
   if (c.final_norm) v += 2 * d;
   if (c.output_dim > 0) {
@@ -371,7 +371,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
   };
   dense_part("qkv projection", d, H * (2 * dk + dv), false);
   dense_part("out projection", H * dv, d, false);
-  dense_part("ffn linear1", d, ff, c.activation == "relu");
+  dense_part("ffn linear1", d, ff, c.activation == Activation::kRelu);
   dense_part("ffn linear2", ff, d, false);
   if (c.output_dim > 0) {
     Dense head(d, c.output_dim, false, &rng);
@@ -387,7 +387,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
   std::vector<float> v = RandomVector(H * dv, 1, &rng);
   std::vector<float> S(L * H * C * dv), z(L * H * C), S_carry(S.size()),
       z_carry(z.size()), y(H * dv);
-  if (c.feature_map == "favor+") {
+  if (c.feature_map == FeatureMap::kFavorPlus) {
     add("attention", "feature map (favor+: exp part only)",
         std::to_string(L) + " x 2 x " + std::to_string(H * C), [&] {
           for (size_t l = 0; l < L; ++l) {
@@ -396,8 +396,8 @@ Json Profile(const Model& model, const Options& o, double step_us,
           }
         });
   } else {
-    auto fm = c.feature_map == "relu" ? k.relu : k.elu_plus_one;
-    add("attention", "feature map (" + c.feature_map + ")",
+    auto fm = c.feature_map == FeatureMap::kRelu ? k.relu : k.elu_plus_one;
+    add("attention", std::string("feature map (") + Name(c.feature_map) + ")",
         std::to_string(L) + " x 2 x " + std::to_string(H * dk), [&] {
           for (size_t l = 0; l < L; ++l) {
             fm(H * dk, qk.data(), phi.data());
@@ -426,7 +426,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
                      gamma = RandomVector(d, 1, &rng),
                      beta = RandomVector(d, 0.1f, &rng), normed(d);
   const size_t norms = 2 * L + (c.final_norm ? 1 : 0);
-  if (c.norm_placement == "post") {
+  if (c.norm_placement == NormPlacement::kPost) {
     add("other", "residual add + layer norm",
         std::to_string(norms) + " x " + std::to_string(d), [&] {
           for (size_t i = 0; i < 2 * L; ++i) {
@@ -452,7 +452,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
           }
         });
   }
-  if (c.activation == "gelu") {
+  if (c.activation == Activation::kGelu) {
     std::vector<float> hidden = RandomVector(ff, 2, &rng), out(ff);
     add("other", "gelu", std::to_string(L) + " x " + std::to_string(ff), [&] {
       for (size_t l = 0; l < L; ++l) k.gelu(ff, hidden.data(), out.data());
@@ -764,11 +764,12 @@ int Run(const Options& o) {
   j["model"] = o.model_path;
   j["dtype"] = bytes.dtype;
   j["kernels"] = kernels::IsaName(kernels::ActiveIsa());
-  j["config"] = {{"num_layers", c.num_layers},   {"d_model", c.d_model},
-                 {"num_heads", c.num_heads},     {"d_key", c.d_key},
-                 {"d_value", c.d_value},         {"d_ff", c.d_ff},
-                 {"feature_dim", c.feature_dim}, {"feature_map", c.feature_map},
-                 {"vocab_size", c.vocab_size},   {"output_dim", c.output_dim}};
+  j["config"] = {
+      {"num_layers", c.num_layers},   {"d_model", c.d_model},
+      {"num_heads", c.num_heads},     {"d_key", c.d_key},
+      {"d_value", c.d_value},         {"d_ff", c.d_ff},
+      {"feature_dim", c.feature_dim}, {"feature_map", Name(c.feature_map)},
+      {"vocab_size", c.vocab_size},   {"output_dim", c.output_dim}};
   j["parameters"] = model->parameter_count();
   j["file_weight_bytes"] = model->weight_bytes();
   j["step_bytes"] = {{"matrix_params", bytes.matrix_params},

@@ -2,7 +2,7 @@
 // in the paper's image experiments: a causal token model reads an image's
 // pixels row by row, one grey level (token 0..255) per step, and its
 // outputs give the next pixel's distribution: 256 logits, or (a model whose
-// output_distribution is "logistic-mixture", such as the paper authors' own
+// output_distribution is logistic-mixture, such as the paper authors' own
 // image model) the parameters of a logistic mixture over 256 levels, whose
 // level log-probabilities (tarn/distribution.hpp) are then sampled as logits.
 //
@@ -85,8 +85,9 @@ struct ImageModel {
 Status ReadImageModel(const Model& model, const std::string& path,
                       ImageModel* image) {
   const ModelConfig& c = model.config();
-  const bool mixture = c.output_distribution == "logistic-mixture" &&
-                       c.output_levels == kGreyLevels;
+  const bool mixture =
+      c.output_distribution == OutputDistribution::kLogisticMixture &&
+      c.output_levels == kGreyLevels;
   if (c.input_kind != InputKind::kTokens || !c.causal ||
       (model.output_size() != kGreyLevels && !mixture)) {
     return Status(StatusCode::kInvalidArgument,
@@ -123,7 +124,7 @@ Status ReadImageModel(const Model& model, const std::string& path,
                       "token " +
                       std::to_string(start));
   }
-  if (c.position == "learned" && height * width > c.max_positions) {
+  if (c.position == Position::kLearned && height * width > c.max_positions) {
     return Status(StatusCode::kInvalidArgument,
                   "'" + path + "': " + std::to_string(height * width) +
                       " pixels, but only " + std::to_string(c.max_positions) +

@@ -36,10 +36,11 @@ int Info(const std::string& path) {
         "activation %s\n",
         c.input_dim, c.stack_window, c.stack_hop,
         c.input_projection ? "projected" : "not projected",
-        c.input_activation.c_str());
+        Name(c.input_activation));
   }
-  std::printf("position         %s", c.position.c_str());
-  if (c.position == "learned") std::printf(" (%u positions)", c.max_positions);
+  std::printf("position         %s", Name(c.position));
+  if (c.position == Position::kLearned)
+    std::printf(" (%u positions)", c.max_positions);
   if (c.position_concat_dim > 0) {
     std::printf(" (%u wide, after an embedding of %u)", c.position_concat_dim,
                 c.d_model - c.position_concat_dim);
@@ -48,9 +49,9 @@ int Info(const std::string& path) {
       "\nlayers           %u x (d_model %u, %u heads, d_key %u, "
       "d_value %u, d_ff %u, %s, %s-norm, eps %g)\n",
       c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_value, c.d_ff,
-      c.activation.c_str(), c.norm_placement.c_str(), c.norm_eps);
+      Name(c.activation), Name(c.norm_placement), c.norm_eps);
   std::printf("attention        %s, feature map %s (C = %u), eps %g\n",
-              c.causal ? "causal" : "bidirectional", c.feature_map.c_str(),
+              c.causal ? "causal" : "bidirectional", Name(c.feature_map),
               c.feature_dim, c.attention_eps);
   if (c.conv_kernel > 0) {
     std::printf("convolution      causal depthwise, kernel %u\n",
@@ -59,7 +60,7 @@ int Info(const std::string& path) {
   std::printf("output           %s%s, %zu per step\n",
               c.final_norm ? "final norm, " : "",
               c.output_dim > 0 ? "head" : "no head", model->output_size());
-  if (c.output_distribution == "logistic-mixture") {
+  if (c.output_distribution == OutputDistribution::kLogisticMixture) {
     std::printf("distribution     logistic mixture of %u over %u levels\n",
                 c.output_dim / 3, c.output_levels);
   }
@@ -123,13 +124,13 @@ int Run(const std::string& model_path, const std::string& input_path,
   std::unique_ptr<Model> model;
   Status status = Model::Load(model_path, &model);
   if (!status.ok()) return Fail(status);
-  if (!log_probs_path.empty() &&
-      model->config().output_distribution != "logistic-mixture") {
+  if (!log_probs_path.empty() && model->config().output_distribution !=
+                                     OutputDistribution::kLogisticMixture) {
     return Fail(Status(StatusCode::kInvalidArgument,
                        "--log-probs: " + model_path +
                            " has no output distribution over levels (its "
                            "output_distribution is " +
-                           model->config().output_distribution + ")"));
+                           Name(model->config().output_distribution) + ")"));
   }
   SessionOptions options;
   options.num_threads = threads;

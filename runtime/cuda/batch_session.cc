@@ -270,7 +270,8 @@ Status BatchSession::Impl::CheckStreams(size_t n, const uint32_t* streams) {
     } else if (listed_[s]) {
       status = InvalidArgument("stream " + std::to_string(s) +
                                " is listed twice in one call");
-    } else if (c_.position == "learned" && positions_[s] >= c_.max_positions) {
+    } else if (c_.position == tarn::Position::kLearned &&
+               positions_[s] >= c_.max_positions) {
       status = Status(StatusCode::kOutOfRange,
                       "stream " + std::to_string(s) + ": step " +
                           std::to_string(positions_[s]) +
@@ -315,7 +316,7 @@ Status BatchSession::Impl::Forward(size_t streams, size_t T,
                                    const int32_t* slots) {
   const size_t rows = streams * T, d = c_.d_model;
   const size_t heads = c_.num_heads, C = c_.feature_dim;
-  const bool pre_norm = c_.norm_placement == "pre";
+  const bool pre_norm = c_.norm_placement == tarn::NormPlacement::kPre;
   const float eps = c_.norm_eps;
   cudaStream_t s = stream_;
   KernelStatus k = AddPosition(s, rows, d, m_.position, device_.positions,
@@ -537,7 +538,7 @@ Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
   }
   status = CheckStreams(1, &stream);
   if (!status.ok()) return status;
-  if (c_.position == "learned" &&
+  if (c_.position == tarn::Position::kLearned &&
       positions_[stream] + count > c_.max_positions) {
     return Status(StatusCode::kOutOfRange,
                   "prefilling " + std::to_string(count) + " tokens from step " +

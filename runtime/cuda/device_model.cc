@@ -70,10 +70,42 @@ class Staging {
   std::vector<float> floats_;
 };
 
-ActivationKind Activation(const std::string& name) {
-  return name == "relu"   ? ActivationKind::kRelu
-         : name == "gelu" ? ActivationKind::kGelu
-                          : ActivationKind::kNone;
+// The model's enums as the CUDA kernels name them (kernels include nothing
+// from the runtime).
+ActivationKind Kind(tarn::Activation activation) {
+  switch (activation) {
+    case tarn::Activation::kRelu:
+      return ActivationKind::kRelu;
+    case tarn::Activation::kGelu:
+      return ActivationKind::kGelu;
+    case tarn::Activation::kNone:
+      break;
+  }
+  return ActivationKind::kNone;
+}
+
+FeatureMapKind Kind(tarn::FeatureMap map) {
+  switch (map) {
+    case tarn::FeatureMap::kRelu:
+      return FeatureMapKind::kRelu;
+    case tarn::FeatureMap::kFavorPlus:
+      return FeatureMapKind::kFavor;
+    case tarn::FeatureMap::kEluPlusOne:
+      break;
+  }
+  return FeatureMapKind::kEluPlusOne;
+}
+
+PositionKind Kind(tarn::Position position) {
+  switch (position) {
+    case tarn::Position::kSinusoidal:
+      return PositionKind::kSinusoidal;
+    case tarn::Position::kLearned:
+      return PositionKind::kLearned;
+    case tarn::Position::kNone:
+      break;
+  }
+  return PositionKind::kNone;
 }
 
 }  // namespace
@@ -114,14 +146,10 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
   impl->attention.d_key = c.d_key;
   impl->attention.d_value = c.d_value;
   impl->attention.feature_dim = c.feature_dim;
-  impl->feature_map = c.feature_map == "relu"     ? FeatureMapKind::kRelu
-                      : c.feature_map == "favor+" ? FeatureMapKind::kFavor
-                                                  : FeatureMapKind::kEluPlusOne;
-  impl->activation = Activation(c.activation);
-  impl->input_activation = Activation(c.input_activation);
-  impl->position = c.position == "sinusoidal" ? PositionKind::kSinusoidal
-                   : c.position == "learned"  ? PositionKind::kLearned
-                                              : PositionKind::kNone;
+  impl->feature_map = Kind(c.feature_map);
+  impl->activation = Kind(c.activation);
+  impl->input_activation = Kind(c.input_activation);
+  impl->position = Kind(c.position);
 
   // What the kernels support, checked once here rather than per step.
   const std::string problem =
@@ -187,7 +215,7 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
       o.conv_weight = staging.Add(tensor(p + "conv.weight"));
       o.conv_bias = staging.Add(tensor(p + "conv.bias"));
     }
-    if (c.feature_map == "favor+")
+    if (c.feature_map == tarn::FeatureMap::kFavorPlus)
       o.omega = staging.Add(tensor(p + "attention.feature_map.omega"));
   }
   constexpr size_t kNone = ~size_t{0};
@@ -200,7 +228,7 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
     input_weight = staging.Add(tensor("input_projection.weight"));
     input_bias = staging.Add(tensor("input_projection.bias"));
   }
-  if (c.position == "learned")
+  if (c.position == tarn::Position::kLearned)
     position_embedding = staging.Add(tensor("position_embedding.weight"));
   if (c.final_norm) {
     final_weight = staging.Add(tensor("norm.weight"));
@@ -246,7 +274,7 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
       w.conv_weight = at(o.conv_weight);
       w.conv_bias = at(o.conv_bias);
     }
-    if (c.feature_map == "favor+") w.omega = at(o.omega);
+    if (c.feature_map == tarn::FeatureMap::kFavorPlus) w.omega = at(o.omega);
   }
   impl->token_embedding = at(token_embedding);
   impl->position_embedding = at(position_embedding);

@@ -28,14 +28,7 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
       scratch_(model.PlanScratch(max_rows)),
       scratch_floats_(scratch),
       threads_(threads),
-      pre_norm_(c_.norm_placement == "pre"),
-      input_relu_(c_.input_activation == "relu"),
-      input_gelu_(c_.input_activation == "gelu"),
-      feed_forward_gelu_(c_.activation == "gelu"),
-      sinusoidal_position_(c_.position == "sinusoidal"),
-      learned_position_(c_.position == "learned"),
-      elu_features_(c_.feature_map == "elu+1"),
-      relu_features_(c_.feature_map == "relu") {}
+      pre_norm_(c_.norm_placement == NormPlacement::kPre) {}
 
 Engine::~Engine() {
   if (threads_ != nullptr) pthreadpool_destroy(threads_);
@@ -106,18 +99,19 @@ void Engine::Embed(const Rows& rows, float* x) {
   const size_t d = c_.d_model, n = rows.count;
   if (c_.input_kind == InputKind::kFrames) {
     if (m_.input_projection) {
+      // A relu runs as the projection's output clamp.
       m_.input_projection->Run(n, at(scratch_.windows), x, threads_);
     } else {
       if (x != InputRow(0)) std::memcpy(x, InputRow(0), n * d * sizeof(float));
       // No projection to fuse a relu into: apply it here.
-      if (input_relu_) k_.relu(n * d, x, x);
+      if (c_.input_activation == Activation::kRelu) k_.relu(n * d, x, x);
     }
-    if (input_gelu_) k_.gelu(n * d, x, x);
+    if (c_.input_activation == Activation::kGelu) k_.gelu(n * d, x, x);
   }
   for (size_t r = 0; r < n; ++r) {
     float* row = x + r * d;
     const uint64_t position = rows.stream(r).position + rows.ahead(r);
-    if (sinusoidal_position_) {
+    if (c_.position == Position::kSinusoidal) {
       // In double, as the reference: at step 10^6 a float angle would lose
       // the phase. Over the whole row, or its last position_concat_dim.
       const double p = static_cast<double>(position);
@@ -130,7 +124,7 @@ void Engine::Embed(const Rows& rows, float* x) {
         if (2 * i + 1 < width)
           pe[2 * i + 1] += static_cast<float>(std::cos(angle));
       }
-    } else if (learned_position_) {
+    } else if (c_.position == Position::kLearned) {
       const TensorView& table = m_.position_embedding;
       const size_t offset = position * d;
       if (table.dtype == schema::DType::F32) {
@@ -150,13 +144,15 @@ void Engine::Embed(const Rows& rows, float* x) {
 // phi for every head of one row: x [heads][d_key] -> phi [heads][C].
 void Engine::FeatureMap(const LayerWeights& w, const float* x, float* phi) {
   const size_t heads = c_.num_heads, d_key = c_.d_key, C = c_.feature_dim;
-  if (elu_features_) {
-    k_.elu_plus_one(heads * d_key, x, phi);
-    return;
-  }
-  if (relu_features_) {
-    k_.relu(heads * d_key, x, phi);
-    return;
+  switch (c_.feature_map) {
+    case tarn::FeatureMap::kEluPlusOne:
+      k_.elu_plus_one(heads * d_key, x, phi);
+      return;
+    case tarn::FeatureMap::kRelu:
+      k_.relu(heads * d_key, x, phi);
+      return;
+    case tarn::FeatureMap::kFavorPlus:
+      break;
   }
   // favor+ (fast-transformers' Favor): with x' = x sqrt(temp),
   // phi = [exp(x'W - |x'|^2/2 - log(C)/2 - s), exp(-x'W - ...)],
@@ -336,8 +332,10 @@ void Engine::FeedForward(size_t layer, size_t rows, float* x) {
                     normed + r * d);
     }
   }
+  // A relu runs as linear1's output clamp.
   w.linear1->Run(rows, pre_norm_ ? normed : x, hidden, threads_);
-  if (feed_forward_gelu_) k_.gelu(rows * c_.d_ff, hidden, hidden);
+  if (c_.activation == Activation::kGelu)
+    k_.gelu(rows * c_.d_ff, hidden, hidden);
   w.linear2->Run(rows, hidden, branch, threads_);
   for (size_t r = 0; r < rows; ++r) {
     if (pre_norm_) {

@@ -111,17 +111,7 @@ class Engine {
   const ScratchLayout scratch_;
   float* scratch_floats_;
   pthreadpool_t threads_;
-  // The config's names, resolved once so that stepping compares no strings.
-  // A relu activation has no flag: it is fused into the preceding dense
-  // layer's output clamp, except on a frame input without a projection.
-  const bool pre_norm_;
-  const bool input_relu_;
-  const bool input_gelu_;
-  const bool feed_forward_gelu_;
-  const bool sinusoidal_position_;
-  const bool learned_position_;
-  const bool elu_features_;  // else relu_features_, else favor+
-  const bool relu_features_;
+  const bool pre_norm_;  // c_.norm_placement == kPre
 };
 
 }  // namespace tarn

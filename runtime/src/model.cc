@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
+#include <string>
 #include <utility>
 
 #include "kernels/kernels.h"
@@ -35,15 +37,129 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s.str();
 }
 
-const char* ActivationName(schema::Activation a) {
-  switch (a) {
-    case schema::Activation::Relu:
-      return "relu";
-    case schema::Activation::Gelu:
-      return "gelu";
-    default:
-      return "none";
+// A file's enum value outside those this runtime knows (a newer schema, or
+// a damaged file) is refused, never read as some default.
+Status UnknownEnum(const char* field, int value, const std::string& known) {
+  return Status(StatusCode::kUnsupported,
+                std::string("config.") + field + ": enum value " +
+                    std::to_string(value) +
+                    " is unknown to this runtime (it knows " + known + ")");
+}
+
+template <typename Enum>
+std::string Names(std::initializer_list<Enum> values) {
+  std::string names;
+  for (Enum value : values) {
+    if (!names.empty()) names += ", ";
+    names += Name(value);
   }
+  return names;
+}
+
+Status ReadEnum(const char* field, schema::InputKind from, InputKind* to) {
+  switch (from) {
+    case schema::InputKind::Tokens:
+      *to = InputKind::kTokens;
+      return Status::Ok();
+    case schema::InputKind::Frames:
+      *to = InputKind::kFrames;
+      return Status::Ok();
+  }
+  return UnknownEnum(field, static_cast<int>(from),
+                     Names({InputKind::kTokens, InputKind::kFrames}));
+}
+
+Status ReadEnum(const char* field, schema::Activation from, Activation* to) {
+  switch (from) {
+    case schema::Activation::None:
+      *to = Activation::kNone;
+      return Status::Ok();
+    case schema::Activation::Relu:
+      *to = Activation::kRelu;
+      return Status::Ok();
+    case schema::Activation::Gelu:
+      *to = Activation::kGelu;
+      return Status::Ok();
+  }
+  return UnknownEnum(
+      field, static_cast<int>(from),
+      Names({Activation::kNone, Activation::kRelu, Activation::kGelu}));
+}
+
+Status ReadEnum(const char* field, schema::Position from, Position* to) {
+  switch (from) {
+    case schema::Position::None:
+      *to = Position::kNone;
+      return Status::Ok();
+    case schema::Position::Sinusoidal:
+      *to = Position::kSinusoidal;
+      return Status::Ok();
+    case schema::Position::Learned:
+      *to = Position::kLearned;
+      return Status::Ok();
+  }
+  return UnknownEnum(
+      field, static_cast<int>(from),
+      Names({Position::kNone, Position::kSinusoidal, Position::kLearned}));
+}
+
+Status ReadEnum(const char* field, schema::NormPlacement from,
+                NormPlacement* to) {
+  switch (from) {
+    case schema::NormPlacement::Post:
+      *to = NormPlacement::kPost;
+      return Status::Ok();
+    case schema::NormPlacement::Pre:
+      *to = NormPlacement::kPre;
+      return Status::Ok();
+  }
+  return UnknownEnum(field, static_cast<int>(from),
+                     Names({NormPlacement::kPost, NormPlacement::kPre}));
+}
+
+// The schema's AttentionKind is ModelConfig::causal.
+Status ReadEnum(const char* field, schema::AttentionKind from, bool* causal) {
+  switch (from) {
+    case schema::AttentionKind::Causal:
+      *causal = true;
+      return Status::Ok();
+    case schema::AttentionKind::Bidirectional:
+      *causal = false;
+      return Status::Ok();
+  }
+  return UnknownEnum(field, static_cast<int>(from), "causal, bidirectional");
+}
+
+Status ReadEnum(const char* field, schema::FeatureMap from, FeatureMap* to) {
+  switch (from) {
+    case schema::FeatureMap::EluPlusOne:
+      *to = FeatureMap::kEluPlusOne;
+      return Status::Ok();
+    case schema::FeatureMap::Relu:
+      *to = FeatureMap::kRelu;
+      return Status::Ok();
+    case schema::FeatureMap::FavorPlus:
+      *to = FeatureMap::kFavorPlus;
+      return Status::Ok();
+  }
+  return UnknownEnum(field, static_cast<int>(from),
+                     Names({FeatureMap::kEluPlusOne, FeatureMap::kRelu,
+                            FeatureMap::kFavorPlus}));
+}
+
+Status ReadEnum(const char* field, schema::OutputDistribution from,
+                OutputDistribution* to) {
+  switch (from) {
+    case schema::OutputDistribution::None:
+      *to = OutputDistribution::kNone;
+      return Status::Ok();
+    case schema::OutputDistribution::LogisticMixture:
+      *to = OutputDistribution::kLogisticMixture;
+      return Status::Ok();
+  }
+  return UnknownEnum(
+      field, static_cast<int>(from),
+      Names({OutputDistribution::kNone, OutputDistribution::kLogisticMixture}));
 }
 
 // The tensors a configuration implies, with their shapes: the one place
@@ -67,7 +183,7 @@ std::map<std::string, std::vector<int64_t>> ExpectedTensors(
   } else if (c.input_projection) {
     linear("input_projection", d, int64_t{c.input_dim} * c.stack_window);
   }
-  if (c.position == "learned") {
+  if (c.position == Position::kLearned) {
     expected["position_embedding.weight"] = {c.max_positions, d};
   }
   for (uint32_t l = 0; l < c.num_layers; ++l) {
@@ -76,7 +192,7 @@ std::map<std::string, std::vector<int64_t>> ExpectedTensors(
     linear(p + "attention.key_projection", hk, d);
     linear(p + "attention.value_projection", hv, d);
     linear(p + "attention.out_projection", d, hv);
-    if (c.feature_map == "favor+") {
+    if (c.feature_map == FeatureMap::kFavorPlus) {
       expected[p + "attention.feature_map.omega"] = {c.d_key,
                                                      c.feature_dim / 2};
     }
@@ -120,6 +236,72 @@ std::vector<float> ToFloat(const TensorView& t) {
 }
 
 }  // namespace
+
+const char* Name(InputKind kind) {
+  switch (kind) {
+    case InputKind::kTokens:
+      return "tokens";
+    case InputKind::kFrames:
+      return "frames";
+  }
+  return "?";
+}
+
+const char* Name(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return "none";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGelu:
+      return "gelu";
+  }
+  return "?";
+}
+
+const char* Name(Position position) {
+  switch (position) {
+    case Position::kNone:
+      return "none";
+    case Position::kSinusoidal:
+      return "sinusoidal";
+    case Position::kLearned:
+      return "learned";
+  }
+  return "?";
+}
+
+const char* Name(NormPlacement placement) {
+  switch (placement) {
+    case NormPlacement::kPost:
+      return "post";
+    case NormPlacement::kPre:
+      return "pre";
+  }
+  return "?";
+}
+
+const char* Name(FeatureMap map) {
+  switch (map) {
+    case FeatureMap::kEluPlusOne:
+      return "elu+1";
+    case FeatureMap::kRelu:
+      return "relu";
+    case FeatureMap::kFavorPlus:
+      return "favor+";
+  }
+  return "?";
+}
+
+const char* Name(OutputDistribution distribution) {
+  switch (distribution) {
+    case OutputDistribution::kNone:
+      return "none";
+    case OutputDistribution::kLogisticMixture:
+      return "logistic-mixture";
+  }
+  return "?";
+}
 
 void WidenToFloat(const TensorView& t, float* out) {
   if (t.dtype == schema::DType::F16) {
@@ -196,33 +378,25 @@ Status Model::Impl::Init(const void* data, size_t size,
 Status Model::Impl::ReadConfig() {
   const schema::Model& m = *flat;
   ModelConfig& c = config;
-  auto in_range = [](auto value, auto max) {
-    return static_cast<int>(value) >= 0 &&
-           static_cast<int>(value) <= static_cast<int>(max);
-  };
-  if (!in_range(m.input_kind(), schema::InputKind::MAX) ||
-      !in_range(m.position(), schema::Position::MAX) ||
-      !in_range(m.activation(), schema::Activation::MAX) ||
-      !in_range(m.input_activation(), schema::Activation::MAX) ||
-      !in_range(m.norm_placement(), schema::NormPlacement::MAX) ||
-      !in_range(m.attention(), schema::AttentionKind::MAX) ||
-      !in_range(m.feature_map(), schema::FeatureMap::MAX) ||
-      !in_range(m.output_distribution(), schema::OutputDistribution::MAX)) {
-    return Invalid("model has an enum value this runtime does not know");
+  // The enums once, each by a switch; past here no name is compared.
+  for (Status status :
+       {ReadEnum("input_kind", m.input_kind(), &c.input_kind),
+        ReadEnum("input_activation", m.input_activation(), &c.input_activation),
+        ReadEnum("position", m.position(), &c.position),
+        ReadEnum("activation", m.activation(), &c.activation),
+        ReadEnum("norm_placement", m.norm_placement(), &c.norm_placement),
+        ReadEnum("attention", m.attention(), &c.causal),
+        ReadEnum("feature_map", m.feature_map(), &c.feature_map),
+        ReadEnum("output_distribution", m.output_distribution(),
+                 &c.output_distribution)}) {
+    if (!status.ok()) return status;
   }
-  c.input_kind = m.input_kind() == schema::InputKind::Tokens
-                     ? InputKind::kTokens
-                     : InputKind::kFrames;
   c.vocab_size = m.vocab_size();
   c.embedding_scale = m.embedding_scale();
   c.input_dim = m.input_dim();
   c.stack_window = m.stack_window();
   c.stack_hop = m.stack_hop();
   c.input_projection = m.input_projection();
-  c.input_activation = ActivationName(m.input_activation());
-  c.position = m.position() == schema::Position::Sinusoidal ? "sinusoidal"
-               : m.position() == schema::Position::Learned  ? "learned"
-                                                            : "none";
   c.max_positions = m.max_positions();
   c.d_model = m.d_model();
   c.num_layers = m.num_layers();
@@ -230,14 +404,7 @@ Status Model::Impl::ReadConfig() {
   c.d_key = m.d_key();
   c.d_value = m.d_value();
   c.d_ff = m.d_ff();
-  c.activation = ActivationName(m.activation());
-  c.norm_placement =
-      m.norm_placement() == schema::NormPlacement::Pre ? "pre" : "post";
   c.norm_eps = m.norm_eps();
-  c.causal = m.attention() == schema::AttentionKind::Causal;
-  c.feature_map = m.feature_map() == schema::FeatureMap::Relu        ? "relu"
-                  : m.feature_map() == schema::FeatureMap::FavorPlus ? "favor+"
-                                                                     : "elu+1";
   c.feature_dim = m.feature_dim();
   c.attention_eps = m.attention_eps();
   c.favor_softmax_temp = m.favor_softmax_temp();
@@ -249,10 +416,6 @@ Status Model::Impl::ReadConfig() {
     for (const auto* label : *m.labels()) c.labels.push_back(label->str());
   }
   c.position_concat_dim = m.position_concat_dim();
-  c.output_distribution =
-      m.output_distribution() == schema::OutputDistribution::LogisticMixture
-          ? "logistic-mixture"
-          : "none";
   c.output_levels = m.output_levels();
 
   auto positive = [&](const char* name, uint32_t value,
@@ -299,14 +462,14 @@ Status Model::Impl::ReadConfig() {
           ") must equal d_model (" + std::to_string(c.d_model) + ")");
     }
   }
-  if (c.position == "learned") {
+  if (c.position == Position::kLearned) {
     Status status = positive("max_positions", c.max_positions, kMaxVocab);
     if (!status.ok()) return status;
   }
-  if (c.activation == "none") {
+  if (c.activation == Activation::kNone) {
     return Invalid("model feed-forward activation must be relu or gelu");
   }
-  if (c.feature_map == "favor+") {
+  if (c.feature_map == FeatureMap::kFavorPlus) {
     if (c.feature_dim % 2 != 0) {
       return Invalid("favor+ feature_dim must be even, got " +
                      std::to_string(c.feature_dim));
@@ -315,7 +478,8 @@ Status Model::Impl::ReadConfig() {
       return Invalid("favor+ softmax temperature must be positive");
     }
   } else if (c.feature_dim != c.d_key) {
-    return Invalid(c.feature_map + " feature map needs feature_dim (" +
+    return Invalid(std::string(Name(c.feature_map)) +
+                   " feature map needs feature_dim (" +
                    std::to_string(c.feature_dim) + ") == d_key (" +
                    std::to_string(c.d_key) + ")");
   }
@@ -329,15 +493,15 @@ Status Model::Impl::ReadConfig() {
   if (c.conv_kernel > kMaxWindow || c.output_dim > kMaxVocab) {
     return Invalid("model conv_kernel or output_dim is implausibly large");
   }
-  if (c.position_concat_dim > 0 &&
-      (c.input_kind != InputKind::kTokens || c.position != "sinusoidal" ||
-       c.position_concat_dim >= c.d_model)) {
+  if (c.position_concat_dim > 0 && (c.input_kind != InputKind::kTokens ||
+                                    c.position != Position::kSinusoidal ||
+                                    c.position_concat_dim >= c.d_model)) {
     return Invalid(
         "model position_concat_dim = " + std::to_string(c.position_concat_dim) +
         " needs token input, sinusoidal position and a value below d_model (" +
         std::to_string(c.d_model) + ")");
   }
-  if (c.output_distribution == "logistic-mixture") {
+  if (c.output_distribution == OutputDistribution::kLogisticMixture) {
     if (c.output_dim == 0 || c.output_dim % 3 != 0) {
       return Invalid(
           "model logistic-mixture output needs output_dim = 3 x "
@@ -534,23 +698,25 @@ Status Model::Impl::PrepareWeights() {
            : w.dtype == schema::DType::I8 ? DenseLayer::Storage::kI8
                                           : DenseLayer::Storage::kF32;
   };
-  auto dense = [&](const std::string& name, float output_min,
+  // A relu after a dense layer is fused into it as its output clamp at 0.
+  const float kNoMin = -std::numeric_limits<float>::infinity();
+  auto clamp_for = [&](Activation fused) {
+    return fused == Activation::kRelu ? 0.0f : kNoMin;
+  };
+  auto dense = [&](const std::string& name, Activation fused,
                    std::unique_ptr<DenseLayer>* layer) {
     const TensorView& w = tensors.at(name + ".weight");
     *layer = std::make_unique<DenseLayer>();
     return (*layer)->Init(w.shape[1], w.shape[0], storage(w), w.data, w.scale,
-                          f32(name + ".bias"), output_min);
+                          f32(name + ".bias"), clamp_for(fused));
   };
-  const float kNoMin = -std::numeric_limits<float>::infinity();
   Status status;
   if (c.input_kind == InputKind::kTokens) {
     token_embedding = tensors.at("token_embedding.weight");
   } else if (c.input_projection) {
-    status = dense("input_projection",
-                   config.input_activation == "relu" ? 0.0f : kNoMin,
-                   &input_projection);
+    status = dense("input_projection", c.input_activation, &input_projection);
   }
-  if (c.position == "learned") {
+  if (c.position == Position::kLearned) {
     position_embedding = tensors.at("position_embedding.weight");
   }
   layers.resize(c.num_layers);
@@ -594,13 +760,10 @@ Status Model::Impl::PrepareWeights() {
                          qkv_scale.empty() ? nullptr : qkv_scale.data(),
                          qkv_bias.data());
     if (status.ok())
-      status = dense(p + "attention.out_projection", kNoMin, &w.out);
-    // relu after linear1 is fused into its output clamp.
-    if (status.ok()) {
-      status = dense(p + "linear1", c.activation == "relu" ? 0.0f : kNoMin,
-                     &w.linear1);
-    }
-    if (status.ok()) status = dense(p + "linear2", kNoMin, &w.linear2);
+      status = dense(p + "attention.out_projection", Activation::kNone, &w.out);
+    if (status.ok()) status = dense(p + "linear1", c.activation, &w.linear1);
+    if (status.ok())
+      status = dense(p + "linear2", Activation::kNone, &w.linear2);
     w.norm1_weight = f32(p + "norm1.weight");
     w.norm1_bias = f32(p + "norm1.bias");
     w.norm2_weight = f32(p + "norm2.weight");
@@ -609,14 +772,15 @@ Status Model::Impl::PrepareWeights() {
       w.conv_weight = f32(p + "conv.weight");
       w.conv_bias = f32(p + "conv.bias");
     }
-    if (c.feature_map == "favor+")
+    if (c.feature_map == FeatureMap::kFavorPlus)
       w.omega = f32(p + "attention.feature_map.omega");
   }
   if (status.ok() && c.final_norm) {
     final_norm_weight = f32("norm.weight");
     final_norm_bias = f32("norm.bias");
   }
-  if (status.ok() && c.output_dim > 0) status = dense("head", kNoMin, &head);
+  if (status.ok() && c.output_dim > 0)
+    status = dense("head", Activation::kNone, &head);
   output_size = c.output_dim > 0 ? c.output_dim : c.d_model;
   return status;
 }
@@ -640,7 +804,7 @@ void Model::Impl::PlanState() {
                             ? size_t{c.stack_window} * c.input_dim
                             : 0);
   state.total = next;
-  if (c.position == "sinusoidal") {
+  if (c.position == Position::kSinusoidal) {
     const uint32_t width =
         c.position_concat_dim > 0 ? c.position_concat_dim : c.d_model;
     for (uint32_t i = 0; 2 * i < width; ++i) {
@@ -689,6 +853,8 @@ void Model::Impl::ComputeIdentity() {
     add(static_cast<uint64_t>(value.size()));
     XXH64_update(h, value.data(), value.size());
   };
+  // Enums by their names, as the identity has always hashed them, so that
+  // snapshots of older builds still restore.
   add(static_cast<uint32_t>(c.input_kind));
   for (uint32_t v :
        {c.vocab_size, c.input_dim, c.stack_window, c.stack_hop, c.max_positions,
@@ -704,17 +870,19 @@ void Model::Impl::ComputeIdentity() {
        {c.input_projection, c.causal, c.favor_stabilize, c.final_norm}) {
     add(static_cast<uint8_t>(v));
   }
-  for (const std::string* v : {&c.input_activation, &c.position, &c.activation,
-                               &c.norm_placement, &c.feature_map}) {
-    add_string(*v);
+  for (const char* name :
+       {Name(c.input_activation), Name(c.position), Name(c.activation),
+        Name(c.norm_placement), Name(c.feature_map)}) {
+    add_string(name);
   }
   add(static_cast<uint64_t>(c.labels.size()));
   for (const std::string& label : c.labels) add_string(label);
   // Schema 1.1 fields only where set, so that a 1.0 model keeps its identity
   // and its snapshots still restore.
-  if (c.position_concat_dim > 0 || c.output_distribution != "none") {
+  if (c.position_concat_dim > 0 ||
+      c.output_distribution != OutputDistribution::kNone) {
     for (uint32_t v : {c.position_concat_dim, c.output_levels}) add(v);
-    add_string(c.output_distribution);
+    add_string(Name(c.output_distribution));
   }
   identity = XXH64_digest(h);
   XXH64_freeState(h);

@@ -34,12 +34,23 @@ struct TensorView {
 // scale.
 void WidenToFloat(const TensorView& t, float* out);
 
+// One encoder layer's weights, as Engine::Forward runs them. Two fusions are
+// made at load (Model::Impl::PrepareWeights); with them, the engine's calls
+// are everything a layer computes:
+// - the query, key and value projections of the file are one dense layer,
+//   qkv, so a row of x is read once for all three;
+// - a relu feed-forward activation is linear1's output clamp at 0 (a gelu
+//   is a pass of its own after linear1).
 struct LayerWeights {
-  std::unique_ptr<DenseLayer> qkv;  // [H*(2 d_key + d_value)] <- [d_model]
-  std::unique_ptr<DenseLayer> out;  // [d_model] <- [H*d_value]
+  // q, k, v stacked: [H*(2 d_key + d_value)] <- [d_model], each output row
+  // [queries H*d_key | keys H*d_key | values H*d_value]. In the file's
+  // dtype when the three share it, else widened to f32. No activation.
+  std::unique_ptr<DenseLayer> qkv;
+  std::unique_ptr<DenseLayer> out;  // [d_model] <- [H*d_value], no activation
+  // [d_ff] <- [d_model]; runs the relu when the activation is relu.
   std::unique_ptr<DenseLayer> linear1;
-  std::unique_ptr<DenseLayer> linear2;
-  const float* norm1_weight;  // [d_model], and the three below
+  std::unique_ptr<DenseLayer> linear2;  // [d_model] <- [d_ff], no activation
+  const float* norm1_weight;            // [d_model], and the three below
   const float* norm1_bias;
   const float* norm2_weight;
   const float* norm2_bias;
@@ -103,10 +114,12 @@ class Model::Impl {
   std::vector<LayerWeights> layers;
   TensorView token_embedding;     // [vocab][d_model - position_concat_dim]
   TensorView position_embedding;  // [max_positions][d_model]
+  // Frames: [d_model] <- [stack_window * input_dim]; runs the relu when
+  // input_activation is relu (a gelu is a pass of its own).
   std::unique_ptr<DenseLayer> input_projection;
   const float* final_norm_weight = nullptr;
   const float* final_norm_bias = nullptr;
-  std::unique_ptr<DenseLayer> head;
+  std::unique_ptr<DenseLayer> head;  // [output_dim] <- [d_model]
 
   // Sinusoidal position: 10000^(2i / width), [width / 2] doubles; width is
   // position_concat_dim when set, else d_model.

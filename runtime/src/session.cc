@@ -127,7 +127,8 @@ Status CheckFrames(const ModelConfig& c, const float* frames, size_t count) {
 
 // Positions [first, first + steps) must exist for a learned position table.
 Status CheckPositions(const ModelConfig& c, uint64_t first, size_t steps) {
-  if (c.position == "learned" && steps > 0 && first + steps > c.max_positions) {
+  if (c.position == Position::kLearned && steps > 0 &&
+      first + steps > c.max_positions) {
     return Status(
         StatusCode::kOutOfRange,
         "step " + std::to_string(std::max(first, uint64_t{c.max_positions})) +

@@ -45,7 +45,7 @@ class Random {
 
 void ReadEverything(const Model& model) {
   const ModelConfig& c = model.config();
-  volatile size_t sink = c.labels.size() + c.activation.size() +
+  volatile size_t sink = c.labels.size() + std::strlen(Name(c.activation)) +
                          model.output_size() + model.frame_size() +
                          model.parameter_count() + model.weight_bytes() +
                          model.snapshot_bytes() + model.identity();

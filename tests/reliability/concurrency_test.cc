@@ -97,7 +97,7 @@ std::unique_ptr<Model> LoadModel(const std::string& path) {
 int StepsFor(const Model& model, int wanted = 200) {
   const ModelConfig& c = model.config();
   int steps = c.d_model > 16 ? std::min(wanted, 60) : wanted;
-  if (c.position == "learned")
+  if (c.position == Position::kLearned)
     steps = std::min<int>(steps, static_cast<int>(c.max_positions));
   return steps;
 }

@@ -150,14 +150,86 @@ TEST(BadModel, NewerSchemaMinorIsRead) {
   EXPECT_TRUE(LoadBytes(bytes).ok());
 }
 
+// A value the runtime's enums do not mirror (a newer schema's, or a damaged
+// byte) is refused, naming the field and the values known, never read as a
+// default.
 TEST(BadModel, EnumValueFromTheFuture) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   ASSERT_TRUE(schema::GetMutableModel(bytes.data())
                   ->mutate_feature_map(static_cast<schema::FeatureMap>(9)));
   Status status = LoadBytes(bytes);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_THAT(status.message(),
-              HasSubstr("an enum value this runtime does not know"));
+              HasSubstr("config.feature_map: enum value 9 is unknown to this "
+                        "runtime (it knows elu+1, relu, favor+)"));
+}
+
+// Every enum field of the configuration, each set to a value past its enum
+// in a file whose field is stored (a default value is not written, so each
+// mutation needs a model that sets it).
+TEST(BadModel, EveryEnumFieldRefusesAnUnknownValue) {
+  struct Case {
+    const char* model;
+    const char* field;
+    bool (*mutate)(schema::Model*);
+    const char* known;
+  };
+  const Case cases[] = {
+      {"frames", "input_kind",
+       [](schema::Model* m) {
+         return m->mutate_input_kind(static_cast<schema::InputKind>(2));
+       },
+       "tokens, frames"},
+      {"speech", "input_activation",
+       [](schema::Model* m) {
+         return m->mutate_input_activation(static_cast<schema::Activation>(3));
+       },
+       "none, relu, gelu"},
+      {"learned", "position",
+       [](schema::Model* m) {
+         return m->mutate_position(static_cast<schema::Position>(3));
+       },
+       "none, sinusoidal, learned"},
+      {"learned", "activation",
+       [](schema::Model* m) {
+         return m->mutate_activation(static_cast<schema::Activation>(3));
+       },
+       "none, relu, gelu"},
+      {"learned", "norm_placement",
+       [](schema::Model* m) {
+         return m->mutate_norm_placement(static_cast<schema::NormPlacement>(2));
+       },
+       "post, pre"},
+      {"bidirectional", "attention",
+       [](schema::Model* m) {
+         return m->mutate_attention(static_cast<schema::AttentionKind>(2));
+       },
+       "causal, bidirectional"},
+      {"favor", "feature_map",
+       [](schema::Model* m) {
+         return m->mutate_feature_map(static_cast<schema::FeatureMap>(-1));
+       },
+       "elu+1, relu, favor+"},
+      {"concat_mixture", "output_distribution",
+       [](schema::Model* m) {
+         return m->mutate_output_distribution(
+             static_cast<schema::OutputDistribution>(2));
+       },
+       "none, logistic-mixture"},
+  };
+  for (const Case& c : cases) {
+    AlignedBytes bytes(GoldenModelPath(c.model));
+    ASSERT_TRUE(c.mutate(schema::GetMutableModel(bytes.data())))
+        << c.model << " does not store " << c.field;
+    Status status = LoadBytes(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kUnsupported) << c.field;
+    EXPECT_THAT(status.message(),
+                HasSubstr(std::string("config.") + c.field + ": enum value "))
+        << c.field;
+    EXPECT_THAT(status.message(),
+                HasSubstr(std::string("(it knows ") + c.known + ")"))
+        << c.field;
+  }
 }
 
 TEST(BadModel, TensorDtypeFromTheFuture) {
@@ -235,8 +307,10 @@ TEST(BadModel, OutputDistributionFromTheFuture) {
                   ->mutate_output_distribution(
                       static_cast<schema::OutputDistribution>(7)));
   Status status = LoadBytes(bytes);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
-  EXPECT_THAT(status.message(), HasSubstr("enum value this runtime"));
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(status.message(),
+              HasSubstr("config.output_distribution: enum value 7 is unknown "
+                        "to this runtime (it knows none, logistic-mixture)"));
 }
 
 // The file's tensor `name`, for editing in place; nullptr if it has none.

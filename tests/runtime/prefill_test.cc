@@ -23,7 +23,7 @@ TEST_P(PrefillTest, ThenStepsEqualsSteppingAllTheWay) {
   std::unique_ptr<Model> model = LoadGolden(name);
   ASSERT_TRUE(model);
   size_t n = prefix;
-  if (model->config().position == "learned") {
+  if (model->config().position == Position::kLearned) {
     n = std::min(n, model->config().max_positions - kStepsAfter);
   }
   const Inputs inputs(*model, n + kStepsAfter);

@@ -5,7 +5,8 @@
 // A worked example: the level probabilities of an image model's next pixel.
 //
 //   const tarn::ModelConfig& c = model->config();
-//   // c.output_distribution == "logistic-mixture": outputs are 3 x mixtures
+//   // c.output_distribution == tarn::OutputDistribution::kLogisticMixture:
+//   // outputs are 3 x mixtures
 //   std::vector<float> outputs(model->output_size()), log_p(c.output_levels);
 //   session->StepToken(pixel, outputs.data(), outputs.size());
 //   tarn::LogisticMixtureLogProbabilities(outputs.data(), c.output_dim / 3,

@@ -86,7 +86,30 @@ class Status {
   std::string message_;
 };
 
+// The schema's enums (schema/tarn.fbs), read once when a model loads: past
+// loading nothing compares names. A file holding a value this runtime does
+// not know fails to load. Name() gives the name printed for a value (`tarn
+// info`, JSON), "?" for a value outside the enum.
 enum class InputKind { kTokens, kFrames };
+// gelu is the exact (erf) form. A relu after a dense layer runs as that
+// layer's output clamp (see runtime/src/model.h, LayerWeights).
+enum class Activation { kNone, kRelu, kGelu };
+enum class Position { kNone, kSinusoidal, kLearned };
+enum class NormPlacement { kPost, kPre };
+enum class FeatureMap { kEluPlusOne, kRelu, kFavorPlus };
+// kLogisticMixture: 3M outputs parameterise a discretised mixture of
+// logistics over output_levels levels (schema/tarn.fbs,
+// tarn/distribution.hpp).
+enum class OutputDistribution { kNone, kLogisticMixture };
+
+// Names: tokens, frames; none, relu, gelu; none, sinusoidal, learned; post,
+// pre; elu+1, relu, favor+; none, logistic-mixture.
+const char* Name(InputKind kind);
+const char* Name(Activation activation);
+const char* Name(Position position);
+const char* Name(NormPlacement placement);
+const char* Name(FeatureMap map);
+const char* Name(OutputDistribution distribution);
 
 // The architecture of a loaded model, as stored in its file.
 struct ModelConfig {
@@ -97,8 +120,8 @@ struct ModelConfig {
   uint32_t stack_window = 1;
   uint32_t stack_hop = 1;
   bool input_projection = false;
-  std::string input_activation;  // "none", "relu", "gelu"
-  std::string position;          // "none", "sinusoidal", "learned"
+  Activation input_activation = Activation::kNone;  // frames
+  Position position = Position::kNone;
   uint32_t max_positions = 0;
   uint32_t d_model = 0;
   uint32_t num_layers = 0;
@@ -106,11 +129,11 @@ struct ModelConfig {
   uint32_t d_key = 0;
   uint32_t d_value = 0;
   uint32_t d_ff = 0;
-  std::string activation;      // "relu", "gelu"
-  std::string norm_placement;  // "post", "pre"
+  Activation activation = Activation::kRelu;  // feed-forward: relu or gelu
+  NormPlacement norm_placement = NormPlacement::kPost;
   float norm_eps = 1e-5f;
   bool causal = true;
-  std::string feature_map;  // "elu+1", "relu", "favor+"
+  FeatureMap feature_map = FeatureMap::kEluPlusOne;
   uint32_t feature_dim = 0;
   float attention_eps = 1e-6f;
   float favor_softmax_temp = 0;
@@ -122,10 +145,8 @@ struct ModelConfig {
   // >0: a token's input is [embedding (d_model - this), sinusoidal position
   // (this wide)], concatenated instead of added.
   uint32_t position_concat_dim = 0;
-  // What the outputs parameterise: "none", or "logistic-mixture" (3M outputs:
-  // a discretised mixture of logistics over output_levels levels, see
-  // schema/tarn.fbs and tarn/distribution.hpp).
-  std::string output_distribution;
+  // What the outputs parameterise.
+  OutputDistribution output_distribution = OutputDistribution::kNone;
   uint32_t output_levels = 0;
 };
 
