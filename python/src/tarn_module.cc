@@ -372,7 +372,8 @@ class PyBatch {
    public:
     explicit Locks(const std::vector<PySession*>& sessions) {
       for (PySession* s : sessions) {
-        if (s == nullptr) Fail(tarn::StatusCode::kInvalidArgument, "None");
+        if (s == nullptr)
+          Fail(tarn::StatusCode::kInvalidArgument, "a session is None");
         bool seen = false;
         for (const auto& held : held_) seen |= held.mutex() == &s->busy();
         if (seen) continue;  // the runtime names the duplicate

@@ -213,17 +213,10 @@ class Session:
     def __init__(self, model: Model, num_threads: int = 1, max_prefill_chunk: int = 64):
         self._model = model
         self._native = _call(_tarn.Session, model._native, num_threads, max_prefill_chunk)
+        # Kept: a session outlives its model's close().
+        self._config = model.config
         self._output_size = model.output_size
         self._frame_size = model.frame_size
-
-    @classmethod
-    def _wrap(cls, model: Model, native) -> "Session":
-        session = cls.__new__(cls)
-        session._model = model
-        session._native = native
-        session._output_size = model._native.output_size()
-        session._frame_size = model._native.frame_size()
-        return session
 
     @property
     def model(self) -> Model:
@@ -258,7 +251,7 @@ class Session:
         if stepped one by one, in chunks: the state afterwards and the
         outputs are bit for bit those of stepping. Returns the outputs
         [steps, output_size] when `outputs`, else None (the cheapest)."""
-        if self._model.config.input_kind == "tokens":
+        if self._config.input_kind == "tokens":
             tokens = _array(inputs, np.int32, "prefill", 1)
             out = np.empty((len(tokens), self._output_size), np.float32) if outputs else None
             _call(self._native.prefill_tokens, tokens, out)
@@ -273,13 +266,13 @@ class Session:
     def encode(self, inputs) -> np.ndarray:
         """A bidirectional model's outputs [steps, output_size] for a whole
         sequence of tokens [T] or frames [T, frame_size]."""
-        if self._model.config.input_kind == "tokens":
+        if self._config.input_kind == "tokens":
             tokens = _array(inputs, np.int32, "encode", 1)
             out = np.empty((len(tokens), self._output_size), np.float32)
             _call(self._native.encode_tokens, tokens, out)
             return out
         frames = self._frames(inputs, "encode")
-        c = self._model.config
+        c = self._config
         steps = 0 if len(frames) < c.stack_window else (len(frames) - c.stack_window) // c.stack_hop + 1
         out = np.empty((steps, self._output_size), np.float32)
         steps = _call(self._native.encode_frames, frames, len(frames), out)
@@ -310,7 +303,10 @@ class Session:
 
     def clone(self) -> "Session":
         """A new session in this one's state."""
-        return Session._wrap(self._model, self._native.clone())
+        clone = Session.__new__(Session)
+        clone.__dict__.update(self.__dict__)
+        clone._native = self._native.clone()
+        return clone
 
     def attention_state(self, layer: int) -> Tuple[np.ndarray, np.ndarray]:
         """Copies of one layer's attention state: S [heads, C, d_value] and

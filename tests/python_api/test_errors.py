@@ -90,6 +90,8 @@ def test_closed_model(token_model):
         with pytest.raises(tarn.InvalidArgumentError, match="closed"):
             use()
     session.step_token(1)  # sessions made before keep their model
+    session.prefill([1, 2])
+    assert session.clone().position == 3
 
 
 def test_damaged_files(tmp_path, models):
