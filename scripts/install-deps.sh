@@ -10,7 +10,7 @@ packages=(
   libxxhash-dev python3-xxhash
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-pytest libopenblas0-openmp
-  python3-matplotlib
+  python3-matplotlib python3-venv python3-dev
   libcli11-dev nlohmann-json3-dev
   g++-aarch64-linux-gnu qemu-user
   espeak-ng sox flite libsndfile1-dev libkissfft-dev
