@@ -29,7 +29,9 @@ def main(argv=None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python3 -m converter", description="tarn's model converter")
+    # Installed as tarn.converter (the package `tarn`), it runs as tarn-convert.
+    prog = "python3 -m converter" if __package__ == "converter" else "tarn-convert"
+    parser = argparse.ArgumentParser(prog=prog, description="tarn's model converter")
     commands = parser.add_subparsers(dest="command", required=True)
 
     convert = commands.add_parser("convert", help="convert a checkpoint to a .tarn file")

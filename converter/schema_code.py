@@ -6,6 +6,8 @@ the code comes from:
     `flatc --python --gen-onefile -o DIR schema/tarn.fbs` (giving
     DIR/tarn_generated.py) or with plain `flatc --python` (giving the package
     DIR/tarn/schema/). It is used as is.
+  - otherwise _bundled/tarn_generated.py beside this file, when present: the
+    installed package (tarn.converter) ships it, made by its build;
   - otherwise converter/_generated/<schema hash>/, made here by running flatc
     ($TARN_FLATC, else `flatc` on PATH) when the schema's content changes.
 
@@ -29,6 +31,7 @@ from .errors import ConversionError
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "tarn.fbs"
 CACHE_DIR = Path(__file__).resolve().parent / "_generated"
 ONEFILE_NAME = "tarn_generated.py"
+BUNDLED_DIR = Path(__file__).resolve().parent / "_bundled"
 
 _schema = None
 
@@ -37,7 +40,12 @@ def schema() -> types.SimpleNamespace:
     global _schema
     if _schema is None:
         out = os.environ.get("TARN_FLATC_PYTHON_OUT")
-        _schema = _load(Path(out)) if out else _load(_generate())
+        if out:
+            _schema = _load(Path(out))
+        elif (BUNDLED_DIR / ONEFILE_NAME).is_file():
+            _schema = _load(BUNDLED_DIR)
+        else:
+            _schema = _load(_generate())
     return _schema
 
 

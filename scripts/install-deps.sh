@@ -21,7 +21,7 @@ test_packages=(
   libxnnpack-dev python3-flatbuffers python3-xxhash
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-pytest libopenblas0-openmp
-  python3-matplotlib python3-venv
+  python3-matplotlib python3-venv python3-dev
   g++-aarch64-linux-gnu qemu-user
   espeak-ng sox flite dataset-fashion-mnist
 )

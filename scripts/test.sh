@@ -5,6 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+# The Python package (issue 16): `pip install .` builds the core, speech and
+# the extension only (pyproject.toml) into the project's venv, which also
+# sees Debian's numpy, torch and pytest; ctest runs its tests
+# (pytest_python_api) from there.
+/usr/bin/python3 -m venv --system-site-packages .venv
+CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) .venv/bin/pip install --quiet .
 build=${TARN_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTARN_BUILD_TESTS=ON -DTARN_BUILD_BENCH=ON
 cmake --build "$build" -j"$(nproc)"
@@ -47,9 +53,11 @@ if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
   # - goldens_kernels_* rerun the model goldens with each kernel variant
   #   forced (minutes each under ASan): here every variant this CPU has runs
   #   under the sanitizers in tarn_kernels_test (sizes around each tile),
-  #   and the model goldens once, in pytest, with the variant it picks.
+  #   and the model goldens once, in pytest, with the variant it picks;
+  # - pytest_python_api compares the package pip built with gcc above with
+  #   this build's CLI, another compiler's.
   ctest --test-dir "$asan" -j"$(nproc)" --output-on-failure -FS goldens \
-    -E '^(install_and_consume|speech_long_stream|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
+    -E '^(install_and_consume|speech_long_stream|pytest_python_api|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
   tsan=${TARN_TSAN_BUILD_DIR:-$build-tsan}
   CC=clang CXX=clang++ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTARN_SANITIZE=thread -DTARN_BUILD_BENCH=OFF

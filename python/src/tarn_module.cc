@@ -1,0 +1,603 @@
+// tarn._tarn: the nanobind extension behind the Python package `tarn`.
+//
+// Thin on purpose: each method checks what Python alone knows (a closed
+// model, a session busy in another thread), releases the GIL, calls the C++
+// API (tarn/tarn.hpp, tarn/recognizer.hpp) and turns a failed Status into the
+// tarn.Error subclass for its code, carrying the runtime's message. Arrays
+// arrive as float32/int32/int16 C-contiguous numpy arrays (the Python layer,
+// python/tarn/_api.py, checks dtypes and shapes and allocates the outputs),
+// so nothing is copied on the way in or out.
+//
+// ModelConfig's fields are read in one place, ConfigDict() below.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tarn/recognizer.hpp"
+#include "tarn/tarn.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// A failed Status on its way to Python.
+struct StatusError {
+  tarn::Status status;
+};
+
+void Check(const tarn::Status& status) {
+  if (!status.ok()) throw StatusError{status};
+}
+
+[[noreturn]] void Fail(tarn::StatusCode code, std::string message) {
+  throw StatusError{tarn::Status(code, std::move(message))};
+}
+
+// The Python exception classes (tarn/_errors.py), by status code.
+nb::object ErrorClass(tarn::StatusCode code) {
+  nb::module_ errors = nb::module_::import_("tarn._errors");
+  return errors.attr("error_for_code")(static_cast<int>(code));
+}
+
+template <typename T>
+using Array = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
+
+// Everything the runtime's ModelConfig holds, with the enumerations by name.
+nb::dict ConfigDict(const tarn::ModelConfig& c) {
+  nb::dict d;
+  d["input_kind"] =
+      c.input_kind == tarn::InputKind::kTokens ? "tokens" : "frames";
+  d["vocab_size"] = c.vocab_size;
+  d["embedding_scale"] = c.embedding_scale;
+  d["input_dim"] = c.input_dim;
+  d["stack_window"] = c.stack_window;
+  d["stack_hop"] = c.stack_hop;
+  d["input_projection"] = c.input_projection;
+  d["input_activation"] = c.input_activation;
+  d["position"] = c.position;
+  d["max_positions"] = c.max_positions;
+  d["d_model"] = c.d_model;
+  d["num_layers"] = c.num_layers;
+  d["num_heads"] = c.num_heads;
+  d["d_key"] = c.d_key;
+  d["d_value"] = c.d_value;
+  d["d_ff"] = c.d_ff;
+  d["activation"] = c.activation;
+  d["norm_placement"] = c.norm_placement;
+  d["norm_eps"] = c.norm_eps;
+  d["causal"] = c.causal;
+  d["feature_map"] = c.feature_map;
+  d["feature_dim"] = c.feature_dim;
+  d["attention_eps"] = c.attention_eps;
+  d["favor_softmax_temp"] = c.favor_softmax_temp;
+  d["favor_stabilize"] = c.favor_stabilize;
+  d["conv_kernel"] = c.conv_kernel;
+  d["final_norm"] = c.final_norm;
+  d["output_dim"] = c.output_dim;
+  d["labels"] = c.labels;
+  d["position_concat_dim"] = c.position_concat_dim;
+  d["output_distribution"] = c.output_distribution;
+  d["output_levels"] = c.output_levels;
+  return d;
+}
+
+// A loaded model, shared by the sessions, batches and recognizers made from
+// it: closing it drops this handle, and the model is unmapped when the last
+// of them is gone.
+class PyModel {
+ public:
+  explicit PyModel(const std::string& path) {
+    std::unique_ptr<tarn::Model> model;
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = tarn::Model::Load(path, &model);
+    }
+    Check(status);
+    model_ = std::move(model);
+    path_ = path;
+  }
+
+  std::shared_ptr<const tarn::Model> Get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!model_) {
+      Fail(tarn::StatusCode::kInvalidArgument,
+           "the model " + path_ + " is closed");
+    }
+    return model_;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    model_.reset();
+  }
+  bool closed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !model_;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const tarn::Model> model_;
+  std::string path_;
+};
+
+// Holds an object's lock for one call: two threads using one session or
+// recognizer at once get an error instead of a data race.
+class Exclusive {
+ public:
+  Exclusive(std::mutex& busy, const char* what)
+      : lock_(busy, std::try_to_lock) {
+    if (!lock_.owns_lock()) {
+      Fail(tarn::StatusCode::kInvalidArgument,
+           std::string("the ") + what +
+               " is in use by another thread; it is used by one thread at a "
+               "time (give each thread its own)");
+    }
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
+// A session, its model kept alive, and its lock.
+class PySession {
+ public:
+  PySession(std::shared_ptr<const tarn::Model> model,
+            std::unique_ptr<tarn::Session> session)
+      : model_(std::move(model)), session_(std::move(session)) {}
+
+  PySession(const PyModel& model, int num_threads, uint32_t max_prefill_chunk)
+      : model_(model.Get()) {
+    tarn::SessionOptions options;
+    options.num_threads = num_threads;
+    options.max_prefill_chunk = max_prefill_chunk;
+    Check(tarn::Session::Create(*model_, options, &session_));
+  }
+
+  void StepToken(int32_t token, Array<float> out) {
+    Exclusive use(busy_, "session");
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = session_->StepToken(token, out.data(), out.size());
+    }
+    Check(status);
+  }
+
+  bool StepFrame(Array<const float> frame, Array<float> out) {
+    Exclusive use(busy_, "session");
+    tarn::Status status;
+    bool stepped = false;
+    {
+      nb::gil_scoped_release release;
+      status = session_->StepFrame(frame.data(), frame.size(), out.data(),
+                                   out.size(), &stepped);
+    }
+    Check(status);
+    return stepped;
+  }
+
+  void PrefillTokens(Array<const int32_t> tokens, nb::object out) {
+    Exclusive use(busy_, "session");
+    float* outputs = nullptr;
+    size_t outputs_size = 0;
+    Array<float> out_array;
+    if (!out.is_none()) {
+      out_array = nb::cast<Array<float>>(out);
+      outputs = out_array.data();
+      outputs_size = out_array.size();
+    }
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = session_->PrefillTokens(tokens.data(), tokens.size(), outputs,
+                                       outputs_size);
+    }
+    Check(status);
+  }
+
+  size_t PrefillFrames(Array<const float> frames, size_t frame_count,
+                       nb::object out) {
+    Exclusive use(busy_, "session");
+    float* outputs = nullptr;
+    size_t outputs_size = 0;
+    Array<float> out_array;
+    if (!out.is_none()) {
+      out_array = nb::cast<Array<float>>(out);
+      outputs = out_array.data();
+      outputs_size = out_array.size();
+    }
+    tarn::Status status;
+    size_t steps = 0;
+    {
+      nb::gil_scoped_release release;
+      status = session_->PrefillFrames(frames.data(), frame_count, outputs,
+                                       outputs_size, &steps);
+    }
+    Check(status);
+    return steps;
+  }
+
+  size_t StepsForFrames(size_t frame_count) const {
+    return session_->StepsForFrames(frame_count);
+  }
+
+  void EncodeTokens(Array<const int32_t> tokens, Array<float> out) {
+    Exclusive use(busy_, "session");
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = session_->EncodeTokens(tokens.data(), tokens.size(), out.data(),
+                                      out.size());
+    }
+    Check(status);
+  }
+
+  size_t EncodeFrames(Array<const float> frames, size_t frame_count,
+                      Array<float> out) {
+    Exclusive use(busy_, "session");
+    tarn::Status status;
+    size_t steps = 0;
+    {
+      nb::gil_scoped_release release;
+      status = session_->EncodeFrames(frames.data(), frame_count, out.data(),
+                                      out.size(), &steps);
+    }
+    Check(status);
+    return steps;
+  }
+
+  void Reset() {
+    Exclusive use(busy_, "session");
+    session_->Reset();
+  }
+
+  nb::bytes Snapshot() {
+    Exclusive use(busy_, "session");
+    std::string buffer(model_->snapshot_bytes(), '\0');
+    Check(session_->Snapshot(buffer.data(), buffer.size()));
+    return nb::bytes(buffer.data(), buffer.size());
+  }
+
+  void Restore(nb::bytes snapshot) {
+    Exclusive use(busy_, "session");
+    Check(session_->Restore(snapshot.c_str(), snapshot.size()));
+  }
+
+  PySession* Clone() {
+    Exclusive use(busy_, "session");
+    std::unique_ptr<tarn::Session> clone;
+    Check(session_->Clone(&clone));
+    return new PySession(model_, std::move(clone));
+  }
+
+  // Copies of one layer's S [heads][C][d_value] and z [heads][C].
+  nb::tuple AttentionState(uint32_t layer) {
+    Exclusive use(busy_, "session");
+    const float* S = nullptr;
+    const float* z = nullptr;
+    Check(session_->AttentionState(layer, &S, &z));
+    const tarn::ModelConfig& c = model_->config();
+    const size_t heads = c.num_heads, C = c.feature_dim, dv = c.d_value;
+    auto copy = [](const float* data, std::vector<size_t> shape) {
+      size_t n = 1;
+      for (size_t s : shape) n *= s;
+      float* owned = new float[n];
+      std::copy(data, data + n, owned);
+      nb::capsule owner(
+          owned, [](void* p) noexcept { delete[] static_cast<float*>(p); });
+      return nb::ndarray<nb::numpy, float>(owned, shape.size(), shape.data(),
+                                           owner);
+    };
+    return nb::make_tuple(copy(S, {heads, C, dv}), copy(z, {heads, C}));
+  }
+
+  uint64_t position() const { return session_->position(); }
+  tarn::Session* get() { return session_.get(); }
+  std::mutex& busy() { return busy_; }
+
+ private:
+  std::shared_ptr<const tarn::Model> model_;
+  std::unique_ptr<tarn::Session> session_;
+  std::mutex busy_;
+};
+
+class PyBatch {
+ public:
+  PyBatch(const PyModel& model, uint32_t max_streams, int num_threads)
+      : model_(model.Get()) {
+    tarn::BatchOptions options;
+    options.max_streams = max_streams;
+    options.num_threads = num_threads;
+    Check(tarn::SessionBatch::Create(*model_, options, &batch_));
+  }
+
+  void StepTokens(std::vector<PySession*> sessions, Array<const int32_t> tokens,
+                  Array<float> out) {
+    if (tokens.size() != sessions.size()) {
+      Fail(tarn::StatusCode::kInvalidArgument,
+           "StepTokens: " + std::to_string(sessions.size()) + " sessions but " +
+               std::to_string(tokens.size()) + " tokens");
+    }
+    Locks locks(sessions);
+    std::vector<tarn::Session*> raw = Raw(sessions);
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = batch_->StepTokens(raw.data(), tokens.data(), raw.size(),
+                                  out.data(), out.size());
+    }
+    Check(status);
+  }
+
+  std::vector<bool> StepFrames(std::vector<PySession*> sessions,
+                               Array<const float> frames, Array<float> out) {
+    const size_t frame = model_->frame_size();
+    if (frames.size() != sessions.size() * frame) {
+      Fail(tarn::StatusCode::kInvalidArgument,
+           "StepFrames: " + std::to_string(sessions.size()) +
+               " sessions need " + std::to_string(sessions.size()) + " x " +
+               std::to_string(frame) + " floats of frames, not " +
+               std::to_string(frames.size()));
+    }
+    Locks locks(sessions);
+    std::vector<tarn::Session*> raw = Raw(sessions);
+    std::unique_ptr<bool[]> stepped(new bool[raw.size() + 1]());
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = batch_->StepFrames(raw.data(), frames.data(), raw.size(),
+                                  out.data(), out.size(), stepped.get());
+    }
+    Check(status);
+    return std::vector<bool>(stepped.get(), stepped.get() + raw.size());
+  }
+
+  size_t max_streams() const { return batch_->max_streams(); }
+
+ private:
+  // Holds every distinct session's lock for one batch call.
+  class Locks {
+   public:
+    explicit Locks(const std::vector<PySession*>& sessions) {
+      for (PySession* s : sessions) {
+        if (s == nullptr)
+          Fail(tarn::StatusCode::kInvalidArgument, "a session is None");
+        bool seen = false;
+        for (const auto& held : held_) seen |= held.mutex() == &s->busy();
+        if (seen) continue;  // the runtime names the duplicate
+        std::unique_lock<std::mutex> lock(s->busy(), std::try_to_lock);
+        if (!lock.owns_lock()) {
+          Fail(tarn::StatusCode::kInvalidArgument,
+               "a session of the batch is in use by another thread");
+        }
+        held_.push_back(std::move(lock));
+      }
+    }
+
+   private:
+    std::vector<std::unique_lock<std::mutex>> held_;
+  };
+
+  static std::vector<tarn::Session*> Raw(
+      const std::vector<PySession*>& sessions) {
+    std::vector<tarn::Session*> raw;
+    raw.reserve(sessions.size());
+    for (PySession* s : sessions) raw.push_back(s->get());
+    return raw;
+  }
+
+  std::shared_ptr<const tarn::Model> model_;
+  std::unique_ptr<tarn::SessionBatch> batch_;
+};
+
+nb::dict ResultDict(const tarn::RecognitionResult& r) {
+  nb::list words;
+  for (const tarn::RecognizedWord& w : r.words) {
+    words.append(nb::make_tuple(w.word, w.start, w.end));
+  }
+  nb::dict d;
+  d["text"] = r.text;
+  d["words"] = words;
+  d["start"] = r.start;
+  d["end"] = r.end;
+  return d;
+}
+
+class PyRecognizer {
+ public:
+  PyRecognizer(const PyModel& model, uint32_t beam_width,
+               std::vector<std::string> words, uint32_t endpoint_silence_ms,
+               uint32_t max_utterance_ms, uint32_t reset_after_silence_ms,
+               int num_threads, float beam_prune)
+      : model_(model.Get()) {
+    tarn::RecognizerOptions options;
+    options.beam_width = beam_width;
+    options.words = std::move(words);
+    options.endpoint_silence_ms = endpoint_silence_ms;
+    options.max_utterance_ms = max_utterance_ms;
+    options.reset_after_silence_ms = reset_after_silence_ms;
+    options.num_threads = num_threads;
+    options.beam_prune = beam_prune;
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = tarn::Recognizer::Create(*model_, options, &recognizer_);
+    }
+    Check(status);
+  }
+
+  void AcceptFloat(Array<const float> samples) {
+    Exclusive use(busy_, "recognizer");
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = recognizer_->AcceptWaveform(samples.data(), samples.size());
+    }
+    Check(status);
+  }
+
+  void AcceptInt16(Array<const int16_t> samples) {
+    Exclusive use(busy_, "recognizer");
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = recognizer_->AcceptWaveform(samples.data(), samples.size());
+    }
+    Check(status);
+  }
+
+  nb::object PopResult() {
+    Exclusive use(busy_, "recognizer");
+    tarn::RecognitionResult result;
+    if (!recognizer_->PopResult(&result)) return nb::none();
+    return ResultDict(result);
+  }
+
+  nb::dict PartialResult() {
+    Exclusive use(busy_, "recognizer");
+    return ResultDict(recognizer_->PartialResult());
+  }
+
+  nb::dict FinalResult() {
+    Exclusive use(busy_, "recognizer");
+    const tarn::RecognitionResult* result = nullptr;
+    {
+      nb::gil_scoped_release release;
+      result = &recognizer_->FinalResult();
+    }
+    return ResultDict(*result);
+  }
+
+  void Reset() {
+    Exclusive use(busy_, "recognizer");
+    recognizer_->Reset();
+  }
+
+  nb::dict Stats() const {
+    const tarn::RecognizerStats s = recognizer_->stats();
+    nb::dict d;
+    d["samples"] = s.samples;
+    d["steps"] = s.steps;
+    d["utterances"] = s.utterances;
+    d["audio_seconds"] = s.audio_seconds;
+    d["processing_seconds"] = s.processing_seconds;
+    d["step_mean_us"] = s.step_mean_us;
+    d["step_p99_us"] = s.step_p99_us;
+    d["step_max_us"] = s.step_max_us;
+    return d;
+  }
+
+  size_t queued_results() const { return recognizer_->queued_results(); }
+  uint32_t sample_rate() const { return recognizer_->sample_rate(); }
+  double step_seconds() const { return recognizer_->step_seconds(); }
+
+ private:
+  std::shared_ptr<const tarn::Model> model_;
+  std::unique_ptr<tarn::Recognizer> recognizer_;
+  std::mutex busy_;
+};
+
+}  // namespace
+
+NB_MODULE(_tarn, m) {
+  m.doc() = "tarn's C++ runtime; use the package `tarn`, not this module.";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      nb::object cls = ErrorClass(e.status.code());
+      PyErr_SetString(cls.ptr(), e.status.message().c_str());
+    }
+  });
+
+  nb::class_<PyModel>(m, "Model")
+      .def(nb::init<const std::string&>(), "path"_a)
+      .def("close", &PyModel::Close)
+      .def_prop_ro("closed", &PyModel::closed)
+      .def_prop_ro("path", &PyModel::path)
+      .def("config",
+           [](const PyModel& m) { return ConfigDict(m.Get()->config()); })
+      .def("output_size",
+           [](const PyModel& m) { return m.Get()->output_size(); })
+      .def("frame_size", [](const PyModel& m) { return m.Get()->frame_size(); })
+      .def("parameter_count",
+           [](const PyModel& m) { return m.Get()->parameter_count(); })
+      .def("weight_bytes",
+           [](const PyModel& m) { return m.Get()->weight_bytes(); })
+      .def(
+          "session_bytes",
+          [](const PyModel& m, uint32_t max_prefill_chunk) {
+            tarn::SessionOptions options;
+            options.max_prefill_chunk = max_prefill_chunk;
+            return m.Get()->session_bytes(options);
+          },
+          "max_prefill_chunk"_a)
+      .def("snapshot_bytes",
+           [](const PyModel& m) { return m.Get()->snapshot_bytes(); })
+      .def("identity", [](const PyModel& m) { return m.Get()->identity(); })
+      .def("metadata", [](const PyModel& m) {
+        nb::dict d;
+        for (const auto& [key, value] : m.Get()->metadata())
+          d[key.c_str()] = value;
+        return d;
+      });
+
+  nb::class_<PySession>(m, "Session")
+      .def(nb::init<const PyModel&, int, uint32_t>(), "model"_a,
+           "num_threads"_a, "max_prefill_chunk"_a)
+      .def("step_token", &PySession::StepToken, "token"_a, "out"_a)
+      .def("step_frame", &PySession::StepFrame, "frame"_a, "out"_a)
+      .def("prefill_tokens", &PySession::PrefillTokens, "tokens"_a,
+           "out"_a.none())
+      .def("prefill_frames", &PySession::PrefillFrames, "frames"_a,
+           "frame_count"_a, "out"_a.none())
+      .def("steps_for_frames", &PySession::StepsForFrames, "frame_count"_a)
+      .def("encode_tokens", &PySession::EncodeTokens, "tokens"_a, "out"_a)
+      .def("encode_frames", &PySession::EncodeFrames, "frames"_a,
+           "frame_count"_a, "out"_a)
+      .def("reset", &PySession::Reset)
+      .def("snapshot", &PySession::Snapshot)
+      .def("restore", &PySession::Restore, "snapshot"_a)
+      .def("clone", &PySession::Clone, nb::rv_policy::take_ownership)
+      .def("attention_state", &PySession::AttentionState, "layer"_a)
+      .def_prop_ro("position", &PySession::position);
+
+  nb::class_<PyBatch>(m, "SessionBatch")
+      .def(nb::init<const PyModel&, uint32_t, int>(), "model"_a,
+           "max_streams"_a, "num_threads"_a)
+      .def("step_tokens", &PyBatch::StepTokens, "sessions"_a, "tokens"_a,
+           "out"_a)
+      .def("step_frames", &PyBatch::StepFrames, "sessions"_a, "frames"_a,
+           "out"_a)
+      .def_prop_ro("max_streams", &PyBatch::max_streams);
+
+  nb::class_<PyRecognizer>(m, "Recognizer")
+      .def(nb::init<const PyModel&, uint32_t, std::vector<std::string>,
+                    uint32_t, uint32_t, uint32_t, int, float>(),
+           "model"_a, "beam_width"_a, "words"_a, "endpoint_silence_ms"_a,
+           "max_utterance_ms"_a, "reset_after_silence_ms"_a, "num_threads"_a,
+           "beam_prune"_a)
+      .def("accept_float", &PyRecognizer::AcceptFloat, "samples"_a)
+      .def("accept_int16", &PyRecognizer::AcceptInt16, "samples"_a)
+      .def("pop_result", &PyRecognizer::PopResult)
+      .def("partial_result", &PyRecognizer::PartialResult)
+      .def("final_result", &PyRecognizer::FinalResult)
+      .def("reset", &PyRecognizer::Reset)
+      .def("stats", &PyRecognizer::Stats)
+      .def_prop_ro("queued_results", &PyRecognizer::queued_results)
+      .def_prop_ro("sample_rate", &PyRecognizer::sample_rate)
+      .def_prop_ro("step_seconds", &PyRecognizer::step_seconds);
+}

@@ -1,0 +1,573 @@
+"""The Python API over the extension tarn._tarn: Model, Session, SessionBatch,
+Recognizer and transcribe().
+
+Inputs are checked here for what only Python knows (dtype, number of
+dimensions), then handed to the runtime as they are when their layout allows
+(float32/int32/int16, C-contiguous: no copy), and outputs are numpy arrays
+the runtime writes into. Every failure is a tarn.Error carrying the runtime's
+message; the GIL is released while the runtime computes.
+"""
+
+import dataclasses
+import math
+import os
+import wave
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _tarn
+from ._errors import Error, InvalidArgumentError, IoError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _call(function, *args):
+    """Runs an extension call, turning nanobind's argument errors into ours."""
+    try:
+        return function(*args)
+    except TypeError as e:
+        raise InvalidArgumentError(str(e)) from None
+
+
+def _array(value, dtype, what: str, ndim: Optional[int] = None) -> np.ndarray:
+    """`value` as a C-contiguous array of `dtype`, copied only if it is not
+    one already; refuses another dtype instead of converting silently."""
+    if not isinstance(value, np.ndarray):
+        # Lists and scalars take the dtype; numpy arrays must already have it.
+        value = np.asarray(value)
+        if value.dtype.kind == "f" and np.dtype(dtype).kind == "f":
+            value = value.astype(dtype)
+    array = value
+    if array.dtype != dtype:
+        if array.size == 0 and array.dtype == np.float64:
+            array = array.astype(dtype)  # np.asarray([]) is float64
+        elif np.issubdtype(dtype, np.integer) and np.issubdtype(array.dtype, np.integer):
+            info = np.iinfo(dtype)
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                raise InvalidArgumentError(f"{what}: values outside {dtype.__name__} ({array.min()}..{array.max()})")
+            array = array.astype(dtype)
+        else:
+            raise InvalidArgumentError(f"{what}: expected {np.dtype(dtype).name} values, got {array.dtype.name}")
+    if ndim is not None and array.ndim != ndim:
+        raise InvalidArgumentError(f"{what}: expected {ndim} dimension(s), got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def _output(out: Optional[np.ndarray], shape: Tuple[int, ...], what: str) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, np.float32)
+    if not isinstance(out, np.ndarray) or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise InvalidArgumentError(f"{what}: out must be a C-contiguous float32 numpy array")
+    if not out.flags.writeable:
+        raise InvalidArgumentError(f"{what}: out is read-only")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """A loaded model's architecture, as stored in its file (tarn::ModelConfig)."""
+
+    input_kind: str  # "tokens" or "frames"
+    vocab_size: int
+    embedding_scale: float
+    input_dim: int
+    stack_window: int
+    stack_hop: int
+    input_projection: bool
+    input_activation: str
+    position: str
+    max_positions: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_key: int
+    d_value: int
+    d_ff: int
+    activation: str
+    norm_placement: str
+    norm_eps: float
+    causal: bool
+    feature_map: str
+    feature_dim: int
+    attention_eps: float
+    favor_softmax_temp: float
+    favor_stabilize: bool
+    conv_kernel: int
+    final_norm: bool
+    output_dim: int
+    labels: Tuple[str, ...]
+    position_concat_dim: int
+    output_distribution: str
+    output_levels: int
+
+    def to_dict(self) -> Dict[str, object]:
+        """The fields as a dict (labels as a list)."""
+        d = dataclasses.asdict(self)
+        d["labels"] = list(self.labels)
+        return d
+
+
+class Model:
+    """A .tarn model, mapped and validated completely on load.
+
+    Immutable once loaded: any number of sessions, batches and recognizers on
+    any number of threads may share it. close() (or leaving a `with` block)
+    releases it: using it afterwards raises tarn.Error, and the file stays
+    mapped until the last session made from it is gone.
+
+        with tarn.Model("model.tarn") as model:
+            session = model.session()
+            logits = session.step_token(3)
+    """
+
+    def __init__(self, path: PathLike):
+        self._native = _call(_tarn.Model, os.fspath(path))
+        self._config: Optional[ModelConfig] = None
+
+    @property
+    def path(self) -> str:
+        return self._native.path
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def close(self) -> None:
+        """Releases the model; sessions made from it keep working."""
+        self._native.close()
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.parameter_count} parameters"
+        return f"tarn.Model({self.path!r}, {state})"
+
+    @property
+    def config(self) -> ModelConfig:
+        """The architecture (a frozen dataclass; .to_dict() for a dict)."""
+        if self._config is None:
+            d = self._native.config()
+            d["labels"] = tuple(d["labels"])
+            self._config = ModelConfig(**d)
+        elif self.closed:
+            self._native.config()  # raises
+        return self._config
+
+    @property
+    def output_size(self) -> int:
+        """Width of one step's output: output_dim, or d_model without a head."""
+        return self._native.output_size()
+
+    @property
+    def frame_size(self) -> int:
+        """Width of one frame (frame models)."""
+        return self._native.frame_size()
+
+    @property
+    def parameter_count(self) -> int:
+        return self._native.parameter_count()
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of weights as stored in the file."""
+        return self._native.weight_bytes()
+
+    def session_bytes(self, max_prefill_chunk: int = 64) -> int:
+        """Bytes of one session's memory (state and scratch)."""
+        return self._native.session_bytes(max_prefill_chunk)
+
+    @property
+    def snapshot_bytes(self) -> int:
+        """Bytes of Session.snapshot()."""
+        return self._native.snapshot_bytes()
+
+    @property
+    def identity(self) -> int:
+        """A hash of the configuration and weights; snapshots carry it."""
+        return self._native.identity()
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """Free-form provenance from the file (source, converter version, ...)."""
+        return self._native.metadata()
+
+    def session(self, num_threads: int = 1, max_prefill_chunk: int = 64) -> "Session":
+        """A new session of this model (see Session)."""
+        return Session(self, num_threads=num_threads, max_prefill_chunk=max_prefill_chunk)
+
+
+class Session:
+    """One stream's recurrent state: step it, prefill it, snapshot it.
+
+    Its memory is allocated once (Model.session_bytes()) and never grows.
+    A session is used by one thread at a time (another thread using it at
+    the same time gets tarn.Error); give each thread its own: they step in
+    parallel, the GIL released.
+    """
+
+    def __init__(self, model: Model, num_threads: int = 1, max_prefill_chunk: int = 64):
+        self._model = model
+        self._native = _call(_tarn.Session, model._native, num_threads, max_prefill_chunk)
+        # Kept: a session outlives its model's close().
+        self._config = model.config
+        self._output_size = model.output_size
+        self._frame_size = model.frame_size
+
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    @property
+    def position(self) -> int:
+        """Steps taken since creation or the last reset()."""
+        return self._native.position
+
+    def step_token(self, token: int, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Feeds one token; returns the step's output [output_size] float32
+        (written into `out` when given)."""
+        out = _output(out, (self._output_size,), "step_token")
+        if not isinstance(token, (int, np.integer)) or isinstance(token, bool):
+            raise InvalidArgumentError(f"step_token: a token is an int, not {type(token).__name__}")
+        if not -(2**31) <= int(token) < 2**31:
+            raise InvalidArgumentError(f"step_token: token {token} is out of range: token ids are 32-bit")
+        _call(self._native.step_token, int(token), out)
+        return out
+
+    def step_frame(self, frame, out: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+        """Feeds one frame [frame_size] float32. With frame stacking the model
+        steps once every stack_hop frames: returns the output [output_size],
+        or None when this frame made no step."""
+        frame = _array(frame, np.float32, "step_frame", 1)
+        out = _output(out, (self._output_size,), "step_frame")
+        return out if _call(self._native.step_frame, frame, out) else None
+
+    def prefill(self, inputs, outputs: bool = False) -> Optional[np.ndarray]:
+        """Feeds tokens [T] (integers) or frames [T, frame_size] (float32) as
+        if stepped one by one, in chunks: the state afterwards and the
+        outputs are bit for bit those of stepping. Returns the outputs
+        [steps, output_size] when `outputs`, else None (the cheapest)."""
+        if self._config.input_kind == "tokens":
+            tokens = _array(inputs, np.int32, "prefill", 1)
+            out = np.empty((len(tokens), self._output_size), np.float32) if outputs else None
+            _call(self._native.prefill_tokens, tokens, out)
+            return out
+        frames = self._frames(inputs, "prefill")
+        out = None
+        if outputs:
+            out = np.empty((self._native.steps_for_frames(len(frames)), self._output_size), np.float32)
+        _call(self._native.prefill_frames, frames, len(frames), out)
+        return out
+
+    def encode(self, inputs) -> np.ndarray:
+        """A bidirectional model's outputs [steps, output_size] for a whole
+        sequence of tokens [T] or frames [T, frame_size]."""
+        if self._config.input_kind == "tokens":
+            tokens = _array(inputs, np.int32, "encode", 1)
+            out = np.empty((len(tokens), self._output_size), np.float32)
+            _call(self._native.encode_tokens, tokens, out)
+            return out
+        frames = self._frames(inputs, "encode")
+        c = self._config
+        steps = 0 if len(frames) < c.stack_window else (len(frames) - c.stack_window) // c.stack_hop + 1
+        out = np.empty((steps, self._output_size), np.float32)
+        steps = _call(self._native.encode_frames, frames, len(frames), out)
+        return out[:steps]
+
+    def _frames(self, inputs, what: str) -> np.ndarray:
+        frames = _array(inputs, np.float32, what, 2)
+        if frames.shape[1] != self._frame_size:
+            raise InvalidArgumentError(
+                f"{what}: frames are [T, {self._frame_size}] for this model, got shape {frames.shape}"
+            )
+        return frames
+
+    def reset(self) -> None:
+        """Back to the state of a new session."""
+        self._native.reset()
+
+    def snapshot(self) -> bytes:
+        """The session's state as bytes (Model.snapshot_bytes of them)."""
+        return self._native.snapshot()
+
+    def restore(self, snapshot: Union[bytes, bytearray, memoryview]) -> None:
+        """Replaces the state with a snapshot's (of this model only); it then
+        continues bit for bit as the session snapshotted."""
+        if not isinstance(snapshot, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"restore: a snapshot is bytes, not {type(snapshot).__name__}")
+        _call(self._native.restore, bytes(snapshot))
+
+    def clone(self) -> "Session":
+        """A new session in this one's state."""
+        clone = Session.__new__(Session)
+        clone.__dict__.update(self.__dict__)
+        clone._native = self._native.clone()
+        return clone
+
+    def attention_state(self, layer: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Copies of one layer's attention state: S [heads, C, d_value] and
+        z [heads, C]."""
+        return _call(self._native.attention_state, layer)
+
+
+class SessionBatch:
+    """Steps many sessions of one model in one call; each result is bit for
+    bit that of stepping the session alone."""
+
+    def __init__(self, model: Model, max_streams: int = 16, num_threads: int = 1):
+        self._model = model
+        self._native = _call(_tarn.SessionBatch, model._native, max_streams, num_threads)
+        self._output_size = model.output_size
+        self._frame_size = model.frame_size
+
+    @property
+    def max_streams(self) -> int:
+        return self._native.max_streams
+
+    def step_tokens(self, sessions: Sequence[Session], tokens, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Steps sessions[i] with tokens[i]; returns outputs [n, output_size]."""
+        tokens = _array(tokens, np.int32, "step_tokens", 1)
+        out = _output(out, (len(sessions), self._output_size), "step_tokens")
+        _call(self._native.step_tokens, [s._native for s in sessions], tokens, out)
+        return out
+
+    def step_frames(self, sessions: Sequence[Session], frames, out: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """Feeds frames[i] ([n, frame_size] float32) to sessions[i]; returns
+        (outputs [n, output_size], stepped [n] bool): row i is written where
+        session i stepped."""
+        frames = _array(frames, np.float32, "step_frames", 2)
+        out = _output(out, (len(sessions), self._output_size), "step_frames")
+        stepped = _call(self._native.step_frames, [s._native for s in sessions], frames, out)
+        return out, np.array(stepped, dtype=bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class Word:
+    """A recognised word and its span, seconds since the stream started."""
+
+    word: str
+    start: float
+    end: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """An utterance's (or a whole stream's) words and their text."""
+
+    text: str
+    words: Tuple[Word, ...] = ()
+    start: float = 0.0
+    end: float = 0.0
+    duration: float = 0.0  # transcribe(): seconds of audio
+
+    @classmethod
+    def _from(cls, d: dict) -> "Result":
+        words = tuple(Word(w, s, e) for w, s, e in d["words"])
+        return cls(d["text"], words, d["start"], d["end"])
+
+
+#: Beam width with a word list when none is given (as `tarn transcribe`).
+DEFAULT_WORD_LIST_BEAM = 8
+
+
+class Recognizer:
+    """Streaming speech recognition with a CTC speech model.
+
+        recognizer = tarn.Recognizer(model)
+        for chunk in chunks:                    # int16 or float32, any size
+            recognizer.accept(chunk)
+            for result in recognizer.pop_results():
+                print(result.text, result.words)
+        print(recognizer.final_result().text)
+
+    words: a list of words the beam search is constrained to (beam defaults
+    to 8 with words, greedy without). An utterance ends (an endpoint) after
+    endpoint_ms of non-speech following speech, or at max_utterance_ms.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        words: Optional[Sequence[str]] = None,
+        beam: Optional[int] = None,
+        endpoint_ms: int = 500,
+        max_utterance_ms: int = 30000,
+        reset_after_silence_ms: int = 2000,
+        threads: int = 1,
+        beam_prune: float = 20.0,
+    ):
+        words = [str(w) for w in words] if words is not None else []
+        if words and beam in (0, 1):
+            raise InvalidArgumentError(
+                f"words need the beam search: give beam 2 or more (or leave it out for {DEFAULT_WORD_LIST_BEAM})"
+            )
+        if beam is None:
+            beam = DEFAULT_WORD_LIST_BEAM if words else 0
+        self._model = model
+        self._native = _call(
+            _tarn.Recognizer,
+            model._native,
+            beam,
+            words,
+            endpoint_ms,
+            max_utterance_ms,
+            reset_after_silence_ms,
+            threads,
+            beam_prune,
+        )
+
+    @property
+    def sample_rate(self) -> int:
+        return self._native.sample_rate
+
+    @property
+    def step_seconds(self) -> float:
+        """Seconds of audio per model step."""
+        return self._native.step_seconds
+
+    def accept(self, samples) -> None:
+        """Feeds mono audio at sample_rate: int16 PCM, or float32 in [-1, 1)."""
+        array = np.asarray(samples)
+        if array.ndim != 1:
+            raise InvalidArgumentError(f"accept: samples are mono, one dimension; got shape {array.shape}")
+        if array.dtype == np.int16:
+            _call(self._native.accept_int16, np.ascontiguousarray(array))
+        elif array.dtype == np.float32:
+            _call(self._native.accept_float, np.ascontiguousarray(array))
+        else:
+            raise InvalidArgumentError(f"accept: samples are int16 or float32, not {array.dtype.name}")
+
+    def pop_result(self) -> Optional[Result]:
+        """The oldest utterance that ended at an endpoint, or None."""
+        d = self._native.pop_result()
+        return None if d is None else Result._from(d)
+
+    def pop_results(self) -> List[Result]:
+        """Every queued utterance, oldest first."""
+        results = []
+        while (r := self.pop_result()) is not None:
+            results.append(r)
+        return results
+
+    @property
+    def queued_results(self) -> int:
+        return self._native.queued_results
+
+    def partial_result(self) -> Result:
+        """The utterance in progress, as decoded so far."""
+        return Result._from(self._native.partial_result())
+
+    def final_result(self) -> Result:
+        """Ends the utterance in progress (end of stream) and returns it."""
+        return Result._from(self._native.final_result())
+
+    def reset(self) -> None:
+        """Back to a new recognizer: audio, queue and clock cleared."""
+        self._native.reset()
+
+    def stats(self) -> Dict[str, float]:
+        """Samples, steps, utterances, audio and processing seconds, latency."""
+        return self._native.stats()
+
+
+def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
+    """A WAV file's samples as float32 mono in [-1, 1): integer PCM scaled as
+    `tarn transcribe` (libsndfile) scales it, channels averaged. Refuses a
+    damaged or truncated file, and one at another rate than `sample_rate`."""
+    path = os.fspath(path)
+    try:
+        with wave.open(path, "rb") as f:
+            channels, width, rate, frames = f.getnchannels(), f.getsampwidth(), f.getframerate(), f.getnframes()
+            data = f.readframes(frames)
+    except (wave.Error, EOFError) as e:
+        raise InvalidArgumentError(f"{path}: cannot read it as audio: {e}") from None
+    except OSError as e:
+        raise IoError(f"{path}: cannot read it as audio: {e}") from None
+    present = len(data) // (width * channels) if channels and width else 0
+    if present < frames:
+        raise InvalidArgumentError(
+            f"{path}: the file is truncated: its data chunk declares {frames * width * channels} bytes "
+            f"of audio but only {len(data)} are present"
+        )
+    if sample_rate is not None and rate != sample_rate:
+        raise InvalidArgumentError(
+            f"{path} is sampled at {rate} Hz, but the model expects {sample_rate} Hz; "
+            f"resample it first, e.g. sox {path} -r {sample_rate} OUT.wav"
+        )
+    if width == 1:
+        samples = (np.frombuffer(data, np.uint8).astype(np.int32) - 128).astype(np.float32) * np.float32(1 / 128)
+    elif width == 2:
+        samples = np.frombuffer(data, "<i2").astype(np.float32) * np.float32(1 / 32768)
+    elif width == 3:
+        b = np.frombuffer(data, np.uint8).reshape(-1, 3).astype(np.int32)
+        ints = (b[:, 0] << 8 | b[:, 1] << 16 | b[:, 2] << 24).view(np.int32)
+        samples = ints.astype(np.float32) * np.float32(2.0**-31)
+    elif width == 4:
+        samples = np.frombuffer(data, "<i4").astype(np.float32) * np.float32(2.0**-31)
+    else:
+        raise InvalidArgumentError(f"{path}: {8 * width}-bit samples are not supported")
+    if channels > 1:
+        frames_2d = samples.reshape(-1, channels)
+        total = frames_2d[:, 0].copy()
+        for c in range(1, channels):
+            total += frames_2d[:, c]
+        samples = total / np.float32(channels)
+    return samples
+
+
+def transcribe(
+    model: Model,
+    audio: Union[PathLike, np.ndarray],
+    *,
+    words: Optional[Sequence[str]] = None,
+    beam: Optional[int] = None,
+    chunk_ms: int = 100,
+    endpoint_ms: int = 500,
+    max_utterance_ms: int = 30000,
+    threads: int = 1,
+) -> Result:
+    """Transcribes a WAV file (a path) or samples (int16 or float32 numpy at
+    the model's rate) as `tarn transcribe` does, with its defaults: fed in
+    chunks of chunk_ms, greedy decoding (beam 8 with words), endpoints
+    after 500 ms. The result's text is the utterances joined by spaces, its
+    words every word with times, its duration the seconds of audio."""
+    if not 10 <= chunk_ms <= 100:
+        raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
+    recognizer = Recognizer(
+        model, words=words, beam=beam, endpoint_ms=endpoint_ms, max_utterance_ms=max_utterance_ms, threads=threads
+    )
+    rate = recognizer.sample_rate
+    if isinstance(audio, (str, os.PathLike)):
+        samples = read_wav(audio, rate)
+    else:
+        samples = np.asarray(audio)
+        if samples.dtype not in (np.int16, np.float32):
+            raise InvalidArgumentError(f"transcribe: samples are int16 or float32, not {samples.dtype.name}")
+        if samples.ndim != 1:
+            raise InvalidArgumentError(f"transcribe: samples are mono, one dimension; got shape {samples.shape}")
+    chunk = max(1, rate * chunk_ms // 1000)
+    texts: List[str] = []
+    all_words: List[Word] = []
+
+    def emit(result: Result) -> None:
+        if result.words:
+            texts.append(result.text)
+            all_words.extend(result.words)
+
+    for begin in range(0, len(samples), chunk):
+        recognizer.accept(samples[begin : begin + chunk])
+        for result in recognizer.pop_results():
+            emit(result)
+    emit(recognizer.final_result())
+    duration = recognizer.stats()["audio_seconds"]
+    return Result(" ".join(texts), tuple(all_words), 0.0, duration, duration)
+
+
+def round3(seconds: float) -> float:
+    """Seconds rounded to milliseconds as `tarn transcribe --json` prints them
+    (half away from zero)."""
+    return math.copysign(math.floor(abs(seconds) * 1000.0 + 0.5), seconds) / 1000.0

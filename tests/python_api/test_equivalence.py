@@ -1,0 +1,172 @@
+"""Python ≡ C++ bit for bit: the package's outputs against the `tarn` CLI's
+on the same models and inputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tarn
+from conftest import SAMPLES, SPEECH_MODEL, cli_outputs, run_cli
+from tarn._api import round3
+
+
+def _tokens(n, vocab, seed=0):
+    return np.random.default_rng(seed).integers(0, vocab, n).astype(np.int64)
+
+
+def _frames(n, width, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, width)).astype(np.float32)
+
+
+def test_step_tokens_match_cli(models, tarn_bin, tmp_path):
+    model = tarn.Model(models["tokens"])
+    tokens = _tokens(40, model.config.vocab_size)
+    expected = cli_outputs(tarn_bin, models["tokens"], tokens, tmp_path)
+    session = model.session()
+    got = np.stack([session.step_token(int(t)).copy() for t in tokens])
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    assert np.array_equal(got.view(np.uint32), expected.view(np.uint32))
+    assert session.position == len(tokens)
+
+
+def test_step_frames_match_cli(models, tarn_bin, tmp_path):
+    model = tarn.Model(models["frames"])
+    frames = _frames(25, model.frame_size)
+    expected = cli_outputs(tarn_bin, models["frames"], frames, tmp_path)
+    session = model.session()
+    got = [out.copy() for out in (session.step_frame(f) for f in frames) if out is not None]
+    assert np.array_equal(np.stack(got).view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("kind", ["tokens", "frames"])
+def test_prefill_matches_cli_outputs_and_state(kind, models, tarn_bin, tmp_path):
+    model = tarn.Model(models[kind])
+    inputs = _tokens(70, model.config.vocab_size) if kind == "tokens" else _frames(70, model.frame_size)
+    prefill = 50
+    expected = cli_outputs(tarn_bin, models[kind], inputs, tmp_path, "--prefill", prefill, "--state-dir", tmp_path)
+    session = model.session()
+    head = session.prefill(inputs[:prefill], outputs=True)
+    rest = [session.step_token(int(t)).copy() for t in inputs[prefill:]] if kind == "tokens" else [
+        o.copy() for o in (session.step_frame(f) for f in inputs[prefill:]) if o is not None
+    ]
+    got = np.concatenate([head, np.stack(rest)])
+    assert np.array_equal(got.view(np.uint32), expected.view(np.uint32))
+    c = model.config
+    S = np.stack([session.attention_state(layer)[0] for layer in range(c.num_layers)])
+    z = np.stack([session.attention_state(layer)[1] for layer in range(c.num_layers)])
+    assert np.array_equal(S.view(np.uint32), np.load(tmp_path / "state_S.npy").view(np.uint32))
+    assert np.array_equal(z.view(np.uint32), np.load(tmp_path / "state_z.npy").view(np.uint32))
+
+
+def test_prefill_state_snapshot_equals_stepping(models):
+    model = tarn.Model(models["tokens"])
+    tokens = _tokens(100, model.config.vocab_size, seed=4)
+    prefilled, stepped = model.session(), model.session()
+    prefilled.prefill(tokens)
+    for t in tokens:
+        stepped.step_token(int(t))
+    snapshot = prefilled.snapshot()
+    assert len(snapshot) == model.snapshot_bytes
+    assert snapshot == stepped.snapshot()
+
+
+def test_snapshot_restore_clone_continue_bit_identically(models):
+    model = tarn.Model(models["tokens"])
+    tokens = _tokens(60, model.config.vocab_size, seed=5)
+    a = model.session()
+    for t in tokens[:30]:
+        a.step_token(int(t))
+    state = a.snapshot()
+    b = model.session()
+    b.restore(state)
+    c = a.clone()
+    assert b.position == c.position == 30
+    for t in tokens[30:]:
+        ya, yb, yc = a.step_token(int(t)), b.step_token(int(t)), c.step_token(int(t))
+        assert np.array_equal(ya.view(np.uint32), yb.view(np.uint32))
+        assert np.array_equal(ya.view(np.uint32), yc.view(np.uint32))
+    a.reset()
+    assert a.position == 0 and a.snapshot() == model.session().snapshot()
+
+
+def test_batch_matches_cli(models, tarn_bin, tmp_path):
+    model = tarn.Model(models["tokens"])
+    streams = [_tokens(20, model.config.vocab_size, seed=s) for s in range(3)]
+    expected = [cli_outputs(tarn_bin, models["tokens"], s, tmp_path) for s in streams]
+    sessions = [model.session() for _ in streams]
+    batch = tarn.SessionBatch(model, max_streams=4)
+    for t in range(20):
+        out = batch.step_tokens(sessions, [int(s[t]) for s in streams])
+        for i in range(3):
+            assert np.array_equal(out[i].view(np.uint32), expected[i][t].view(np.uint32))
+
+
+def test_batch_frames_match_single_sessions(models):
+    model = tarn.Model(models["frames"])
+    streams = [_frames(9, model.frame_size, seed=s) for s in range(2)]
+    batched = [model.session() for _ in streams]
+    single = [model.session() for _ in streams]
+    batch = tarn.SessionBatch(model)
+    for t in range(9):
+        out, stepped = batch.step_frames(batched, np.stack([s[t] for s in streams]))
+        for i in range(2):
+            alone = single[i].step_frame(streams[i][t])
+            assert stepped[i] == (alone is not None)
+            if alone is not None:
+                assert np.array_equal(out[i].view(np.uint32), alone.view(np.uint32))
+
+
+def test_encode_matches_cli(models, tarn_bin, tmp_path):
+    model = tarn.Model(models["bidirectional"])
+    tokens = _tokens(33, model.config.vocab_size, seed=6)
+    expected = cli_outputs(tarn_bin, models["bidirectional"], tokens, tmp_path, "encode")
+    got = model.session().encode(tokens)
+    assert np.array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_transcribe_matches_cli(sample, tarn_bin):
+    expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", SPEECH_MODEL, sample))
+    model = tarn.Model(SPEECH_MODEL)
+    result = tarn.transcribe(model, sample)
+    assert result.text == expected["text"]
+    assert [(w.word, round3(w.start), round3(w.end)) for w in result.words] == [
+        (w["word"], w["start"], w["end"]) for w in expected["words"]
+    ]
+    assert round3(result.duration) == expected["duration"]
+
+
+def test_transcribe_with_words_matches_cli(tarn_bin):
+    words_file = SPEECH_MODEL.parents[1] / "words.txt"
+    sample = SAMPLES[0]
+    expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", "--words", words_file, SPEECH_MODEL, sample))
+    words = [w.strip() for w in words_file.read_text().splitlines() if w.strip()]
+    result = tarn.transcribe(tarn.Model(SPEECH_MODEL), sample, words=words)
+    assert result.text == expected["text"]
+    assert [(w.word, round3(w.start), round3(w.end)) for w in result.words] == [
+        (w["word"], w["start"], w["end"]) for w in expected["words"]
+    ]
+
+
+def test_recognizer_any_chunk_size_and_dtype():
+    model = tarn.Model(SPEECH_MODEL)
+    samples = tarn.read_wav(SAMPLES[1])
+    reference = tarn.transcribe(model, samples)
+    pcm = np.round(samples * 32768).astype(np.int16)  # the file is 16-bit PCM: exact
+    for chunk in (1, 333, 16000, len(pcm)):
+        recognizer = tarn.Recognizer(model)
+        texts = []
+        for begin in range(0, len(pcm), chunk):
+            recognizer.accept(pcm[begin : begin + chunk])
+            texts += [r.text for r in recognizer.pop_results()]
+            recognizer.partial_result()
+        texts.append(recognizer.final_result().text)
+        assert " ".join(t for t in texts if t) == reference.text
+
+
+def test_transcribe_array_equals_file():
+    model = tarn.Model(SPEECH_MODEL)
+    from_file = tarn.transcribe(model, SAMPLES[2])
+    from_array = tarn.transcribe(model, tarn.read_wav(SAMPLES[2]))
+    assert from_file == from_array

@@ -1,0 +1,167 @@
+"""Every bad input raises tarn.Error (the subclass for its status code)
+carrying the runtime's message; nothing crashes the interpreter."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tarn
+from conftest import SAMPLES, SPEECH_MODEL
+
+
+@pytest.fixture
+def token_model(models):
+    return tarn.Model(models["tokens"])
+
+
+@pytest.fixture
+def frame_model(models):
+    return tarn.Model(models["frames"])
+
+
+def test_token_out_of_range(token_model):
+    session = token_model.session()
+    with pytest.raises(tarn.InvalidArgumentError, match="token 50") as e:
+        session.step_token(50)
+    assert isinstance(e.value, tarn.Error)
+    with pytest.raises(tarn.Error, match="-1"):
+        session.step_token(-1)
+    with pytest.raises(tarn.Error, match="32-bit"):
+        session.step_token(2**40)
+    with pytest.raises(tarn.Error, match="token 77"):
+        session.prefill([1, 2, 77])
+    assert session.position == 0  # a failed call leaves the session as it was
+
+
+def test_wrong_dtype(token_model, frame_model):
+    with pytest.raises(tarn.InvalidArgumentError, match="float64"):
+        frame_model.session().step_frame(np.zeros(frame_model.frame_size))
+    with pytest.raises(tarn.InvalidArgumentError, match="int32"):
+        token_model.session().prefill(np.zeros(3, np.float32))
+    with pytest.raises(tarn.Error, match="token"):
+        token_model.session().step_token(1.5)
+    with pytest.raises(tarn.InvalidArgumentError, match="int16 or float32"):
+        tarn.Recognizer(tarn.Model(SPEECH_MODEL)).accept(np.zeros(10, np.float64))
+
+
+def test_wrong_shape(token_model, frame_model):
+    session = frame_model.session()
+    with pytest.raises(tarn.InvalidArgumentError, match="frame") as e:
+        session.step_frame(np.zeros(frame_model.frame_size + 1, np.float32))
+    assert str(frame_model.frame_size) in str(e.value)
+    with pytest.raises(tarn.InvalidArgumentError, match="dimension"):
+        session.step_frame(np.zeros((2, frame_model.frame_size), np.float32))
+    with pytest.raises(tarn.InvalidArgumentError, match="frames are"):
+        session.prefill(np.zeros((4, 3), np.float32))
+    with pytest.raises(tarn.InvalidArgumentError):
+        token_model.session().step_token(1, out=np.zeros(3, np.float32))
+    with pytest.raises(tarn.InvalidArgumentError, match="mono"):
+        tarn.Recognizer(tarn.Model(SPEECH_MODEL)).accept(np.zeros((2, 10), np.int16))
+
+
+def test_nan_frames(frame_model):
+    session = frame_model.session()
+    frame = np.zeros(frame_model.frame_size, np.float32)
+    frame[2] = np.nan
+    with pytest.raises(tarn.InvalidArgumentError, match="(?i)nan"):
+        session.step_frame(frame)
+    frames = np.zeros((5, frame_model.frame_size), np.float32)
+    frames[3, 1] = np.inf
+    with pytest.raises(tarn.InvalidArgumentError, match="(?i)inf"):
+        session.prefill(frames)
+    samples = np.zeros(1600, np.float32)
+    samples[100] = np.nan
+    with pytest.raises(tarn.InvalidArgumentError):
+        tarn.Recognizer(tarn.Model(SPEECH_MODEL)).accept(samples)
+
+
+def test_closed_model(token_model):
+    session = token_model.session()
+    with token_model:
+        pass
+    assert token_model.closed
+    for use in (
+        lambda: token_model.session(),
+        lambda: token_model.parameter_count,
+        lambda: token_model.config,
+        lambda: tarn.SessionBatch(token_model),
+    ):
+        with pytest.raises(tarn.InvalidArgumentError, match="closed"):
+            use()
+    session.step_token(1)  # sessions made before keep their model
+    session.prefill([1, 2])
+    assert session.clone().position == 3
+
+
+def test_damaged_files(tmp_path, models):
+    with pytest.raises(tarn.IoError, match="No such file"):
+        tarn.Model(tmp_path / "missing.tarn")
+    data = bytearray(models["tokens"].read_bytes())
+    (tmp_path / "truncated.tarn").write_bytes(data[: len(data) // 2])
+    with pytest.raises(tarn.InvalidModelError):
+        tarn.Model(tmp_path / "truncated.tarn")
+    data[-100] ^= 0xFF  # a weight byte: the checksum no longer matches
+    (tmp_path / "flipped.tarn").write_bytes(data)
+    with pytest.raises(tarn.InvalidModelError, match="checksum"):
+        tarn.Model(tmp_path / "flipped.tarn")
+    (tmp_path / "noise.wav").write_bytes(b"RIFF\x00\x01garbage" * 10)
+    with pytest.raises(tarn.Error, match="cannot read it as audio"):
+        tarn.transcribe(tarn.Model(SPEECH_MODEL), tmp_path / "noise.wav")
+    wav = SAMPLES[0].read_bytes()
+    (tmp_path / "cut.wav").write_bytes(wav[: len(wav) // 2])
+    with pytest.raises(tarn.Error, match="truncated"):
+        tarn.transcribe(tarn.Model(SPEECH_MODEL), tmp_path / "cut.wav")
+
+
+def test_bad_snapshot(token_model, models):
+    session = token_model.session()
+    snapshot = bytearray(session.snapshot())
+    with pytest.raises(tarn.InvalidArgumentError):
+        session.restore(bytes(snapshot[:-1]))
+    other = tarn.Model(models["bidirectional"]).session()
+    with pytest.raises(tarn.Error):
+        other.restore(bytes(snapshot))
+    with pytest.raises(tarn.InvalidArgumentError):
+        session.restore("not bytes")
+
+
+def test_wrong_model_kind(token_model, models):
+    with pytest.raises(tarn.Error):  # not a speech model
+        tarn.Recognizer(token_model)
+    with pytest.raises(tarn.Error):  # a causal model does not encode
+        token_model.session().encode([1, 2, 3])
+    with pytest.raises(tarn.Error, match="beam"):
+        tarn.Recognizer(tarn.Model(SPEECH_MODEL), words=["one"], beam=1)
+
+
+def test_batch_errors(token_model):
+    a, b = token_model.session(), token_model.session()
+    batch = tarn.SessionBatch(token_model, max_streams=2)
+    with pytest.raises(tarn.InvalidArgumentError):
+        batch.step_tokens([a, a], [1, 2])
+    with pytest.raises(tarn.InvalidArgumentError, match="tokens"):
+        batch.step_tokens([a, b], [1])
+    with pytest.raises(tarn.InvalidArgumentError):
+        batch.step_tokens([a, b, token_model.session()], [1, 2, 3])
+    assert a.position == b.position == 0
+
+
+def test_one_session_in_two_threads_is_an_error_not_a_crash(models):
+    model = tarn.Model(models["tokens"])
+    session = model.session()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(2000):
+                session.step_token(1)
+        except tarn.Error as e:
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all("in use by another thread" in e for e in errors)
