@@ -128,9 +128,9 @@ struct KernelTable {
   // The read-out of bidirectional (encode) linear attention, one head, one
   // row, against a state S, z that holds every position's keys:
   //   y[e] = (sum_c phi_q[c] S[c][e]) / (sum_c phi_q[c] z[c] + eps)
-  // Each sum starts from 0 and adds its products for c = 0, 1, ..., C - 1 in
-  // that order, each product and sum rounded on its own (no fused
-  // multiply-add), so every variant gives the same bits.
+  // Each sum is one chain of fused multiply-adds from 0, adding its products
+  // for c = 0, 1, ..., C - 1 in that order, and y[e] the chain divided by
+  // (the denominator's chain + eps); so every variant gives the same bits.
   // phi_q, z: [C]; S: [C][dv] row-major; y: [dv], overlapping no other
   // argument.
   void (*read_out)(size_t C, size_t dv, const float* phi_q, const float* S,

@@ -2,8 +2,8 @@
 // (favor/favor.h, readout/readout.h, dwconv/dwconv.h): one traits struct for
 // the ISA the including source is compiled for, in that ISA's namespace, so
 // that every instantiation of a driver is a distinct symbol built with its
-// own flags. Only plain IEEE operations, each rounded once (no fused
-// multiply-add): with -ffp-contract=off, a driver over these computes every
+// own flags. Each operation rounds once, as its scalar counterpart (MulAdd as
+// std::fma): with -ffp-contract=off, a driver over these computes every
 // element in exactly the operations and order of the scalar reference.
 #ifndef TARN_KERNELS_LANES_H_
 #define TARN_KERNELS_LANES_H_
@@ -39,6 +39,8 @@ struct Lanes {
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V Div(V a, V b) { return _mm512_div_ps(a, b); }
+  // a b + c, rounded once.
+  static V MulAdd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 };
 }  // namespace avx512
 #elif defined(__AVX2__)
@@ -59,6 +61,7 @@ struct Lanes {
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V Div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V MulAdd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 };
 }  // namespace avx2
 #elif defined(__ARM_NEON)
@@ -76,6 +79,7 @@ struct Lanes {
   static V Add(V a, V b) { return vaddq_f32(a, b); }
   static V Mul(V a, V b) { return vmulq_f32(a, b); }
   static V Div(V a, V b) { return vdivq_f32(a, b); }
+  static V MulAdd(V a, V b, V c) { return vfmaq_f32(c, a, b); }
 };
 }  // namespace neon
 #endif

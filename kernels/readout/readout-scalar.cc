@@ -1,5 +1,6 @@
 // The read-out of bidirectional linear attention, scalar reference.
 #include <cassert>
+#include <cmath>
 
 #include "kernels/variants.h"
 
@@ -16,8 +17,8 @@ void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,
   for (size_t c = 0; c < C; ++c) {
     const float q = phi_q[c];
     const float* row = S + c * dv;
-    for (size_t e = 0; e < dv; ++e) y[e] += q * row[e];
-    denominator += q * z[c];
+    for (size_t e = 0; e < dv; ++e) y[e] = std::fma(q, row[e], y[e]);
+    denominator = std::fma(q, z[c], denominator);
   }
   const float divisor = denominator + eps;
   for (size_t e = 0; e < dv; ++e) y[e] /= divisor;

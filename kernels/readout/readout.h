@@ -6,6 +6,7 @@
 #define TARN_KERNELS_READOUT_READOUT_H_
 
 #include <cassert>
+#include <cmath>
 #include <cstddef>
 
 namespace tarn {
@@ -24,7 +25,7 @@ void Columns(size_t C, size_t dv, size_t e, const float* phi_q, const float* S,
     const float* row = S + c * dv + e;
 #pragma GCC unroll 4
     for (int u = 0; u < K; ++u) {
-      acc[u] = L::Add(acc[u], L::Mul(q, L::Load(row + u * L::kCount)));
+      acc[u] = L::MulAdd(q, L::Load(row + u * L::kCount), acc[u]);
     }
   }
   const typename L::V d = L::Set1(divisor);
@@ -40,7 +41,9 @@ void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,
   assert(C == 0 || (phi_q != nullptr && S != nullptr && z != nullptr));
   assert(dv == 0 || y != nullptr);
   float denominator = 0;
-  for (size_t c = 0; c < C; ++c) denominator += phi_q[c] * z[c];
+  for (size_t c = 0; c < C; ++c) {
+    denominator = std::fma(phi_q[c], z[c], denominator);
+  }
   const float divisor = denominator + eps;
   constexpr size_t kWide = 4 * L::kCount;
   size_t e = 0;
@@ -52,7 +55,7 @@ void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,
   }
   for (; e < dv; ++e) {
     float sum = 0;
-    for (size_t c = 0; c < C; ++c) sum += phi_q[c] * S[c * dv + e];
+    for (size_t c = 0; c < C; ++c) sum = std::fma(phi_q[c], S[c * dv + e], sum);
     y[e] = sum / divisor;
   }
 }

@@ -41,9 +41,9 @@ inline constexpr Tolerance kF16ToF32{0.0, 0.0};
 // one exactly, f32 and f16 weights alike (f16 widens to f32 exactly).
 inline constexpr Tolerance kDense{0.0, 0.0};
 
-// read_out and depthwise_conv: every variant sums each output in the same
-// order, each product and sum rounded on its own (kernels.h), so SIMD
-// variants match the scalar one exactly.
+// read_out and depthwise_conv: every variant computes each output in the
+// same operations in the same order (kernels.h), so SIMD variants match the
+// scalar one exactly.
 inline constexpr Tolerance kSameOrder{0.0, 0.0};
 
 // favor_features: the same exponents in every variant (kernels.h), then each
