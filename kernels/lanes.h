@@ -21,48 +21,28 @@
 namespace tarn {
 namespace kernels {
 
+// The x86 ISAs differ only in width and in the intrinsics' prefix.
+#define TARN_KERNELS_X86_LANES(bits, count)                                  \
+  struct Lanes {                                                             \
+    using V = __m##bits;                                                     \
+    static constexpr size_t kCount = count;                                  \
+    static V Load(const float* p) { return _mm##bits##_loadu_ps(p); }        \
+    static void Store(float* p, V v) { _mm##bits##_storeu_ps(p, v); }        \
+    static V Set1(float x) { return _mm##bits##_set1_ps(x); }                \
+    static V Add(V a, V b) { return _mm##bits##_add_ps(a, b); }              \
+    static V Mul(V a, V b) { return _mm##bits##_mul_ps(a, b); }              \
+    static V Div(V a, V b) { return _mm##bits##_div_ps(a, b); }              \
+    /* a b + c, rounded once. */                                             \
+    static V MulAdd(V a, V b, V c) { return _mm##bits##_fmadd_ps(a, b, c); } \
+  };
+
 #if defined(__AVX512F__)
 namespace avx512 {
-struct Lanes {
-  using V = __m512;
-  static constexpr size_t kCount = 16;
-  static V Load(const float* p) { return _mm512_loadu_ps(p); }
-  // p[0], p[stride], ..., p[15 * stride]; 16 * stride must fit an int.
-  static V LoadStrided(const float* p, size_t stride) {
-    const __m512i index = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32(static_cast<int>(stride)));
-    return _mm512_i32gather_ps(index, p, 4);
-  }
-  static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V Set1(float x) { return _mm512_set1_ps(x); }
-  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V Div(V a, V b) { return _mm512_div_ps(a, b); }
-  // a b + c, rounded once.
-  static V MulAdd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-};
+TARN_KERNELS_X86_LANES(512, 16)
 }  // namespace avx512
 #elif defined(__AVX2__)
 namespace avx2 {
-struct Lanes {
-  using V = __m256;
-  static constexpr size_t kCount = 8;
-  static V Load(const float* p) { return _mm256_loadu_ps(p); }
-  // p[0], p[stride], ..., p[7 * stride]; 8 * stride must fit an int.
-  static V LoadStrided(const float* p, size_t stride) {
-    const __m256i index =
-        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                           _mm256_set1_epi32(static_cast<int>(stride)));
-    return _mm256_i32gather_ps(p, index, 4);
-  }
-  static void Store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V Set1(float x) { return _mm256_set1_ps(x); }
-  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V Div(V a, V b) { return _mm256_div_ps(a, b); }
-  static V MulAdd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-};
+TARN_KERNELS_X86_LANES(256, 8)
 }  // namespace avx2
 #elif defined(__ARM_NEON)
 namespace neon {
@@ -70,10 +50,6 @@ struct Lanes {
   using V = float32x4_t;
   static constexpr size_t kCount = 4;
   static V Load(const float* p) { return vld1q_f32(p); }
-  static V LoadStrided(const float* p, size_t stride) {
-    const float lanes[4] = {p[0], p[stride], p[2 * stride], p[3 * stride]};
-    return vld1q_f32(lanes);
-  }
   static void Store(float* p, V v) { vst1q_f32(p, v); }
   static V Set1(float x) { return vdupq_n_f32(x); }
   static V Add(V a, V b) { return vaddq_f32(a, b); }
@@ -83,6 +59,8 @@ struct Lanes {
 };
 }  // namespace neon
 #endif
+
+#undef TARN_KERNELS_X86_LANES
 
 }  // namespace kernels
 }  // namespace tarn

@@ -12,6 +12,14 @@ namespace tarn {
 namespace kernels {
 namespace dwconv {
 
+// weight[c][j] for the channels [c, c + lanes): a column of weight [n][k].
+template <class L>
+typename L::V Taps(const float* weight, size_t k, size_t c, size_t j) {
+  float taps[L::kCount];
+  for (size_t l = 0; l < L::kCount; ++l) taps[l] = weight[(c + l) * k + j];
+  return L::Load(taps);
+}
+
 template <class L>
 void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
                    size_t oldest, const float* weight, const float* bias,
@@ -21,12 +29,11 @@ void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
   assert(past == 0 || (ring != nullptr && oldest < past));
   size_t c = 0;
   for (; c + L::kCount <= n; c += L::kCount) {
-    const float* w = weight + c * k;
     typename L::V acc = L::Add(
-        L::Load(bias + c), L::Mul(L::LoadStrided(w + past, k), L::Load(x + c)));
+        L::Load(bias + c), L::Mul(Taps<L>(weight, k, c, past), L::Load(x + c)));
     for (size_t j = 0; j < past; ++j) {
       const float* old = ring + ((oldest + j) % past) * n + c;
-      acc = L::Add(acc, L::Mul(L::LoadStrided(w + j, k), L::Load(old)));
+      acc = L::Add(acc, L::Mul(Taps<L>(weight, k, c, j), L::Load(old)));
     }
     L::Store(y + c, acc);
   }
