@@ -19,7 +19,8 @@ namespace {
   KernelTable {                                                              \
     isa::EluPlusOne, isa::Relu, isa::Gelu, isa::ExpShifted, isa::CausalStep, \
         isa::CausalUpdate, isa::LayerNorm, isa::AddLayerNorm, isa::Add,      \
-        isa::F16ToF32, isa::DenseF32, isa::DenseF16, isa::DenseI8            \
+        isa::F16ToF32, isa::DenseF32, isa::DenseF16, isa::DenseI8,           \
+        isa::FavorFeatures, isa::ReadOut, isa::DepthwiseConv                 \
   }
 
 constexpr KernelTable kScalarTable = TARN_KERNELS_TABLE(scalar);

@@ -113,6 +113,40 @@ struct KernelTable {
   void (*dense_i8)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
                    const float* x, const int8_t* w, const float* scale,
                    const float* bias, float y_min, float y_max, float* y);
+  // favor+ random features (Choromanski et al. 2021, as fast-transformers'
+  // Favor) of every head of one row: with x' = x[h] sqrt(softmax_temp) and
+  // u = x' omega,
+  //   phi[h] = exp([u, -u] - |x'|^2 / 2 - log(C) / 2 - s),
+  // s = max over the heads of |x'|^2 if stabilize, else 0. Every variant
+  // computes u and the shift in the same operations and order, each product
+  // and sum rounded on its own (no fused multiply-add), and the exp as its
+  // own exp_shifted. x: [heads][d_key]; omega: [d_key][C / 2]; phi:
+  // [heads][C], C even; phi must not overlap x or omega.
+  void (*favor_features)(size_t heads, size_t d_key, size_t C, const float* x,
+                         const float* omega, float softmax_temp, bool stabilize,
+                         float* phi);
+  // The read-out of bidirectional (encode) linear attention, one head, one
+  // row, against a state S, z that holds every position's keys:
+  //   y[e] = (sum_c phi_q[c] S[c][e]) / (sum_c phi_q[c] z[c] + eps)
+  // Each sum is one chain of fused multiply-adds from 0, adding its products
+  // for c = 0, 1, ..., C - 1 in that order, and y[e] the chain divided by
+  // (the denominator's chain + eps); so every variant gives the same bits.
+  // phi_q, z: [C]; S: [C][dv] row-major; y: [dv], overlapping no other
+  // argument.
+  void (*read_out)(size_t C, size_t dv, const float* phi_q, const float* S,
+                   const float* z, float eps, float* y);
+  // A causal depthwise convolution of kernel size k over n channels, one
+  // position, its k - 1 previous inputs held in a ring:
+  //   y[c] = bias[c] + weight[c][k-1] x[c]
+  //          + sum_{j < k-1} weight[c][j] ring[(oldest + j) % (k-1)][c]
+  // summed in exactly this order (ring slot `oldest` holds the oldest input),
+  // each product and sum rounded on its own, so every variant gives the same
+  // bits. k >= 1; x, bias, y: [n]; weight: [n][k]; ring: [k-1][n] (unused,
+  // may be null, when k == 1), oldest < k - 1. y must not overlap any other
+  // argument.
+  void (*depthwise_conv)(size_t n, size_t k, const float* x, const float* ring,
+                         size_t oldest, const float* weight, const float* bias,
+                         float* y);
 };
 
 // The packed layout of a dense layer's W [outputs][inputs]: blocks of

@@ -33,6 +33,14 @@
   void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
                const float* x, const int8_t* w, const float* scale,          \
                const float* bias, float y_min, float y_max, float* y);       \
+  void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,   \
+                     const float* omega, float softmax_temp, bool stabilize, \
+                     float* phi);                                            \
+  void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,      \
+               const float* z, float eps, float* y);                         \
+  void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,  \
+                     size_t oldest, const float* weight, const float* bias,  \
+                     float* y);                                              \
   }
 
 namespace tarn {

@@ -41,6 +41,15 @@ inline constexpr Tolerance kF16ToF32{0.0, 0.0};
 // one exactly, f32 and f16 weights alike (f16 widens to f32 exactly).
 inline constexpr Tolerance kDense{0.0, 0.0};
 
+// read_out and depthwise_conv: every variant computes each output in the
+// same operations in the same order (kernels.h), so SIMD variants match the
+// scalar one exactly.
+inline constexpr Tolerance kSameOrder{0.0, 0.0};
+
+// favor_features: the same exponents in every variant (kernels.h), then each
+// variant's exp, a few ulps apart.
+inline constexpr Tolerance kFavor = kF32;
+
 // The scalar dense chain against double precision: n fused multiply-adds
 // round n times, so |error| <= gamma_n * (|b| + sum_i |x_i w_i|) with
 // gamma_n = n u / (1 - n u), u = 2^-24 (Higham, Accuracy and Stability of

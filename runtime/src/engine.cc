@@ -4,20 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-// Encode's read-out is plain C++ whose inner loops run over contiguous
-// memory; on x86-64 the compiler makes AVX-512 and AVX2 copies of it beside
-// the baseline, and the loader picks one for the CPU (function
-// multiversioning). Without FMA contraction (ISO C++ mode) every
-// copy rounds identically. GCC only: clang 14 wants the attribute on the
-// first declaration (engine.h), and the sanitizer builds use clang.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define TARN_VECTORIZED \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TARN_VECTORIZED
-#endif
-
 namespace tarn {
 
 Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
@@ -154,41 +140,8 @@ void Engine::FeatureMap(const LayerWeights& w, const float* x, float* phi) {
     case tarn::FeatureMap::kFavorPlus:
       break;
   }
-  // favor+ (fast-transformers' Favor): with x' = x sqrt(temp),
-  // phi = [exp(x'W - |x'|^2/2 - log(C)/2 - s), exp(-x'W - ...)],
-  // s = max over heads of |x'|^2 when stabilised.
-  const float scale = std::sqrt(c_.favor_softmax_temp);
-  const size_t half = C / 2;
-  float stabiliser = 0;
-  if (c_.favor_stabilize) {
-    stabiliser = -INFINITY;
-    for (size_t h = 0; h < heads; ++h) {
-      float norm = 0;
-      for (size_t d = 0; d < d_key; ++d) {
-        const float v = x[h * d_key + d] * scale;
-        norm += v * v;
-      }
-      stabiliser = std::max(stabiliser, norm);
-    }
-  }
-  float* scaled = at(scratch_.features);
-  for (size_t h = 0; h < heads; ++h) {
-    float norm = 0;
-    for (size_t d = 0; d < d_key; ++d) {
-      scaled[d] = x[h * d_key + d] * scale;
-      norm += scaled[d] * scaled[d];
-    }
-    float* u = phi + h * C;
-    std::fill(u, u + half, 0.0f);
-    for (size_t d = 0; d < d_key; ++d) {
-      const float* omega_row = w.omega + d * half;
-      for (size_t j = 0; j < half; ++j) u[j] += scaled[d] * omega_row[j];
-    }
-    for (size_t j = 0; j < half; ++j) u[half + j] = -u[j];
-    const float offset =
-        0.5f * norm + 0.5f * std::log(static_cast<float>(C)) + stabiliser;
-    k_.exp_shifted(C, u, offset, u);
-  }
+  k_.favor_features(heads, d_key, C, x, w.omega, c_.favor_softmax_temp,
+                    c_.favor_stabilize, phi);
 }
 
 void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
@@ -240,25 +193,15 @@ void Engine::StepAttention(size_t layer, const Rows& rows) {
 }
 
 // Encode's read-out: y = phi_q S / (phi_q z + eps) for each row and head.
-TARN_VECTORIZED void Engine::ReadOut(size_t layer, size_t rows,
-                                     const float* phi_q, Stream& stream) {
+void Engine::ReadOut(size_t layer, size_t rows, const float* phi_q,
+                     Stream& stream) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, dv = c_.d_value;
   float* attention = at(scratch_.attention);
   for (size_t h = 0; h < heads; ++h) {
     const HeadState state = Head(stream, layer, h);
     for (size_t i = 0; i < rows; ++i) {
-      const float* q = phi_q + (i * heads + h) * C;
-      float* __restrict y = attention + (i * heads + h) * dv;
-      std::fill(y, y + dv, 0.0f);
-      float denominator = 0;
-      for (size_t c = 0; c < C; ++c) {
-        const float qc = q[c];
-        const float* __restrict row = state.S + c * dv;
-        for (size_t e = 0; e < dv; ++e) y[e] += qc * row[e];
-        denominator += qc * state.z[c];
-      }
-      const float divisor = denominator + c_.attention_eps;
-      for (size_t e = 0; e < dv; ++e) y[e] /= divisor;
+      k_.read_out(C, dv, phi_q + (i * heads + h) * C, state.S, state.z,
+                  c_.attention_eps, attention + (i * heads + h) * dv);
     }
   }
 }
@@ -306,17 +249,10 @@ void Engine::Convolve(size_t layer, const Rows& rows, float* x) {
     Stream& stream = rows.stream(r);
     float* ring = stream.state + m_.state.conv + layer * past * d;
     float* input = x + r * d;
-    for (size_t c = 0; c < d; ++c)
-      y[c] = w.conv_bias[c] + w.conv_weight[c * k + past] * input[c];
-    if (past > 0) {
-      const size_t oldest = (stream.conv_oldest + rows.ahead(r)) % past;
-      for (size_t j = 0; j < past; ++j) {
-        const float* old = ring + ((oldest + j) % past) * d;
-        for (size_t c = 0; c < d; ++c)
-          y[c] += w.conv_weight[c * k + j] * old[c];
-      }
-      std::memcpy(ring + oldest * d, input, d * sizeof(float));
-    }
+    const size_t oldest =
+        past > 0 ? (stream.conv_oldest + rows.ahead(r)) % past : 0;
+    k_.depthwise_conv(d, k, input, ring, oldest, w.conv_weight, w.conv_bias, y);
+    if (past > 0) std::memcpy(ring + oldest * d, input, d * sizeof(float));
     k_.add(d, input, y, input);
   }
 }

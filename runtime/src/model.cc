@@ -836,7 +836,6 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows) const {
   s.windows = region(c.input_kind == InputKind::kFrames && c.input_projection
                          ? rows * c.stack_window * c.input_dim
                          : 0);
-  s.features = region(c.d_key);
   s.streams = region(rows * sizeof(void*) / sizeof(float));
   s.total = next;
   return s;

@@ -92,7 +92,6 @@ struct ScratchLayout {
   size_t branch;     // [rows][d_model] a layer's branch output
   size_t hidden;     // [rows][d_ff]
   size_t windows;    // [rows][stack_window * input_dim] frames to project
-  size_t features;   // [d_key] favor+ scaled input, one head
   size_t streams;    // [rows] Stream pointers of a batch call
   size_t total;
 };

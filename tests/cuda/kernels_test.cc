@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -435,8 +436,8 @@ TEST(CudaKernels, FrameWindowsShiftPerSlot) {
 // ------------------------------------------------------------------
 
 // Two streams' channels through 12 positions, given one at a time (steps) or
-// all at once (prefill), against the direct sum over each stream's history.
-TEST(CudaKernels, CausalConvMatchesDirectSum) {
+// all at once (prefill), against the scalar kernel over each stream's ring.
+TEST(CudaKernels, CausalConvMatchesScalar) {
   TARN_REQUIRE_CUDA_DEVICE();
   for (size_t k : {1, 4}) {
     for (size_t per_call : {1, 12}) {
@@ -444,19 +445,17 @@ TEST(CudaKernels, CausalConvMatchesDirectSum) {
       const std::vector<int32_t> slot_of = {2, 0};
       const std::vector<float> weight = Random(d * k, 1), bias = Random(d, 2);
       const std::vector<float> inputs = Random(2 * T * d, 3);
-      std::vector<float> expected(2 * T * d);
+      // The CPU: each stream's ring, the scalar kernel and the residual.
+      std::vector<float> expected(2 * T * d), y(d);
       for (size_t s = 0; s < 2; ++s) {
+        std::vector<float> ring(std::max<size_t>(past, 1) * d, 0.0f);
         for (size_t t = 0; t < T; ++t) {
-          for (size_t c = 0; c < d; ++c) {
-            const float x = inputs[(s * T + t) * d + c];
-            float y = bias[c];
-            for (size_t j = 0; j < k; ++j) {
-              const long at = static_cast<long>(t) - long(past) + long(j);
-              if (at >= 0)
-                y += weight[c * k + j] * inputs[(s * T + at) * d + c];
-            }
-            expected[(s * T + t) * d + c] = x + y;
-          }
+          const float* x = &inputs[(s * T + t) * d];
+          const size_t oldest = past > 0 ? t % past : 0;
+          Scalar().depthwise_conv(d, k, x, ring.data(), oldest, weight.data(),
+                                  bias.data(), y.data());
+          Scalar().add(d, x, y.data(), &expected[(s * T + t) * d]);
+          if (past > 0) std::copy(x, x + d, ring.begin() + oldest * d);
         }
       }
       DeviceArray<float> d_weight(weight), d_bias(bias),

@@ -99,7 +99,7 @@ std::vector<float> FavorComposed(int heads, int d_key, int C,
   return phi;
 }
 
-TEST(CudaLogic, FavorMatchesRuntime) {
+TEST(CudaLogic, FavorMatchesScalar) {
   for (const auto& [heads, d_key, C] :
        {std::tuple{1, 16, 32}, {2, 16, 32}, {4, 32, 64}, {3, 36, 128}}) {
     for (bool stabilize : {false, true}) {
@@ -109,10 +109,12 @@ TEST(CudaLogic, FavorMatchesRuntime) {
                      << ", stabilize " << stabilize << ", temp " << temp);
         const std::vector<float> x = Random(heads * d_key, 3);
         const std::vector<float> omega = Random(d_key * (C / 2), 4, -1, 1);
+        std::vector<float> expected(heads * C);
+        Scalar().favor_features(heads, d_key, C, x.data(), omega.data(), temp,
+                                stabilize, expected.data());
         EXPECT_TRUE(
             Near(FavorComposed(heads, d_key, C, x, omega, temp, stabilize),
-                 testing::FavorReference(heads, d_key, C, x.data(),
-                                         omega.data(), temp, stabilize)));
+                 expected));
       }
     }
   }
@@ -335,29 +337,32 @@ TEST(CudaLogic, SinusoidalPositionMatchesRuntime) {
   }
 }
 
-// A channel's convolution through the ring over many steps against the
-// direct sum over its history (zeros before the first input).
-TEST(CudaLogic, ConvolutionRingMatchesDirectSum) {
+// Every channel's convolution through the ring over many steps against the
+// scalar kernel over the same ring (the CPU runtime's layout, which
+// snapshots carry between backends: after step t the oldest kept input,
+// t + 1 - past, sits at (t + 1) % past).
+TEST(CudaLogic, ConvolutionRingMatchesScalar) {
   for (int k : {1, 2, 7}) {
-    const int past = k - 1, steps = 40, d = 3, c = 1;
-    const std::vector<float> weight = Random(k, 11), inputs = Random(steps, 12);
-    const float bias = 0.25f;
-    std::vector<float> ring(std::max(past, 1) * d, 0.0f);
+    const int past = k - 1, steps = 40, d = 3;
+    const std::vector<float> weight = Random(d * k, 11),
+                             inputs = Random(steps * d, 12),
+                             bias = Random(d, 13);
+    std::vector<float> ring(std::max(past, 1) * d, 0.0f), expected(d);
     for (int64_t t = 0; t < steps; ++t) {
-      float expected = bias;
-      for (int j = 0; j < k; ++j) {
-        const int64_t at = t - (k - 1) + j;
-        if (at >= 0) expected += weight[j] * inputs[at];
+      const float* x = inputs.data() + t * d;
+      const size_t oldest = past > 0 ? static_cast<size_t>(t % past) : 0;
+      Scalar().depthwise_conv(d, k, x, ring.data(), oldest, weight.data(),
+                              bias.data(), expected.data());
+      std::vector<float> actual(d);
+      for (int c = 0; c < d; ++c) {
+        actual[c] = ConvolveChannel(k, t, weight.data() + c * k, bias[c], x[c],
+                                    ring.data() + c, d);
       }
-      const float x = inputs[t];
-      const float y =
-          ConvolveChannel(k, t, weight.data(), bias, x, ring.data() + c, d);
-      if (past > 0) ring[RingIndex(t, past, 0) * d + c] = x;
-      EXPECT_NEAR(y, expected, 1e-5) << "k " << k << ", step " << t;
-      // The CPU runtime's layout (snapshots move between backends): after
-      // step t the oldest kept input, t + 1 - past, sits at (t + 1) % past.
-      if (past > 0 && t + 1 >= past) {
-        EXPECT_EQ(ring[((t + 1) % past) * d + c], inputs[t + 1 - past])
+      EXPECT_TRUE(Near(actual, expected)) << "k " << k << ", step " << t;
+      if (past == 0) continue;
+      for (int c = 0; c < d; ++c) ring[RingIndex(t, past, 0) * d + c] = x[c];
+      if (t + 1 >= past) {
+        EXPECT_EQ(ring[((t + 1) % past) * d], inputs[(t + 1 - past) * d])
             << "k " << k << ", step " << t;
       }
     }

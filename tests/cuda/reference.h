@@ -1,6 +1,5 @@
 // What the CUDA tests share: the one tolerance of the CUDA kernels against
-// the CPU, seeded random data, and CPU references the scalar kernels do not
-// provide by themselves (phi of a whole row, as runtime/src/session.cc).
+// the CPU, seeded random data, and the CPU scalar kernels as the reference.
 #ifndef TARN_TESTS_CUDA_REFERENCE_H_
 #define TARN_TESTS_CUDA_REFERENCE_H_
 
@@ -58,52 +57,18 @@ inline const kernels::KernelTable& Scalar() {
   return *kernels::KernelsFor(kernels::Isa::kScalar);
 }
 
-// favor+ as runtime/src/session.cc computes it for one row of `heads` heads
-// (x [heads][d_key] -> phi [heads][C]), on the scalar kernels.
-inline std::vector<float> FavorReference(size_t heads, size_t d_key, size_t C,
-                                         const float* x, const float* omega,
-                                         float temp, bool stabilize) {
-  const float scale = std::sqrt(temp);
-  const size_t half = C / 2;
-  float stabiliser = 0;
-  if (stabilize) {
-    stabiliser = -INFINITY;
-    for (size_t h = 0; h < heads; ++h) {
-      float norm = 0;
-      for (size_t d = 0; d < d_key; ++d) {
-        const float v = x[h * d_key + d] * scale;
-        norm += v * v;
-      }
-      stabiliser = std::max(stabiliser, norm);
-    }
-  }
-  std::vector<float> phi(heads * C), scaled(d_key);
-  for (size_t h = 0; h < heads; ++h) {
-    float norm = 0;
-    for (size_t d = 0; d < d_key; ++d) {
-      scaled[d] = x[h * d_key + d] * scale;
-      norm += scaled[d] * scaled[d];
-    }
-    float* u = phi.data() + h * C;
-    for (size_t j = 0; j < half; ++j) u[j] = 0;
-    for (size_t d = 0; d < d_key; ++d) {
-      for (size_t j = 0; j < half; ++j) u[j] += scaled[d] * omega[d * half + j];
-    }
-    for (size_t j = 0; j < half; ++j) u[half + j] = -u[j];
-    const float offset =
-        0.5f * norm + 0.5f * std::log(static_cast<float>(C)) + stabiliser;
-    Scalar().exp_shifted(C, u, offset, u);
-  }
-  return phi;
-}
-
-// phi of every head of one row's q or k (x [heads][d_key] -> [heads][C]).
+// phi of every head of one row's q or k (x [heads][d_key] -> [heads][C]),
+// as the CPU runtime computes it, on the scalar kernels.
 inline std::vector<float> FeaturesReference(FeatureMapKind kind, size_t heads,
                                             size_t d_key, size_t C,
                                             const float* x, const float* omega,
                                             float temp, bool stabilize) {
-  if (kind == FeatureMapKind::kFavor)
-    return FavorReference(heads, d_key, C, x, omega, temp, stabilize);
+  if (kind == FeatureMapKind::kFavor) {
+    std::vector<float> phi(heads * C);
+    Scalar().favor_features(heads, d_key, C, x, omega, temp, stabilize,
+                            phi.data());
+    return phi;
+  }
   std::vector<float> phi(heads * d_key);
   if (kind == FeatureMapKind::kRelu) {
     Scalar().relu(phi.size(), x, phi.data());

@@ -1,0 +1,19 @@
+// favor+ random features of one row, AVX-512F, 16 lanes.
+#include "kernels/favor/favor.h"
+#include "kernels/lanes.h"
+#include "kernels/variants.h"
+
+namespace tarn {
+namespace kernels {
+namespace avx512 {
+
+void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,
+                   const float* omega, float softmax_temp, bool stabilize,
+                   float* phi) {
+  favor::FavorFeatures<Lanes>(heads, d_key, C, x, omega, softmax_temp,
+                              stabilize, ExpShifted, phi);
+}
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace tarn
