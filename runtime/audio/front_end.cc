@@ -8,6 +8,7 @@
 #include <cstring>
 #include <kissfft.hh>
 #include <string>
+#include <utility>
 
 #include "tarn/audio.hpp"
 
@@ -38,6 +39,19 @@ double Mel(double frequency) {
 
 void Int16ToFloat(const int16_t* in, size_t count, float* out) {
   for (size_t i = 0; i < count; ++i) out[i] = in[i] * (1.0f / 32768.0f);
+}
+
+Status ReadAudioFrontEnd(const Model& model, AudioFrontEndConfig* config) {
+  if (config == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "config is null");
+  }
+  AudioFrontEndConfig c;
+  Status status = model.audio_front_end(&c);
+  if (!status.ok()) return status;
+  status = CheckAudioFrontEnd(c);
+  if (!status.ok()) return status;
+  *config = std::move(c);
+  return Status::Ok();
 }
 
 Status CheckAudioFrontEnd(const AudioFrontEndConfig& c) {

@@ -54,9 +54,11 @@ constexpr uint32_t kByteOrder = 0x01020304;
 
 class BatchSession::Impl {
  public:
-  Impl(std::shared_ptr<const DeviceModel> model, const BatchOptions& options)
+  // `m` is model's Impl, which only BatchSession (DeviceModel's friend) names.
+  Impl(std::shared_ptr<const DeviceModel> model, const DeviceModel::Impl& m,
+       const BatchOptions& options)
       : model_(std::move(model)),
-        m_(model_->impl()),
+        m_(m),
         c_(m_.config),
         max_streams_(options.max_streams),
         prefill_rows_(options.max_prefill_positions) {}
@@ -754,7 +756,8 @@ Status BatchSession::Create(std::shared_ptr<const DeviceModel> model,
   }
   Status status = CheckDevice(model->device());
   if (!status.ok()) return status;
-  auto impl = std::make_unique<Impl>(std::move(model), options);
+  const DeviceModel::Impl& m = *model->impl_;
+  auto impl = std::make_unique<Impl>(std::move(model), m, options);
   status = impl->Init();
   if (!status.ok()) return status;
   session->reset(new BatchSession(std::move(impl)));

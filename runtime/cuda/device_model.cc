@@ -93,7 +93,7 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
   }
   Status status = CheckDevice(options.device);
   if (!status.ok()) return status;
-  const Model::Impl& m = model.impl();
+  const Model::Impl& m = internal::ModelAccess::Get(model);
   const ModelConfig& c = m.config;
 
   auto impl = std::make_unique<Impl>();

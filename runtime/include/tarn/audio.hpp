@@ -43,29 +43,6 @@
 
 namespace tarn {
 
-// Window functions, all symmetric (Kaldi's definitions, a = 2 pi i / (N - 1)):
-// Hamming 0.54 - 0.46 cos(a); Hann 0.5 - 0.5 cos(a); Povey (0.5 - 0.5
-// cos(a))^0.85.
-enum class AudioWindow { kHamming, kHann, kPovey };
-
-// The feature recipe, as stored in a model's AudioFrontEnd table.
-struct AudioFrontEndConfig {
-  uint32_t sample_rate = 16000;  // Hz
-  uint32_t window_length = 400;  // samples
-  uint32_t hop_length = 160;     // samples
-  uint32_t fft_size = 512;       // even, >= window_length
-  uint32_t num_mel_bins = 40;
-  float low_frequency = 20;     // Hz, >= 0
-  float high_frequency = 8000;  // Hz, > low_frequency, <= sample_rate / 2
-  float preemphasis = 0.97f;    // in [0, 1]; 0: none
-  bool remove_dc_offset = true;
-  AudioWindow window = AudioWindow::kHamming;
-  float log_floor = 1e-7f;  // > 0: L = ln(max(E, log_floor))
-  // Global statistics, [num_mel_bins] each, or both empty: no normalisation.
-  std::vector<float> feature_mean;
-  std::vector<float> feature_std;  // > 0
-};
-
 // Reads the recipe a speech model stores. Fails (kInvalidArgument) for a
 // model without one, naming the converter flag that adds it.
 Status ReadAudioFrontEnd(const Model& model, AudioFrontEndConfig* config);
