@@ -1,4 +1,4 @@
-// The recognizer's C API (tarn/tarn.h) over tarn::Recognizer: a handle owns
+// The recognizer's C API (tarn/speech.h) over tarn::Recognizer: a handle owns
 // the C++ recognizer and the C view of the last result it handed out.
 
 #include <memory>
@@ -7,7 +7,7 @@
 
 #include "c_api_guard.h"
 #include "tarn/recognizer.hpp"
-#include "tarn/tarn.h"
+#include "tarn/speech.h"
 
 // The handle: the recognizer, and the result last returned, held here so
 // that its strings and words stay valid until the next call.
