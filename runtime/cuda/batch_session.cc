@@ -11,13 +11,13 @@
 
 #include "cuda_util.h"
 #include "device_model.h"
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/causal_step.h"
-#include "kernels/cuda/conv.h"
-#include "kernels/cuda/dense.h"
-#include "kernels/cuda/input.h"
-#include "kernels/cuda/layer_norm.h"
-#include "kernels/cuda/prefill.h"
+#include "runtime/cuda/kernels/activation.h"
+#include "runtime/cuda/kernels/causal_step.h"
+#include "runtime/cuda/kernels/conv.h"
+#include "runtime/cuda/kernels/dense.h"
+#include "runtime/cuda/kernels/input.h"
+#include "runtime/cuda/kernels/layer_norm.h"
+#include "runtime/cuda/kernels/prefill.h"
 #include "tarn/cuda.hpp"
 
 namespace tarn {

@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "kernels/cuda/prefill.h"
 #include "kernels/kernels.h"
 #include "model.h"
+#include "runtime/cuda/kernels/prefill.h"
 
 namespace tarn {
 namespace cuda {

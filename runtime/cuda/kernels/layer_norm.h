@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "kernels/cuda/common.h"
+#include "runtime/cuda/kernels/common.h"
 
 namespace tarn {
 namespace cuda {

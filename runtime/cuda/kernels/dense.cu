@@ -3,8 +3,8 @@
 // column-major matrix, hence op(A) = transpose.
 #include <climits>
 
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/dense.h"
+#include "runtime/cuda/kernels/activation.h"
+#include "runtime/cuda/kernels/dense.h"
 
 namespace tarn {
 namespace cuda {

@@ -1,8 +1,8 @@
 // The chunked causal prefill (prefill.h): one block per (stream, head) walks
 // the stream's positions chunk by chunk; S and z stay in global memory, the
 // chunk's phi, v and masked scores in shared memory.
-#include "kernels/cuda/block.cuh"
-#include "kernels/cuda/prefill.h"
+#include "runtime/cuda/kernels/block.cuh"
+#include "runtime/cuda/kernels/prefill.h"
 
 namespace tarn {
 namespace cuda {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cuda/common.h"
+#include "runtime/cuda/kernels/common.h"
 
 namespace tarn {
 namespace cuda {

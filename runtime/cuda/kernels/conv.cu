@@ -1,7 +1,7 @@
 // The causal depthwise convolution (conv.h): one thread per (stream,
 // channel) walks the stream's positions in order, so it alone reads and
 // writes its channel's ring.
-#include "kernels/cuda/conv.h"
+#include "runtime/cuda/kernels/conv.h"
 
 namespace tarn {
 namespace cuda {

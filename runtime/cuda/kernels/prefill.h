@@ -10,7 +10,7 @@
 
 #include <cstddef>
 
-#include "kernels/cuda/common.h"
+#include "runtime/cuda/kernels/common.h"
 
 namespace tarn {
 namespace cuda {

@@ -1,6 +1,6 @@
 // Inputs (input.h): elementwise kernels, and a block per row for the frame
 // window (staged in shared memory so the shift is not a race).
-#include "kernels/cuda/input.h"
+#include "runtime/cuda/kernels/input.h"
 
 namespace tarn {
 namespace cuda {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/elementwise.h"
 #include "kernels/kernels.h"
+#include "runtime/cuda/kernels/elementwise.h"
 
 namespace tarn {
 namespace cuda {

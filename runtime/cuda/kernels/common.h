@@ -1,6 +1,6 @@
-// What every launcher of kernels/cuda shares: its status, the attention shapes
-// and feature-map parameters, and the head sizes the attention kernels are
-// compiled for.
+// What every launcher of runtime/cuda/kernels shares: its status, the attention
+// shapes and feature-map parameters, and the head sizes the attention kernels
+// are compiled for.
 //
 // Launchers (one header + .cu per op: causal_step, prefill, layer_norm,
 // activation, dense, input, conv) follow kernels/kernels.h: sizes first,
@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <string>
 
-#include "kernels/cuda/elementwise.h"
+#include "runtime/cuda/kernels/elementwise.h"
 
 namespace tarn {
 namespace cuda {

@@ -1,5 +1,5 @@
-// The CUDA kernels' arithmetic (kernels/cuda/elementwise.h) run on the CPU,
-// composed the way the kernels compose it (thread layouts, chunking, the
+// The CUDA kernels' arithmetic (runtime/cuda/kernels/elementwise.h) run on the
+// CPU, composed the way the kernels compose it (thread layouts, chunking, the
 // order of reductions), against the scalar kernels of kernels/kernels.h and
 // the CPU runtime's formulas. Built and run with and without TARN_CUDA: it
 // needs no GPU and no CUDA header.
@@ -13,9 +13,9 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cuda/elementwise.h"
 #include "kernels/kernels.h"
 #include "reference.h"
+#include "runtime/cuda/kernels/elementwise.h"
 
 namespace tarn {
 namespace cuda {
@@ -70,7 +70,7 @@ TEST(CudaLogic, GeluMatchesScalar) {
   EXPECT_TRUE(Near(actual, expected));
 }
 
-// favor+ the way BlockFeatures (kernels/cuda/block.cuh) composes it.
+// favor+ the way BlockFeatures (runtime/cuda/kernels/block.cuh) composes it.
 std::vector<float> FavorComposed(int heads, int d_key, int C,
                                  const std::vector<float>& x,
                                  const std::vector<float>& omega, float temp,

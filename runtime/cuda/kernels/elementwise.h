@@ -1,10 +1,10 @@
 // The per-element and per-thread arithmetic of tarn's CUDA kernels, as
 // __host__ __device__ inline functions: the kernels call them on the GPU, and
-// tests/cuda/logic_test.cc calls them on the CPU (where this header compiles
-// as plain C++, with no CUDA header) and checks them against the scalar
-// kernels of kernels/kernels.h. Everything a kernel computes goes through
-// these functions; the .cu files only add the thread layout, shared memory
-// and the reductions across threads.
+// runtime/cuda/tests/logic_test.cc calls them on the CPU (where this header
+// compiles as plain C++, with no CUDA header) and checks them against the
+// scalar kernels of kernels/kernels.h. Everything a kernel computes goes
+// through these functions; the .cu files only add the thread layout, shared
+// memory and the reductions across threads.
 //
 // Worked example (one head of one causal step, done the way a thread block
 // does it, on the CPU):

@@ -4,8 +4,8 @@
 #ifndef TARN_KERNELS_CUDA_BLOCK_CUH_
 #define TARN_KERNELS_CUDA_BLOCK_CUH_
 
-#include "kernels/cuda/common.h"
-#include "kernels/cuda/elementwise.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise.h"
 
 namespace tarn {
 namespace cuda {

@@ -1,6 +1,6 @@
 // Activations and the dense layers' bias epilogue (activation.h): one thread
 // per element, grid-strided.
-#include "kernels/cuda/activation.h"
+#include "runtime/cuda/kernels/activation.h"
 
 namespace tarn {
 namespace cuda {

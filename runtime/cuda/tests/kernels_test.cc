@@ -1,6 +1,6 @@
-// Every CUDA kernel (kernels/cuda) against the CPU scalar kernels, over head
-// sizes, feature maps, batch sizes and state slots. Each test needs a GPU and
-// reports SKIPPED ("no CUDA device") without one; the launchers' shape
+// Every CUDA kernel (runtime/cuda/kernels) against the CPU scalar kernels, over
+// head sizes, feature maps, batch sizes and state slots. Each test needs a GPU
+// and reports SKIPPED ("no CUDA device") without one; the launchers' shape
 // checks need none and always run.
 
 #include <cuda_runtime_api.h>
@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/causal_step.h"
-#include "kernels/cuda/conv.h"
-#include "kernels/cuda/dense.h"
-#include "kernels/cuda/input.h"
-#include "kernels/cuda/layer_norm.h"
-#include "kernels/cuda/prefill.h"
 #include "reference.h"
+#include "runtime/cuda/kernels/activation.h"
+#include "runtime/cuda/kernels/causal_step.h"
+#include "runtime/cuda/kernels/conv.h"
+#include "runtime/cuda/kernels/dense.h"
+#include "runtime/cuda/kernels/input.h"
+#include "runtime/cuda/kernels/layer_norm.h"
+#include "runtime/cuda/kernels/prefill.h"
 
 namespace tarn {
 namespace cuda {

@@ -1,7 +1,7 @@
 // LayerNorm (layer_norm.h): one block per row; each thread keeps Welford
 // statistics of its strided elements, the block merges them (warp shuffles,
 // then across warps), so the row is read once for the statistics.
-#include "kernels/cuda/layer_norm.h"
+#include "runtime/cuda/kernels/layer_norm.h"
 
 namespace tarn {
 namespace cuda {

@@ -3,13 +3,13 @@
 // the rank-one update of S and z and the read-out, fused in one kernel so
 // that each stream's S is read and written once per step, in place in GPU
 // memory. Per element, it is kernels::scalar::CausalStep after phi (see
-// kernels/cuda/elementwise.h).
+// runtime/cuda/kernels/elementwise.h).
 #ifndef TARN_KERNELS_CUDA_CAUSAL_STEP_H_
 #define TARN_KERNELS_CUDA_CAUSAL_STEP_H_
 
 #include <cstddef>
 
-#include "kernels/cuda/common.h"
+#include "runtime/cuda/kernels/common.h"
 
 namespace tarn {
 namespace cuda {

@@ -1,6 +1,6 @@
 // The batched causal step (causal_step.h): one block per (row, head).
-#include "kernels/cuda/block.cuh"
-#include "kernels/cuda/causal_step.h"
+#include "runtime/cuda/kernels/block.cuh"
+#include "runtime/cuda/kernels/causal_step.h"
 
 namespace tarn {
 namespace cuda {
