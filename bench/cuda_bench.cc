@@ -1,8 +1,8 @@
 // tarn_cuda_bench: streams x steps per second of the CUDA backend
 // (tarn/cuda.hpp) at several batch sizes, beside the GPU's memory bandwidth.
 //
-//   build/runtime/cuda/tarn_cuda_bench                      # MNIST shape
-//   build/runtime/cuda/tarn_cuda_bench --model m.tarn --streams 1,64,1024
+//   build/bench/tarn_cuda_bench                      # MNIST shape
+//   build/bench/tarn_cuda_bench --model m.tarn --streams 1,64,1024
 //
 // Without --model it builds, in memory, a model of the paper's MNIST shape
 // (Katharopoulos et al. 2020: 8 layers, 8 heads, d_key = d_value = 32,

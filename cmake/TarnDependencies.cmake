@@ -1,5 +1,9 @@
-# Third-party libraries, each as an imported target. Debian's XNNPACK,
-# pthreadpool and cpuinfo ship no CMake config: find header and library.
+# The core's third-party libraries, each as an imported target: FlatBuffers
+# (flatc and headers, build time), pthreadpool, cpuinfo, xxhash. Nothing
+# else: each product finds its own (speech: kissfft; the CLI: CLI11,
+# nlohmann_json, sndfile, PNG, zlib; bench/: XNNPACK, Google Benchmark).
+# Debian's pthreadpool and cpuinfo ship no CMake config: find header and
+# library.
 
 find_package(Threads REQUIRED)
 find_package(FlatBuffers REQUIRED)
@@ -16,9 +20,6 @@ endfunction()
 if(NOT TARGET tarn::pthreadpool)
   tarn_import_library(pthreadpool pthreadpool.h pthreadpool)
   tarn_import_library(cpuinfo cpuinfo.h cpuinfo)
-  # XNNPACK: only the benchmarks link it, to measure the dense kernels by it.
-  tarn_import_library(xnnpack xnnpack.h XNNPACK)
-  target_link_libraries(tarn::xnnpack INTERFACE tarn::pthreadpool tarn::cpuinfo)
   # XXH64 checksums: the header-only form, so the runtime links nothing more.
   find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
   add_library(tarn::xxhash INTERFACE IMPORTED)

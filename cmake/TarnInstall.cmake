@@ -1,23 +1,41 @@
-# `cmake --install`: the library (static, with the kernels library it needs),
-# the public C and C++ headers, the `tarn` command, a CMake package
-# (find_package(tarn) -> tarn::tarn) and a pkg-config file (tarn.pc).
-# libtarn.a's own dependencies (pthreadpool, cpuinfo, threads, the
-# C++ runtime) are named in both: INTERFACE_LINK_LIBRARIES and Libs.private.
+# `cmake --install`: every library with exactly the headers that declare it,
+# the `tarn` command when built, one CMake package with a target per library
+# and a pkg-config file per library:
+#
+#   library        headers (include/tarn/)             CMake          pkg-config
+#   libtarn.a      tarn.h tarn.hpp                     tarn::tarn     tarn
+#   libtarn_speech audio.hpp ctc.hpp recognizer.hpp    tarn::speech   tarn-speech
+#                  speech.h
+#   libtarn_sample sample.hpp distribution.hpp         tarn::sample   tarn-sample
+#
+# (libtarn_kernels.a, which libtarn.a links, is installed beside it.) The
+# libraries are static: their own dependencies (pthreadpool, cpuinfo,
+# threads, the C++ runtime) are named in INTERFACE_LINK_LIBRARIES and in
+# Libs.private.
 
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TARN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tarn)
 
-install(TARGETS tarn tarn_kernels EXPORT tarnTargets
+set(TARN_INSTALL_LIBRARIES tarn tarn_kernels tarn_sample)
+set(TARN_PC_FILES tarn tarn-sample)
+if(TARGET tarn_speech)
+  list(APPEND TARN_INSTALL_LIBRARIES tarn_speech)
+  list(APPEND TARN_PC_FILES tarn-speech)
+endif()
+install(TARGETS ${TARN_INSTALL_LIBRARIES} EXPORT tarnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES
-  ${PROJECT_SOURCE_DIR}/runtime/include/tarn/tarn.h
-  ${PROJECT_SOURCE_DIR}/runtime/include/tarn/tarn.hpp
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${TARN_CORE_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tarn)
+install(FILES ${TARN_SAMPLE_HEADERS}
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tarn)
-install(TARGETS tarn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET tarn_speech)
+  install(FILES ${TARN_SPEECH_HEADERS}
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tarn)
+endif()
+if(TARGET tarn_cli)
+  install(TARGETS tarn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 install(EXPORT tarnTargets NAMESPACE tarn:: DESTINATION ${TARN_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tarnConfig.cmake.in
@@ -30,10 +48,12 @@ install(FILES
   ${PROJECT_BINARY_DIR}/tarnConfigVersion.cmake
   DESTINATION ${TARN_INSTALL_CMAKEDIR})
 
-# tarn.pc finds its prefix from its own place, so an installed tree can move.
+# Each .pc finds its prefix from its own place, so an installed tree can move.
 file(RELATIVE_PATH TARN_PC_TO_PREFIX
   /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
-configure_file(${PROJECT_SOURCE_DIR}/cmake/tarn.pc.in
-  ${PROJECT_BINARY_DIR}/tarn.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/tarn.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(pc IN LISTS TARN_PC_FILES)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in
+    ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()

@@ -45,7 +45,8 @@ if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
   cmake --build "$asan" -j"$(nproc)"
   # Left to the build above, where they ran:
   # - install_and_consume links the installed static libraries into
-  #   consumers built without sanitizers;
+  #   consumers built without sanitizers; subproject_consumer builds the
+  #   core again, without them;
   # - speech_long_stream bounds the resident set, which the sanitizer's
   #   allocator grows by design;
   # - tarn_kernels_neon_qemu cross-builds the kernels with aarch64 g++,
@@ -57,7 +58,7 @@ if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
   # - pytest_python_api compares the package pip built with gcc above with
   #   this build's CLI, another compiler's.
   ctest --test-dir "$asan" -j"$(nproc)" --output-on-failure -FS goldens \
-    -E '^(install_and_consume|speech_long_stream|pytest_python_api|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
+    -E '^(install_and_consume|subproject_consumer|speech_long_stream|pytest_python_api|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
   tsan=${TARN_TSAN_BUILD_DIR:-$build-tsan}
   CC=clang CXX=clang++ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTARN_SANITIZE=thread -DTARN_BUILD_BENCH=OFF

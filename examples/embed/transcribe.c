@@ -1,4 +1,5 @@
-/* transcribe.c: speech recognition from C99 through tarn's C API.
+/* transcribe.c: speech recognition from C99 through the speech library's C API
+ * (tarn/speech.h).
  *
  *   tarn_transcribe_c MODEL.tarn AUDIO.wav [WORDS.txt]
  *
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tarn/tarn.h"
+#include "tarn/speech.h"
 
 enum { kChunk = 1600, kMaxWords = 1024, kMaxWordBytes = 64 };
 

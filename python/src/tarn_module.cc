@@ -55,16 +55,15 @@ using Array = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 // Everything the runtime's ModelConfig holds, with the enumerations by name.
 nb::dict ConfigDict(const tarn::ModelConfig& c) {
   nb::dict d;
-  d["input_kind"] =
-      c.input_kind == tarn::InputKind::kTokens ? "tokens" : "frames";
+  d["input_kind"] = tarn::Name(c.input_kind);
   d["vocab_size"] = c.vocab_size;
   d["embedding_scale"] = c.embedding_scale;
   d["input_dim"] = c.input_dim;
   d["stack_window"] = c.stack_window;
   d["stack_hop"] = c.stack_hop;
   d["input_projection"] = c.input_projection;
-  d["input_activation"] = c.input_activation;
-  d["position"] = c.position;
+  d["input_activation"] = tarn::Name(c.input_activation);
+  d["position"] = tarn::Name(c.position);
   d["max_positions"] = c.max_positions;
   d["d_model"] = c.d_model;
   d["num_layers"] = c.num_layers;
@@ -72,11 +71,11 @@ nb::dict ConfigDict(const tarn::ModelConfig& c) {
   d["d_key"] = c.d_key;
   d["d_value"] = c.d_value;
   d["d_ff"] = c.d_ff;
-  d["activation"] = c.activation;
-  d["norm_placement"] = c.norm_placement;
+  d["activation"] = tarn::Name(c.activation);
+  d["norm_placement"] = tarn::Name(c.norm_placement);
   d["norm_eps"] = c.norm_eps;
   d["causal"] = c.causal;
-  d["feature_map"] = c.feature_map;
+  d["feature_map"] = tarn::Name(c.feature_map);
   d["feature_dim"] = c.feature_dim;
   d["attention_eps"] = c.attention_eps;
   d["favor_softmax_temp"] = c.favor_softmax_temp;
@@ -86,7 +85,7 @@ nb::dict ConfigDict(const tarn::ModelConfig& c) {
   d["output_dim"] = c.output_dim;
   d["labels"] = c.labels;
   d["position_concat_dim"] = c.position_concat_dim;
-  d["output_distribution"] = c.output_distribution;
+  d["output_distribution"] = tarn::Name(c.output_distribution);
   d["output_levels"] = c.output_levels;
   return d;
 }

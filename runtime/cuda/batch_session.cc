@@ -11,13 +11,13 @@
 
 #include "cuda_util.h"
 #include "device_model.h"
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/causal_step.h"
-#include "kernels/cuda/conv.h"
-#include "kernels/cuda/dense.h"
-#include "kernels/cuda/input.h"
-#include "kernels/cuda/layer_norm.h"
-#include "kernels/cuda/prefill.h"
+#include "runtime/cuda/kernels/activation.h"
+#include "runtime/cuda/kernels/causal_step.h"
+#include "runtime/cuda/kernels/conv.h"
+#include "runtime/cuda/kernels/dense.h"
+#include "runtime/cuda/kernels/input.h"
+#include "runtime/cuda/kernels/layer_norm.h"
+#include "runtime/cuda/kernels/prefill.h"
 #include "tarn/cuda.hpp"
 
 namespace tarn {
@@ -54,9 +54,11 @@ constexpr uint32_t kByteOrder = 0x01020304;
 
 class BatchSession::Impl {
  public:
-  Impl(std::shared_ptr<const DeviceModel> model, const BatchOptions& options)
+  // `m` is model's Impl, which only BatchSession (DeviceModel's friend) names.
+  Impl(std::shared_ptr<const DeviceModel> model, const DeviceModel::Impl& m,
+       const BatchOptions& options)
       : model_(std::move(model)),
-        m_(model_->impl()),
+        m_(m),
         c_(m_.config),
         max_streams_(options.max_streams),
         prefill_rows_(options.max_prefill_positions) {}
@@ -755,7 +757,8 @@ Status BatchSession::Create(std::shared_ptr<const DeviceModel> model,
   }
   Status status = CheckDevice(model->device());
   if (!status.ok()) return status;
-  auto impl = std::make_unique<Impl>(std::move(model), options);
+  const DeviceModel::Impl& m = *model->impl_;
+  auto impl = std::make_unique<Impl>(std::move(model), m, options);
   status = impl->Init();
   if (!status.ok()) return status;
   session->reset(new BatchSession(std::move(impl)));

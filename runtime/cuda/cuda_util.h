@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "kernels/cuda/common.h"
+#include "runtime/cuda/kernels/common.h"
 #include "tarn/tarn.hpp"
 
 namespace tarn {

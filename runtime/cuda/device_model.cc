@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "kernels/cuda/prefill.h"
 #include "kernels/kernels.h"
 #include "model.h"
+#include "runtime/cuda/kernels/prefill.h"
 
 namespace tarn {
 namespace cuda {
@@ -125,7 +125,7 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
   }
   Status status = CheckDevice(options.device);
   if (!status.ok()) return status;
-  const Model::Impl& m = model.impl();
+  const Model::Impl& m = internal::ModelAccess::Get(model);
   const ModelConfig& c = m.config;
 
   auto impl = std::make_unique<Impl>();

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "cuda_util.h"
-#include "kernels/cuda/common.h"
-#include "kernels/cuda/input.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/input.h"
 #include "tarn/cuda.hpp"
 
 namespace tarn {

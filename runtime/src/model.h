@@ -1,5 +1,10 @@
 // The loaded, validated model: its configuration, its weights as the step
 // needs them, and the memory layout of its sessions.
+//
+// Internal: the one header through which code outside the public API reaches
+// a model's internals (internal::ModelAccess). Included by the core's own
+// sources and by the CUDA backend (runtime/cuda), which uploads the weights
+// described here; never installed, never included by speech or sampling.
 
 #ifndef TARN_RUNTIME_SRC_MODEL_H_
 #define TARN_RUNTIME_SRC_MODEL_H_
@@ -138,6 +143,13 @@ class Model::Impl {
   void PlanState();
   void ComputeIdentity();
 };
+
+namespace internal {
+// Model's friend: a public Model's Impl, for the core and the CUDA backend.
+struct ModelAccess {
+  static const Model::Impl& Get(const Model& model) { return *model.impl_; }
+};
+}  // namespace internal
 
 inline constexpr size_t kAlignment = 64;
 // The bookkeeping at the start of a session's or a batch's block, before its

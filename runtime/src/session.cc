@@ -147,7 +147,7 @@ class Session::Impl {
   Impl(const Model& model, const SessionOptions& options, float* floats,
        pthreadpool_t threads)
       : model_(model),
-        m_(model.impl()),
+        m_(internal::ModelAccess::Get(model)),
         c_(m_.config),
         options_(options),
         engine_(m_, floats + m_.state.total, options.max_prefill_chunk,
@@ -568,7 +568,7 @@ class SessionBatch::Impl {
   Impl(const Model& model, const BatchOptions& options, float* floats,
        pthreadpool_t threads)
       : model_(model),
-        m_(model.impl()),
+        m_(internal::ModelAccess::Get(model)),
         c_(m_.config),
         streams_(reinterpret_cast<Stream**>(
             floats + m_.PlanScratch(options.max_streams).streams)),

@@ -1,13 +1,18 @@
 #!/bin/sh
-# install_and_consume.sh BUILD_DIR EMBED_SOURCE_DIR WORK_DIR MODEL
+# install_and_consume.sh BUILD_DIR EMBED_SOURCE_DIR WORK_DIR MODEL ASR_DIR
 #
-# Installs tarn from BUILD_DIR into WORK_DIR/prefix, then builds the embed
-# example (a C99 program) out of tree against the installed package twice:
-# with CMake's find_package(tarn), and with pkg-config's tarn.pc alone. Runs
-# both on MODEL, and the installed `tarn info`.
+# Installs tarn from BUILD_DIR into WORK_DIR/prefix, checks that it holds
+# each library with exactly its headers and a pkg-config file each, then
+# builds the examples/embed programs (C99) out of tree against the installed
+# package twice: with CMake's find_package(tarn COMPONENTS speech), and with
+# pkg-config alone (tarn.pc for embed.c, tarn-speech.pc for transcribe.c).
+# Runs embed on MODEL, transcribe on a bundled sample of ASR_DIR (the
+# bundled speech model), and the installed `tarn info`.
 set -eu
-build=$1 source=$2 work=$3 model=$4
+build=$1 source=$2 work=$3 model=$4 asr=$5
 prefix=$work/prefix
+speech_model=$asr/model/asr.tarn
+wav=$asr/samples/slt_012600.wav
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -15,19 +20,48 @@ cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 echo "installed into $prefix:"
 (cd "$prefix" && find . -type f | sort | sed 's/^/  /')
 
-echo "== CMake consumer (find_package(tarn))"
+echo "== headers: each library's own, nothing else"
+headers=$(cd "$prefix/include/tarn" && ls | tr '\n' ' ')
+expected="audio.hpp ctc.hpp distribution.hpp recognizer.hpp sample.hpp speech.h tarn.h tarn.hpp "
+if [ "$headers" != "$expected" ]; then
+  echo "installed headers: $headers; expected: $expected" >&2
+  exit 1
+fi
+if grep -n 'impl()' "$prefix"/include/tarn/*; then
+  echo "a public header offers impl()" >&2
+  exit 1
+fi
+if grep -n 'tarn_recognizer' "$prefix/include/tarn/tarn.h"; then
+  echo "tarn.h declares the speech library's functions" >&2
+  exit 1
+fi
+
+echo "== CMake consumer (find_package(tarn COMPONENTS speech))"
 cmake -S "$source" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$work/cmake-configure.log"
 cmake --build "$work/cmake" > "$work/cmake-build.log"
 "$work/cmake/tarn_embed" "$model"
+"$work/cmake/tarn_transcribe_c" "$speech_model" "$wav" | tail -n 1
 
-echo "== pkg-config consumer (tarn.pc)"
+echo "== pkg-config consumers (tarn.pc, tarn-speech.pc)"
 pc_dir=$(dirname "$(find "$prefix" -name tarn.pc | head -n 1)")
+for pc in tarn tarn-speech tarn-sample; do
+  [ -f "$pc_dir/$pc.pc" ] || { echo "no $pc.pc" >&2; exit 1; }
+done
 flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs --static tarn)
 echo "pkg-config --cflags --libs --static tarn: $flags"
 # shellcheck disable=SC2086
 ${CC:-cc} -std=c99 -o "$work/pkg-config-embed" "$source/embed.c" $flags
 "$work/pkg-config-embed" "$model"
+# tarn's libraries are static (--static names their own dependencies);
+# libsndfile, the example's, is linked as the system has it.
+flags="$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs --static \
+  tarn-speech) $(pkg-config --cflags --libs sndfile)"
+echo "pkg-config --cflags --libs --static tarn-speech; sndfile: $flags"
+# shellcheck disable=SC2086
+${CC:-cc} -std=c99 -o "$work/pkg-config-transcribe" "$source/transcribe.c" \
+  $flags
+"$work/pkg-config-transcribe" "$speech_model" "$wav" | tail -n 1
 
 echo "== installed command"
 "$prefix/bin/tarn" info "$model" | head -n 3

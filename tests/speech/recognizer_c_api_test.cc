@@ -1,4 +1,4 @@
-// The recognizer's C API (tarn/tarn.h) against tarn::Recognizer: the same
+// The recognizer's C API (tarn/speech.h) against tarn::Recognizer: the same
 // utterances, words and times on a bundled sample with the bundled model,
 // and clear refusals of bad input.
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tarn/recognizer.hpp"
-#include "tarn/tarn.h"
+#include "tarn/speech.h"
 
 namespace {
 

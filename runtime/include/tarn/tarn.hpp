@@ -180,6 +180,34 @@ struct BatchOptions {
   int num_threads = 1;
 };
 
+// Window functions, all symmetric (Kaldi's definitions, a = 2 pi i / (N - 1)):
+// Hamming 0.54 - 0.46 cos(a); Hann 0.5 - 0.5 cos(a); Povey (0.5 - 0.5
+// cos(a))^0.85.
+enum class AudioWindow { kHamming, kHann, kPovey };
+
+// The feature recipe a speech model stores (its AudioFrontEnd table): what
+// the speech front end (tarn/audio.hpp) computes from audio.
+struct AudioFrontEndConfig {
+  uint32_t sample_rate = 16000;  // Hz
+  uint32_t window_length = 400;  // samples
+  uint32_t hop_length = 160;     // samples
+  uint32_t fft_size = 512;       // even, >= window_length
+  uint32_t num_mel_bins = 40;
+  float low_frequency = 20;     // Hz, >= 0
+  float high_frequency = 8000;  // Hz, > low_frequency, <= sample_rate / 2
+  float preemphasis = 0.97f;    // in [0, 1]; 0: none
+  bool remove_dc_offset = true;
+  AudioWindow window = AudioWindow::kHamming;
+  float log_floor = 1e-7f;  // > 0: L = ln(max(E, log_floor))
+  // Global statistics, [num_mel_bins] each, or both empty: no normalisation.
+  std::vector<float> feature_mean;
+  std::vector<float> feature_std;  // > 0
+};
+
+namespace internal {
+struct ModelAccess;  // runtime/src/model.h
+}  // namespace internal
+
 class Model {
  public:
   // Maps `path` and validates it completely: FlatBuffers verifier, schema
@@ -217,11 +245,18 @@ class Model {
   uint64_t identity() const;
   // Free-form provenance from the file (source, converter version, date).
   std::vector<std::pair<std::string, std::string>> metadata() const;
+  // The feature recipe the file stores, read from it at each call (not on
+  // the step path). Fails (kInvalidArgument) for a model without one, naming
+  // the converter flag that adds it; kUnsupported for a window function this
+  // runtime does not know.
+  Status audio_front_end(AudioFrontEndConfig* recipe) const;
 
   class Impl;
-  const Impl& impl() const { return *impl_; }
 
  private:
+  // The core's sources and the CUDA backend reach Impl through the internal
+  // header runtime/src/model.h, never through this public one.
+  friend struct internal::ModelAccess;
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

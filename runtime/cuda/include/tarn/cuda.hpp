@@ -86,9 +86,9 @@ class DeviceModel {
   int device() const;
 
   class Impl;
-  const Impl& impl() const { return *impl_; }
 
  private:
+  friend class BatchSession;
   explicit DeviceModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,134 @@
+/* speech.h: the C API of tarn's speech library, streaming recognition.
+ * C99; usable from C++. Models, statuses and tarn_last_error() are the
+ * core's (tarn/tarn.h); examples/embed/transcribe.c is a complete program.
+ *
+ * Streaming speech recognition with a speech model (a causal frame model
+ * with an audio front end and output labels, e.g. examples/asr's): audio in,
+ * words with times out, in memory that does not grow however long the
+ * stream. The C face of tarn::Recognizer (tarn/recognizer.hpp, which says
+ * how utterances, endpoints and times work). These functions live in the
+ * speech library (CMake target tarn::speech, pkg-config tarn-speech), which
+ * links the core (tarn/tarn.h, included here).
+ *
+ *   tarn_recognizer_options options = tarn_recognizer_options_default();
+ *   tarn_recognizer* recognizer = NULL;
+ *   if (tarn_recognizer_create(model, 16000, &options, &recognizer) !=
+ *       TARN_STATUS_OK) { ... }   // not a speech model, another rate, ...
+ *   while (... int16_t pcm[n] arrives ...) {
+ *     tarn_recognizer_accept_int16(recognizer, pcm, n);
+ *     const tarn_recognition_result* result;
+ *     while (tarn_recognizer_pop_result(recognizer, &result) ==
+ *                TARN_STATUS_OK && result != NULL) {
+ *       printf("%s\n", result->text);    // an utterance that ended
+ *     }
+ *   }
+ *   const tarn_recognition_result* last;
+ *   tarn_recognizer_final_result(recognizer, &last);   // end of stream
+ *   tarn_recognizer_free(recognizer);
+ *
+ * Results. A tarn_recognition_result and everything it points to belong
+ * to the recognizer and stay valid until the next call on it. A recognizer
+ * is used by one thread at a time; the model must outlive it. */
+
+#ifndef TARN_SPEECH_H_
+#define TARN_SPEECH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tarn/tarn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tarn_recognizer tarn_recognizer;
+
+typedef struct tarn_recognizer_options {
+  /* 0 or 1: greedy decoding; 2 .. 256: prefix beam search. */
+  uint32_t beam_width;
+  /* Constrains the beam search to these words (beam_width >= 2): word_count
+   * strings, borrowed for tarn_recognizer_create() only. NULL/0: no list. */
+  const char* const* words;
+  size_t word_count;
+  /* Non-speech after speech that ends an utterance (an endpoint); 0: never. */
+  uint32_t endpoint_silence_ms;
+  /* An utterance this long ends, whatever follows; 0: no limit. */
+  uint32_t max_utterance_ms;
+  /* Without speech, the model's state restarts this often; 0: never. */
+  uint32_t reset_after_silence_ms;
+  /* Threads for the model's dense layers, [1, 256]. */
+  int32_t num_threads;
+  /* Beam search pruning: hypotheses this far (natural log) below the best
+   * are dropped. */
+  float beam_prune;
+} tarn_recognizer_options;
+
+typedef struct tarn_recognized_word {
+  const char* word;
+  double start; /* seconds since the stream started */
+  double end;
+} tarn_recognized_word;
+
+typedef struct tarn_recognition_result {
+  const char* text; /* the words joined by single spaces; "" for none */
+  const tarn_recognized_word* words; /* word_count of them */
+  size_t word_count;
+  double start; /* the utterance's span, seconds since the stream started */
+  double end;
+} tarn_recognition_result;
+
+/* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
+ * 2 s without speech, one thread, beam_prune 20. */
+tarn_recognizer_options tarn_recognizer_options_default(void);
+
+/* A new recognizer for audio at `sample_rate` Hz, which must be the model's
+ * (tarn_recognizer_sample_rate(); nothing is resampled); options NULL: the
+ * defaults. Fails for a model that cannot listen (no audio front end, no
+ * labels, not causal) and for options the decoder refuses. Free it with
+ * tarn_recognizer_free(). */
+tarn_status tarn_recognizer_create(const tarn_model* model,
+                                   uint32_t sample_rate,
+                                   const tarn_recognizer_options* options,
+                                   tarn_recognizer** recognizer);
+void tarn_recognizer_free(tarn_recognizer* recognizer);
+
+/* Feeds `count` mono samples, any number per call: floats in [-1, 1), or
+ * 16-bit PCM. Fails for a sample that is not finite, naming it; the
+ * recognizer is then as before the frame that holds it. */
+tarn_status tarn_recognizer_accept_float(tarn_recognizer* recognizer,
+                                         const float* samples, size_t count);
+tarn_status tarn_recognizer_accept_int16(tarn_recognizer* recognizer,
+                                         const int16_t* samples, size_t count);
+
+/* The oldest utterance that ended at an endpoint and was not yet popped:
+ * *result points to it, or is NULL when none is queued. Drain the queue
+ * after every accept: one call over a long stretch of audio may end several
+ * utterances. */
+tarn_status tarn_recognizer_pop_result(tarn_recognizer* recognizer,
+                                       const tarn_recognition_result** result);
+/* Utterances queued for tarn_recognizer_pop_result(). */
+size_t tarn_recognizer_queued_results(const tarn_recognizer* recognizer);
+
+/* The utterance in progress, as decoded so far. */
+tarn_status tarn_recognizer_partial_result(
+    tarn_recognizer* recognizer, const tarn_recognition_result** result);
+
+/* Ends the utterance in progress (end of stream) and gives its result;
+ * queued results are not included (pop them first). The clock runs on. */
+tarn_status tarn_recognizer_final_result(
+    tarn_recognizer* recognizer, const tarn_recognition_result** result);
+
+/* Back to a new recognizer's state: audio, queue and clock cleared. */
+void tarn_recognizer_reset(tarn_recognizer* recognizer);
+
+/* The audio rate the model's front end takes, Hz. */
+uint32_t tarn_recognizer_sample_rate(const tarn_recognizer* recognizer);
+/* Seconds of audio per model step. */
+double tarn_recognizer_step_seconds(const tarn_recognizer* recognizer);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TARN_SPEECH_H_ */
