@@ -34,53 +34,34 @@ inline float Clamp(float v, float lo, float hi) {
   return v < hi ? v : hi;
 }
 
-// MR rows, one block of outputs (n of its kBlock lanes are real). f32 and
-// f16 chains start from the bias; int8 chains start from 0 and end with
+// One row, one block of outputs (n of its kBlock lanes are real). f32 and f16
+// chains start from the bias; int8 chains start from 0 and end with
 // fma(sum, scale, bias).
-template <int MR, typename T>
-void Tile(size_t inputs, size_t n, const float* x, const T* w,
-          const float* scale, const float* bias, float y_min, float y_max,
-          float* y, size_t y_stride) {
-  float acc[MR][kBlock];
+template <typename T>
+void Block(size_t inputs, size_t n, const float* x, const T* w,
+           const float* scale, const float* bias, float y_min, float y_max,
+           float* y) {
+  float acc[kBlock];
   for (size_t j = 0; j < kBlock; ++j) {
-    const float b = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
-    for (int r = 0; r < MR; ++r) acc[r][j] = b;
+    acc[j] = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
   }
   for (size_t i = 0; i < inputs; ++i) {
-    float wi[kBlock];
-    for (size_t j = 0; j < kBlock; ++j) wi[j] = Widen(w[i * kBlock + j]);
-    for (int r = 0; r < MR; ++r) {
-      const float xi = x[r * inputs + i];
-      for (size_t j = 0; j < kBlock; ++j) {
-        acc[r][j] = std::fma(xi, wi[j], acc[r][j]);
-      }
+    for (size_t j = 0; j < kBlock; ++j) {
+      acc[j] = std::fma(x[i], Widen(w[i * kBlock + j]), acc[j]);
     }
   }
-  for (int r = 0; r < MR; ++r) {
-    for (size_t j = 0; j < n; ++j) {
-      float sum = acc[r][j];
-      if constexpr (kScaled<T>) {
-        sum = std::fma(sum, scale[j], bias != nullptr ? bias[j] : 0.0f);
-      }
-      y[r * y_stride + j] = Clamp(sum, y_min, y_max);
+  for (size_t j = 0; j < n; ++j) {
+    float sum = acc[j];
+    if constexpr (kScaled<T>) {
+      sum = std::fma(sum, scale[j], bias != nullptr ? bias[j] : 0.0f);
     }
+    y[j] = Clamp(sum, y_min, y_max);
   }
 }
 
-template <int MR, typename T>
-void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
-          const float* scale, const float* bias, float y_min, float y_max,
-          float* y, size_t y_stride) {
-  for (size_t o = 0; o < outputs; o += kBlock) {
-    const size_t n = outputs - o < kBlock ? outputs - o : kBlock;
-    Tile<MR>(inputs, n, x, w + PackedDenseOffset(inputs, o),
-             kScaled<T> ? scale + o : nullptr,
-             bias != nullptr ? bias + o : nullptr, y_min, y_max, y + o,
-             y_stride);
-  }
-}
-
-// scale: [outputs] for int8 weights, nullptr for f32 and f16.
+// scale: [outputs] for int8 weights, nullptr for f32 and f16. One row at a
+// time: the SIMD variants tile rows and blocks (dense-driver.h), which changes
+// no bits.
 template <typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
@@ -88,26 +69,12 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   assert(rows == 0 || outputs == 0 || (x != nullptr && w != nullptr));
   assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
   assert(y_stride >= outputs);
-  for (size_t r = 0; r < rows; r += 4) {
-    const float* xr = x + r * inputs;
-    float* yr = y + r * y_stride;
-    switch (rows - r < 4 ? rows - r : 4) {
-      case 1:
-        Rows<1>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
-      case 2:
-        Rows<2>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
-      case 3:
-        Rows<3>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
-      default:
-        Rows<4>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < outputs; o += kBlock) {
+      Block(inputs, outputs - o < kBlock ? outputs - o : kBlock, x + r * inputs,
+            w + PackedDenseOffset(inputs, o), kScaled<T> ? scale + o : nullptr,
+            bias != nullptr ? bias + o : nullptr, y_min, y_max,
+            y + r * y_stride + o);
     }
   }
 }
