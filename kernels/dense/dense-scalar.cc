@@ -34,34 +34,43 @@ inline float Clamp(float v, float lo, float hi) {
   return v < hi ? v : hi;
 }
 
-// One row, one block of outputs (n of its kBlock lanes are real). f32 and f16
-// chains start from the bias; int8 chains start from 0 and end with
-// fma(sum, scale, bias).
+// Rows [0, m) (m <= 4), one block of outputs (n of its kBlock lanes are
+// real); each weight is widened once for all m rows. f32 and f16 chains start
+// from the bias; int8 chains start from 0 and end with fma(sum, scale, bias).
 template <typename T>
-void Block(size_t inputs, size_t n, const float* x, const T* w,
+void Block(size_t m, size_t inputs, size_t n, const float* x, const T* w,
            const float* scale, const float* bias, float y_min, float y_max,
-           float* y) {
-  float acc[kBlock];
-  for (size_t j = 0; j < kBlock; ++j) {
-    acc[j] = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
+           float* y, size_t y_stride) {
+  float acc[4][kBlock];
+  for (size_t r = 0; r < m; ++r) {
+    for (size_t j = 0; j < kBlock; ++j) {
+      acc[r][j] = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
+    }
   }
   for (size_t i = 0; i < inputs; ++i) {
-    for (size_t j = 0; j < kBlock; ++j) {
-      acc[j] = std::fma(x[i], Widen(w[i * kBlock + j]), acc[j]);
+    float wi[kBlock];
+    for (size_t j = 0; j < kBlock; ++j) wi[j] = Widen(w[i * kBlock + j]);
+    for (size_t r = 0; r < m; ++r) {
+      const float xi = x[r * inputs + i];
+      for (size_t j = 0; j < kBlock; ++j) {
+        acc[r][j] = std::fma(xi, wi[j], acc[r][j]);
+      }
     }
   }
-  for (size_t j = 0; j < n; ++j) {
-    float sum = acc[j];
-    if constexpr (kScaled<T>) {
-      sum = std::fma(sum, scale[j], bias != nullptr ? bias[j] : 0.0f);
+  for (size_t r = 0; r < m; ++r) {
+    for (size_t j = 0; j < n; ++j) {
+      float sum = acc[r][j];
+      if constexpr (kScaled<T>) {
+        sum = std::fma(sum, scale[j], bias != nullptr ? bias[j] : 0.0f);
+      }
+      y[r * y_stride + j] = Clamp(sum, y_min, y_max);
     }
-    y[j] = Clamp(sum, y_min, y_max);
   }
 }
 
-// scale: [outputs] for int8 weights, nullptr for f32 and f16. One row at a
-// time: the SIMD variants tile rows and blocks (dense-driver.h), which changes
-// no bits.
+// scale: [outputs] for int8 weights, nullptr for f32 and f16. Rows in groups
+// of up to 4; how the SIMD variants tile rows and blocks (dense-driver.h)
+// changes no bits.
 template <typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
@@ -69,12 +78,14 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   assert(rows == 0 || outputs == 0 || (x != nullptr && w != nullptr));
   assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
   assert(y_stride >= outputs);
-  for (size_t r = 0; r < rows; ++r) {
+  for (size_t r = 0; r < rows; r += 4) {
+    const size_t m = rows - r < 4 ? rows - r : 4;
     for (size_t o = 0; o < outputs; o += kBlock) {
-      Block(inputs, outputs - o < kBlock ? outputs - o : kBlock, x + r * inputs,
-            w + PackedDenseOffset(inputs, o), kScaled<T> ? scale + o : nullptr,
+      Block(m, inputs, outputs - o < kBlock ? outputs - o : kBlock,
+            x + r * inputs, w + PackedDenseOffset(inputs, o),
+            kScaled<T> ? scale + o : nullptr,
             bias != nullptr ? bias + o : nullptr, y_min, y_max,
-            y + r * y_stride + o);
+            y + r * y_stride + o, y_stride);
     }
   }
 }
