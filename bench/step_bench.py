@@ -303,7 +303,7 @@ def time_torch(model, threads: int, args):
 
 # perf groups, by library or symbol (self time)
 PERF_GROUPS = [
-    ("dense layers", re.compile(r"XNNPACK|xnn_|Dense|Gemv|Tile<")),
+    ("dense layers", re.compile(r"XNNPACK|xnn_|Dense|Tile<")),
     ("attention (phi + rank-one)", re.compile(r"CausalStep|EluPlusOne|ExpShifted|::Relu\b|FeatureMap|expf")),
     ("norms + residual", re.compile(r"Normalize|LayerNorm|::Add\b")),
     ("thread pool", re.compile(r"pthreadpool")),

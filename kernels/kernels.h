@@ -21,6 +21,13 @@
 // with cpuinfo); the environment variable TARN_KERNELS=scalar|avx2|avx512|neon
 // forces one (an unsupported or unknown name falls back to scalar, with a
 // warning on stderr). The table it returns lives for the whole process.
+//
+// Layout: one family per folder, named for what it computes (activation/,
+// add/, causal/, convert/, dense/, feature/, norm/), one source per variant
+// (<family>-scalar.cc, the reference, and -avx2, -avx512, -neon). A family's
+// SIMD driver (tiling, tails, dtype dispatch) is written once, in
+// <family>-driver.h or driver.h, over the vector traits of vector-<isa>.h;
+// a variant's source holds only what differs on its ISA.
 #ifndef TARN_KERNELS_KERNELS_H_
 #define TARN_KERNELS_KERNELS_H_
 
@@ -58,8 +65,9 @@ struct KernelTable {
   void (*causal_step)(size_t C, size_t dv, const float* phi_k, const float* v,
                       const float* phi_q, float eps, float* S, float* z,
                       float* S_carry, float* z_carry, float* y);
-  // causal_step's update alone, bit for bit the same (for prefill, whose
-  // outputs come from the masked quadratic form, and encode).
+  // causal_step's update alone, bit for bit the same, with no read-out: for
+  // encode, which sums every key of a sequence before reading out with the
+  // whole sequence's state (prefill runs causal_step row by row).
   void (*causal_update)(size_t C, size_t dv, const float* phi_k, const float* v,
                         float* S, float* z, float* S_carry, float* z_carry);
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, with the biased

@@ -1,5 +1,6 @@
-// Vector helpers shared by the AVX2 variants (compiled only into sources
-// built with -mavx2 -mfma -mf16c): tail masks, horizontal sum, exp.
+// The AVX2 vector traits (Vec, which the family drivers are written over) and
+// helpers shared by the AVX2 variants, compiled only into sources built with
+// -mavx2 -mfma -mf16c: tail masks, horizontal sum, exp.
 #ifndef TARN_KERNELS_VECTOR_AVX2_H_
 #define TARN_KERNELS_VECTOR_AVX2_H_
 
@@ -60,6 +61,38 @@ inline __m256 Exp(__m256 x) {
       _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
+
+// 8 floats per ymm; tails are masked loads and stores.
+struct Vec {
+  using V = __m256;
+  using Mask = __m256i;
+  static constexpr size_t kLanes = 8;
+  static constexpr bool kMaskedTails = true;
+  static V Zero() { return _mm256_setzero_ps(); }
+  static V Set1(float a) { return _mm256_set1_ps(a); }
+  static V Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static Mask Tail(size_t rem) { return TailMask(rem); }
+  static V LoadTail(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static void StoreTail(float* p, Mask m, V v) { _mm256_maskstore_ps(p, m, v); }
+  // Masked-off lanes of v set to zero.
+  static V ZeroOutside(Mask m, V v) {
+    return _mm256_and_ps(v, _mm256_castsi256_ps(m));
+  }
+  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V Sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  // a b + c and a b - c, each rounded once.
+  static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V Fms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
+  static float ReduceAdd(V v) { return HorizontalSum(v); }
+  // min(max(v, lo), hi) as maxps/minps: a NaN v becomes lo.
+  static V Clamp(V v, V lo, V hi) {
+    return _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+  }
+  // Leaves the upper halves clean for the SSE code (libm) that may follow.
+  static void End() { _mm256_zeroupper(); }
+};
 
 }  // namespace avx2
 }  // namespace kernels

@@ -1,5 +1,6 @@
-// Vector helpers shared by the AVX-512 variants (compiled only into sources
-// built with -mavx512f): tail masks, exp.
+// The AVX-512 vector traits (Vec, which the family drivers are written over)
+// and helpers shared by the AVX-512 variants, compiled only into sources built
+// with -mavx512f: tail masks, exp.
 #ifndef TARN_KERNELS_VECTOR_AVX512_H_
 #define TARN_KERNELS_VECTOR_AVX512_H_
 
@@ -40,6 +41,40 @@ inline __m512 Exp(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
 }
+
+// 16 floats per zmm; tails are masked loads and stores.
+struct Vec {
+  using V = __m512;
+  using Mask = __mmask16;
+  static constexpr size_t kLanes = 16;
+  static constexpr bool kMaskedTails = true;
+  static V Zero() { return _mm512_setzero_ps(); }
+  static V Set1(float a) { return _mm512_set1_ps(a); }
+  static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static Mask Tail(size_t rem) { return TailMask(rem); }
+  static V LoadTail(const float* p, Mask m) {
+    return _mm512_maskz_loadu_ps(m, p);
+  }
+  static void StoreTail(float* p, Mask m, V v) {
+    _mm512_mask_storeu_ps(p, m, v);
+  }
+  // Masked-off lanes of v set to zero.
+  static V ZeroOutside(Mask m, V v) { return _mm512_maskz_mov_ps(m, v); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V Sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  // a b + c and a b - c, each rounded once.
+  static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V Fms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
+  static float ReduceAdd(V v) { return _mm512_reduce_add_ps(v); }
+  // min(max(v, lo), hi) as maxps/minps: a NaN v becomes lo.
+  static V Clamp(V v, V lo, V hi) {
+    return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+  }
+  // Leaves the upper halves clean for the SSE code (libm) that may follow.
+  static void End() { _mm256_zeroupper(); }
+};
 
 }  // namespace avx512
 }  // namespace kernels

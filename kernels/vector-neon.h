@@ -1,11 +1,13 @@
-// Vector helpers shared by the NEON variants (compiled only into sources
-// built with the AArch64 baseline): exp.
+// The NEON vector traits (Vec, which the family drivers are written over) and
+// helpers shared by the NEON variants, compiled only into sources built with
+// the AArch64 baseline: exp.
 #ifndef TARN_KERNELS_VECTOR_NEON_H_
 #define TARN_KERNELS_VECTOR_NEON_H_
 
 #include <arm_neon.h>
 
 #include <cstddef>
+#include <cstring>
 
 namespace tarn {
 namespace kernels {
@@ -41,6 +43,46 @@ inline float32x4_t Exp(float32x4_t x) {
       vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, bias), 23));
   return vmulq_f32(vmulq_f32(p, s1), s2);
 }
+
+// 4 floats per q register. No masked loads: elementwise tails are staged
+// through a stack buffer; reductions add their tail one lane at a time after
+// the vector sum (kMaskedTails false).
+struct Vec {
+  using V = float32x4_t;
+  using Mask = size_t;  // the number of lanes in the tail
+  static constexpr size_t kLanes = 4;
+  static constexpr bool kMaskedTails = false;
+  static V Zero() { return vdupq_n_f32(0.0f); }
+  static V Set1(float a) { return vdupq_n_f32(a); }
+  static V Load(const float* p) { return vld1q_f32(p); }
+  static void Store(float* p, V v) { vst1q_f32(p, v); }
+  static Mask Tail(size_t rem) { return rem; }
+  static V LoadTail(const float* p, Mask m) {
+    float tail[kLanes] = {};
+    std::memcpy(tail, p, m * sizeof(float));
+    return vld1q_f32(tail);
+  }
+  static void StoreTail(float* p, Mask m, V v) {
+    float tail[kLanes];
+    vst1q_f32(tail, v);
+    std::memcpy(p, tail, m * sizeof(float));
+  }
+  static V Add(V a, V b) { return vaddq_f32(a, b); }
+  static V Sub(V a, V b) { return vsubq_f32(a, b); }
+  static V Mul(V a, V b) { return vmulq_f32(a, b); }
+  // a b + c and a b - c, each rounded once.
+  static V Fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static V Fms(V a, V b, V c) { return vfmaq_f32(vnegq_f32(c), a, b); }
+  static float ReduceAdd(V v) { return vaddvq_f32(v); }
+  // min(max(v, lo), hi) with x86's maxps/minps semantics, so that NaN and
+  // signed zeros clamp alike on every variant: the second operand unless the
+  // first is strictly beyond it.
+  static V Clamp(V v, V lo, V hi) {
+    v = vbslq_f32(vcgtq_f32(v, lo), v, lo);
+    return vbslq_f32(vcltq_f32(v, hi), v, hi);
+  }
+  static void End() {}
+};
 
 }  // namespace neon
 }  // namespace kernels

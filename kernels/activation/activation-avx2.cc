@@ -1,9 +1,11 @@
-// GELU (exact erf form), AVX2 + FMA; the method is in gelu-erfc.h.
+// Activations, AVX2 + FMA: relu and GELU (exact erf form, the method in
+// gelu-erfc.h).
 #include <immintrin.h>
 
 #include <cassert>
 
 #include "kernels/activation/gelu-erfc.h"
+#include "kernels/driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx2.h"
 
@@ -33,16 +35,15 @@ __m256 Gelu8(__m256 x) {
 
 }  // namespace
 
+void Relu(size_t n, const float* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  const __m256 zero = _mm256_setzero_ps();
+  Map<Vec>(n, x, y, [&](__m256 v) { return _mm256_max_ps(v, zero); });
+}
+
 void Gelu(size_t n, const float* x, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, Gelu8(_mm256_loadu_ps(x + i)));
-  }
-  if (i < n) {
-    const __m256i mask = TailMask(n - i);
-    _mm256_maskstore_ps(y + i, mask, Gelu8(_mm256_maskload_ps(x + i, mask)));
-  }
+  Map<Vec>(n, x, y, [](Vec::V v) { return Gelu8(v); });
 }
 
 }  // namespace avx2

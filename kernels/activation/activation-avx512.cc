@@ -1,9 +1,11 @@
-// GELU (exact erf form), AVX-512F; the method is in gelu-erfc.h.
+// Activations, AVX-512F: relu and GELU (exact erf form, the method in
+// gelu-erfc.h).
 #include <immintrin.h>
 
 #include <cassert>
 
 #include "kernels/activation/gelu-erfc.h"
+#include "kernels/driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx512.h"
 
@@ -33,17 +35,15 @@ __m512 Gelu16(__m512 x) {
 
 }  // namespace
 
+void Relu(size_t n, const float* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  const __m512 zero = _mm512_setzero_ps();
+  Map<Vec>(n, x, y, [&](__m512 v) { return _mm512_max_ps(v, zero); });
+}
+
 void Gelu(size_t n, const float* x, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(y + i, Gelu16(_mm512_loadu_ps(x + i)));
-  }
-  if (i < n) {
-    const __mmask16 mask = TailMask(n - i);
-    _mm512_mask_storeu_ps(y + i, mask,
-                          Gelu16(_mm512_maskz_loadu_ps(mask, x + i)));
-  }
+  Map<Vec>(n, x, y, [](Vec::V v) { return Gelu16(v); });
 }
 
 }  // namespace avx512

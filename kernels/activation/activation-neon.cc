@@ -1,10 +1,11 @@
-// GELU (exact erf form), NEON; the method is in gelu-erfc.h.
+// Activations, NEON: relu and GELU (exact erf form, the method in
+// gelu-erfc.h).
 #include <arm_neon.h>
 
 #include <cassert>
-#include <cstring>
 
 #include "kernels/activation/gelu-erfc.h"
+#include "kernels/driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-neon.h"
 
@@ -32,16 +33,15 @@ float32x4_t Gelu4(float32x4_t x) {
 
 }  // namespace
 
+void Relu(size_t n, const float* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  const float32x4_t zero = vdupq_n_f32(0.0f);
+  Map<Vec>(n, x, y, [&](float32x4_t v) { return vmaxq_f32(v, zero); });
+}
+
 void Gelu(size_t n, const float* x, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, Gelu4(vld1q_f32(x + i)));
-  if (i < n) {
-    float tail[4] = {};
-    std::memcpy(tail, x + i, (n - i) * sizeof(float));
-    vst1q_f32(tail, Gelu4(vld1q_f32(tail)));
-    std::memcpy(y + i, tail, (n - i) * sizeof(float));
-  }
+  Map<Vec>(n, x, y, [](Vec::V v) { return Gelu4(v); });
 }
 
 }  // namespace neon

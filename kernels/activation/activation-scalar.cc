@@ -1,4 +1,4 @@
-// GELU (exact erf form), scalar reference.
+// Activations, scalar reference: relu and GELU (exact erf form).
 #include <cassert>
 #include <cmath>
 
@@ -7,6 +7,13 @@
 namespace tarn {
 namespace kernels {
 namespace scalar {
+
+void Relu(size_t n, const float* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  for (size_t i = 0; i < n; ++i) {
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  }
+}
 
 // Evaluated in double so the reference that the SIMD variants are judged
 // against is correctly rounded in practice.

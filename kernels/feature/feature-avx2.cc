@@ -3,50 +3,28 @@
 
 #include <cassert>
 
+#include "kernels/driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx2.h"
 
 namespace tarn {
 namespace kernels {
 namespace avx2 {
-namespace {
-
-// y[i] = op(x[i]); masked-off tail lanes compute op(0), never stored.
-template <typename Op>
-void Map(size_t n, const float* x, float* y, Op op) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, op(_mm256_loadu_ps(x + i)));
-  }
-  if (i < n) {
-    const __m256i mask = TailMask(n - i);
-    _mm256_maskstore_ps(y + i, mask, op(_mm256_maskload_ps(x + i, mask)));
-  }
-}
-
-}  // namespace
-
 void EluPlusOne(size_t n, const float* x, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
   const __m256 zero = _mm256_setzero_ps();
   const __m256 one = _mm256_set1_ps(1.0f);
-  Map(n, x, y, [&](__m256 v) {
+  Map<Vec>(n, x, y, [&](__m256 v) {
     const __m256 neg = Exp(_mm256_min_ps(zero, v));
     return _mm256_blendv_ps(neg, _mm256_add_ps(v, one),
                             _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
   });
 }
 
-void Relu(size_t n, const float* x, float* y) {
-  assert(n == 0 || (x != nullptr && y != nullptr));
-  const __m256 zero = _mm256_setzero_ps();
-  Map(n, x, y, [&](__m256 v) { return _mm256_max_ps(v, zero); });
-}
-
 void ExpShifted(size_t n, const float* x, float shift, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
   const __m256 s = _mm256_set1_ps(shift);
-  Map(n, x, y, [&](__m256 v) { return Exp(_mm256_sub_ps(v, s)); });
+  Map<Vec>(n, x, y, [&](__m256 v) { return Exp(_mm256_sub_ps(v, s)); });
 }
 
 }  // namespace avx2

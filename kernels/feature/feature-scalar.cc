@@ -1,4 +1,4 @@
-// Feature maps phi, scalar reference: elu+1, relu, and favor+'s exp.
+// Feature maps phi, scalar reference: elu+1 and favor+'s exp.
 #include <cassert>
 #include <cmath>
 
@@ -13,13 +13,6 @@ void EluPlusOne(size_t n, const float* x, float* y) {
   for (size_t i = 0; i < n; ++i) {
     const float xi = x[i];
     y[i] = xi > 0.0f ? xi + 1.0f : std::exp(xi);
-  }
-}
-
-void Relu(size_t n, const float* x, float* y) {
-  assert(n == 0 || (x != nullptr && y != nullptr));
-  for (size_t i = 0; i < n; ++i) {
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
   }
 }
 

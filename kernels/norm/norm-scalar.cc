@@ -1,4 +1,4 @@
-// LayerNorm, residual add + LayerNorm, and add: scalar reference.
+// LayerNorm and residual add + LayerNorm, scalar reference.
 #include <cassert>
 #include <cmath>
 
@@ -45,11 +45,6 @@ void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma,
          y != nullptr);
   for (size_t i = 0; i < n; ++i) x[i] += r[i];
   Normalize(n, x, gamma, beta, eps, y);
-}
-
-void Add(size_t n, const float* a, const float* b, float* y) {
-  assert(n == 0 || (a != nullptr && b != nullptr && y != nullptr));
-  for (size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
 }  // namespace scalar

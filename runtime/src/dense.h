@@ -1,5 +1,5 @@
 // Dense (fully-connected) layers: y = W x + b for a batch of rows, on tarn's
-// dense kernels (kernels/gemv) over weights packed once per model.
+// dense kernels (kernels/dense) over weights packed once per model.
 
 #ifndef TARN_RUNTIME_SRC_DENSE_H_
 #define TARN_RUNTIME_SRC_DENSE_H_

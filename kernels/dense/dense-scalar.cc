@@ -34,29 +34,30 @@ inline float Clamp(float v, float lo, float hi) {
   return v < hi ? v : hi;
 }
 
-// MR rows, one block of outputs (n of its kBlock lanes are real). f32 and
-// f16 chains start from the bias; int8 chains start from 0 and end with
-// fma(sum, scale, bias).
-template <int MR, typename T>
-void Tile(size_t inputs, size_t n, const float* x, const T* w,
-          const float* scale, const float* bias, float y_min, float y_max,
-          float* y, size_t y_stride) {
-  float acc[MR][kBlock];
-  for (size_t j = 0; j < kBlock; ++j) {
-    const float b = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
-    for (int r = 0; r < MR; ++r) acc[r][j] = b;
+// Rows [0, m) (m <= 4), one block of outputs (n of its kBlock lanes are
+// real); each weight is widened once for all m rows. f32 and f16 chains start
+// from the bias; int8 chains start from 0 and end with fma(sum, scale, bias).
+template <typename T>
+void Block(size_t m, size_t inputs, size_t n, const float* x, const T* w,
+           const float* scale, const float* bias, float y_min, float y_max,
+           float* y, size_t y_stride) {
+  float acc[4][kBlock];
+  for (size_t r = 0; r < m; ++r) {
+    for (size_t j = 0; j < kBlock; ++j) {
+      acc[r][j] = !kScaled<T> && bias != nullptr && j < n ? bias[j] : 0.0f;
+    }
   }
   for (size_t i = 0; i < inputs; ++i) {
     float wi[kBlock];
     for (size_t j = 0; j < kBlock; ++j) wi[j] = Widen(w[i * kBlock + j]);
-    for (int r = 0; r < MR; ++r) {
+    for (size_t r = 0; r < m; ++r) {
       const float xi = x[r * inputs + i];
       for (size_t j = 0; j < kBlock; ++j) {
         acc[r][j] = std::fma(xi, wi[j], acc[r][j]);
       }
     }
   }
-  for (int r = 0; r < MR; ++r) {
+  for (size_t r = 0; r < m; ++r) {
     for (size_t j = 0; j < n; ++j) {
       float sum = acc[r][j];
       if constexpr (kScaled<T>) {
@@ -67,20 +68,9 @@ void Tile(size_t inputs, size_t n, const float* x, const T* w,
   }
 }
 
-template <int MR, typename T>
-void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
-          const float* scale, const float* bias, float y_min, float y_max,
-          float* y, size_t y_stride) {
-  for (size_t o = 0; o < outputs; o += kBlock) {
-    const size_t n = outputs - o < kBlock ? outputs - o : kBlock;
-    Tile<MR>(inputs, n, x, w + PackedDenseOffset(inputs, o),
-             kScaled<T> ? scale + o : nullptr,
-             bias != nullptr ? bias + o : nullptr, y_min, y_max, y + o,
-             y_stride);
-  }
-}
-
-// scale: [outputs] for int8 weights, nullptr for f32 and f16.
+// scale: [outputs] for int8 weights, nullptr for f32 and f16. Rows in groups
+// of up to 4; how the SIMD variants tile rows and blocks (dense-driver.h)
+// changes no bits.
 template <typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
@@ -89,25 +79,13 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
   assert(y_stride >= outputs);
   for (size_t r = 0; r < rows; r += 4) {
-    const float* xr = x + r * inputs;
-    float* yr = y + r * y_stride;
-    switch (rows - r < 4 ? rows - r : 4) {
-      case 1:
-        Rows<1>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
-      case 2:
-        Rows<2>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
-      case 3:
-        Rows<3>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
-      default:
-        Rows<4>(inputs, outputs, xr, w, scale, bias, y_min, y_max, yr,
-                y_stride);
-        break;
+    const size_t m = rows - r < 4 ? rows - r : 4;
+    for (size_t o = 0; o < outputs; o += kBlock) {
+      Block(m, inputs, outputs - o < kBlock ? outputs - o : kBlock,
+            x + r * inputs, w + PackedDenseOffset(inputs, o),
+            kScaled<T> ? scale + o : nullptr,
+            bias != nullptr ? bias + o : nullptr, y_min, y_max,
+            y + r * y_stride + o, y_stride);
     }
   }
 }

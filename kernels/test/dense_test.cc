@@ -1,4 +1,4 @@
-// dense_f32, dense_f16 and dense_i8 (kernels/gemv): packing, the scalar chain
+// dense_f32, dense_f16 and dense_i8 (kernels/dense): packing, the scalar chain
 // against double precision (and dense_i8's against the contract's chain, bit
 // for bit), every SIMD variant against scalar bit for bit, over row counts
 // around each variant's row tile, output counts around the 16-wide block and

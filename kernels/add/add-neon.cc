@@ -1,0 +1,19 @@
+// Elementwise add, NEON.
+#include <cassert>
+
+#include "kernels/driver.h"
+#include "kernels/variants.h"
+#include "kernels/vector-neon.h"
+
+namespace tarn {
+namespace kernels {
+namespace neon {
+
+void Add(size_t n, const float* a, const float* b, float* y) {
+  assert(n == 0 || (a != nullptr && b != nullptr && y != nullptr));
+  Map2<Vec>(n, a, b, y, [](Vec::V p, Vec::V q) { return Vec::Add(p, q); });
+}
+
+}  // namespace neon
+}  // namespace kernels
+}  // namespace tarn

@@ -1,0 +1,191 @@
+// Internal to kernels/: the driver of the SIMD dense kernels (dense_f32,
+// dense_f16, dense_i8 of kernels.h), written once over a variant's traits.
+//
+// D, the traits, is the variant's Vec (driver.h) plus
+//   Weights(row, part): lanes [part * kLanes, (part + 1) * kLanes) of one
+//     block row (kDenseBlock packed weights of type float, uint16_t or
+//     int8_t), widened exactly to f32;
+//   Blocks(rows): how many blocks of outputs a tile of `rows` rows (1 to 4)
+//     keeps in flight, within the variant's registers;
+//   kWidenI8AtFma: whether a one-row int8 tile widens each weight vector just
+//     before its FMA rather than all of an input's first (register pressure).
+// Each output is one FMA chain in input order (kernels.h), whatever the tile,
+// so the tiling below changes speed, never bits.
+#ifndef TARN_KERNELS_DENSE_DENSE_DRIVER_H_
+#define TARN_KERNELS_DENSE_DENSE_DRIVER_H_
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/driver.h"
+#include "kernels/kernels.h"
+
+namespace tarn {
+namespace kernels {
+namespace {
+namespace dense {
+
+constexpr size_t kBlock = kDenseBlock;
+
+// int8 weights carry a scale per output row, applied once to the sum.
+template <typename T>
+inline constexpr bool kScaled = std::is_same_v<T, int8_t>;
+
+// MR rows x NB blocks; `outputs` counts from the first block (> (NB-1)*16).
+// f32 and f16 chains start from the bias; int8 chains start from 0 and end
+// with fma(sum, scale, bias).
+template <class D, int MR, int NB, typename T>
+inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
+                 const float* scale, const float* bias, typename D::V lo,
+                 typename D::V hi, float* y, size_t y_stride) {
+  using V = typename D::V;
+  constexpr int kL = static_cast<int>(D::kLanes);
+  constexpr int kParts = static_cast<int>(kBlock) / kL;  // vectors per block
+  constexpr int kV = kParts * NB;                        // vectors per row
+  static_assert(kBlock % D::kLanes == 0, "whole vectors per block");
+  const size_t stride = kBlock * inputs;
+  const ptrdiff_t n = static_cast<ptrdiff_t>(outputs);
+  V acc[MR][kV];
+#pragma GCC unroll 16
+  for (int v = 0; v < kV; ++v) {
+    const V init = !kScaled<T> && bias != nullptr
+                       ? LoadPartial<D>(bias + v * kL, n - v * kL)
+                       : D::Zero();
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) acc[r][v] = init;
+  }
+  for (size_t i = 0; i < inputs; ++i) {
+    if constexpr (kScaled<T> && MR == 1 && D::kWidenI8AtFma) {
+      // Widened int8 weights need registers (f32 ones are FMA memory
+      // operands): widen each just before its FMA, so that the chains of a
+      // step stay in registers instead of spilling one.
+      const V xv = D::Set1(x[i]);
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) {
+        acc[0][v] = D::Fma(
+            xv, D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts),
+            acc[0][v]);
+      }
+      continue;
+    }
+    V wv[kV];
+#pragma GCC unroll 16
+    for (int v = 0; v < kV; ++v) {
+      wv[v] = D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const V xv = D::Set1(x[r * inputs + i]);
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) acc[r][v] = D::Fma(xv, wv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 16
+    for (int v = 0; v < kV; ++v) {
+      V sum = acc[r][v];
+      if constexpr (kScaled<T>) {
+        const V addend = bias != nullptr
+                             ? LoadPartial<D>(bias + v * kL, n - v * kL)
+                             : D::Zero();
+        sum = D::Fma(sum, LoadPartial<D>(scale + v * kL, n - v * kL), addend);
+      }
+      StorePartial<D>(y + r * y_stride + v * kL, n - v * kL,
+                      D::Clamp(sum, lo, hi));
+    }
+  }
+}
+
+// MR rows, all outputs: tiles of NB blocks while they fill, then the rest in
+// tiles of 4, 2 and 1 blocks.
+template <class D, int MR, int NB, typename T>
+void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
+          const float* scale, const float* bias, typename D::V lo,
+          typename D::V hi, float* y, size_t y_stride) {
+  size_t o = 0;
+  auto left = [&] { return o < outputs ? outputs - o : 0; };
+  auto tile = [&](auto nb) {
+    constexpr int kNb = decltype(nb)::value;
+    Tile<D, MR, kNb>(inputs, outputs - o, x, w + PackedDenseOffset(inputs, o),
+                     kScaled<T> ? scale + o : nullptr,
+                     bias != nullptr ? bias + o : nullptr, lo, hi, y + o,
+                     y_stride);
+    o += kNb * kBlock;
+  };
+  while (left() > (NB - 1) * kBlock) tile(std::integral_constant<int, NB>());
+  if constexpr (NB > 4) {
+    if (left() > 3 * kBlock) tile(std::integral_constant<int, 4>());
+  }
+  if constexpr (NB > 2) {
+    if (left() > kBlock) tile(std::integral_constant<int, 2>());
+  }
+  while (left() > 0) tile(std::integral_constant<int, 1>());
+}
+
+// scale: [outputs] for int8 weights, nullptr for f32 and f16. Rows go in
+// groups of up to 4, each group one pass over W.
+template <class D, typename T>
+void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
+           const T* w, const float* scale, const float* bias, float y_min,
+           float y_max, float* y, size_t y_stride) {
+  assert(rows == 0 || outputs == 0 || (x != nullptr && w != nullptr));
+  assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
+  assert(y_stride >= outputs);
+  if (outputs == 0) return;
+  const typename D::V lo = D::Set1(y_min), hi = D::Set1(y_max);
+  for (size_t r = 0; r < rows; r += 4) {
+    const float* xr = x + r * inputs;
+    float* yr = y + r * y_stride;
+    switch (rows - r < 4 ? rows - r : 4) {
+      case 1:
+        Rows<D, 1, D::Blocks(1)>(inputs, outputs, xr, w, scale, bias, lo, hi,
+                                 yr, y_stride);
+        break;
+      case 2:
+        Rows<D, 2, D::Blocks(2)>(inputs, outputs, xr, w, scale, bias, lo, hi,
+                                 yr, y_stride);
+        break;
+      case 3:
+        Rows<D, 3, D::Blocks(3)>(inputs, outputs, xr, w, scale, bias, lo, hi,
+                                 yr, y_stride);
+        break;
+      default:
+        Rows<D, 4, D::Blocks(4)>(inputs, outputs, xr, w, scale, bias, lo, hi,
+                                 yr, y_stride);
+        break;
+    }
+  }
+  D::End();
+}
+
+}  // namespace dense
+}  // namespace
+}  // namespace kernels
+}  // namespace tarn
+
+// Defines DenseF32, DenseF16 and DenseI8 (variants.h) in the enclosing
+// namespace, a variant's, from its dense traits D.
+#define TARN_KERNELS_DEFINE_DENSE(D)                                           \
+  void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
+                const float* x, const float* w, const float* bias,             \
+                float y_min, float y_max, float* y) {                          \
+    ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, nullptr,     \
+                                     bias, y_min, y_max, y, y_stride);         \
+  }                                                                            \
+  void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
+                const float* x, const uint16_t* w, const float* bias,          \
+                float y_min, float y_max, float* y) {                          \
+    ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, nullptr,     \
+                                     bias, y_min, y_max, y, y_stride);         \
+  }                                                                            \
+  void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,    \
+               const float* x, const int8_t* w, const float* scale,            \
+               const float* bias, float y_min, float y_max, float* y) {        \
+    ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, scale, bias, \
+                                     y_min, y_max, y, y_stride);               \
+  }
+
+#endif  // TARN_KERNELS_DENSE_DENSE_DRIVER_H_
