@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "model.h"
+#include "snapshot.h"
 
 namespace tarn {
 namespace {
@@ -166,6 +167,7 @@ class Session::Impl {
                 float* outputs, size_t outputs_size, size_t* steps);
   Status Snapshot(void* buffer, size_t size) const;
   Status Restore(const void* snapshot, size_t size);
+  SnapshotTarget SnapshotOf() const;
 
   Status CheckCausal() const { return c_.causal ? Status() : Bidirectional(); }
   Rows OneStream(size_t count) { return Rows{count, &self_, true, 0}; }
@@ -332,101 +334,32 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
   return Status::Ok();
 }
 
-// The snapshot's header, kSnapshotHeaderBytes, then the state floats.
-struct SnapshotHeader {
-  char magic[8];            // "TARNSNAP"
-  uint32_t byte_order;      // kByteOrder as the writer stored it
-  uint32_t layout_version;  // kStateLayoutVersion
-  uint64_t model_identity;  // Model::identity()
-  uint64_t state_bytes;     // bytes after the header
-  uint64_t position;
-  uint64_t frames_seen;
-  uint32_t conv_oldest;
-  uint32_t header_bytes;  // kSnapshotHeaderBytes
-  uint8_t reserved[8];
-};
-static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes);
-constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
-constexpr uint32_t kByteOrder = 0x01020304;
+SnapshotTarget Session::Impl::SnapshotOf() const {
+  return SnapshotTarget{m_.identity, kStateLayoutVersion,
+                        m_.state.total * sizeof(float),
+                        c_.conv_kernel > 1 ? c_.conv_kernel - 1 : size_t{1}};
+}
 
 Status Session::Impl::Snapshot(void* buffer, size_t size) const {
-  const size_t state_bytes = m_.state.total * sizeof(float);
-  if (buffer == nullptr || size < kSnapshotHeaderBytes + state_bytes) {
-    return InvalidArgument("snapshot buffer holds " +
-                           std::to_string(buffer ? size : 0) +
-                           " bytes; this model's snapshots take " +
-                           std::to_string(kSnapshotHeaderBytes + state_bytes));
-  }
-  SnapshotHeader header = {};
-  std::memcpy(header.magic, kSnapshotMagic, sizeof header.magic);
-  header.byte_order = kByteOrder;
-  header.layout_version = kStateLayoutVersion;
-  header.model_identity = m_.identity;
-  header.state_bytes = state_bytes;
-  header.position = stream_.position;
-  header.frames_seen = stream_.frames_seen;
-  header.conv_oldest = stream_.conv_oldest;
-  header.header_bytes = kSnapshotHeaderBytes;
+  const SnapshotTarget target = SnapshotOf();
+  Status status = CheckSnapshotBuffer(buffer, size, target.state_bytes);
+  if (!status.ok()) return status;
+  const SnapshotHeader header = MakeSnapshotHeader(
+      target, stream_.position, stream_.frames_seen, stream_.conv_oldest);
   auto* bytes = static_cast<uint8_t*>(buffer);
   std::memcpy(bytes, &header, sizeof header);
-  std::memcpy(bytes + kSnapshotHeaderBytes, stream_.state, state_bytes);
+  std::memcpy(bytes + kSnapshotHeaderBytes, stream_.state, target.state_bytes);
   return Status::Ok();
 }
 
 Status Session::Impl::Restore(const void* snapshot, size_t size) {
-  const size_t state_bytes = m_.state.total * sizeof(float);
+  const SnapshotTarget target = SnapshotOf();
   SnapshotHeader header;
-  if (snapshot == nullptr || size < sizeof header) {
-    return InvalidArgument(
-        "not a tarn snapshot: " + std::to_string(snapshot ? size : 0) +
-        " bytes, shorter than a snapshot header");
-  }
-  std::memcpy(&header, snapshot, sizeof header);
-  if (std::memcmp(header.magic, kSnapshotMagic, sizeof header.magic) != 0) {
-    return InvalidArgument(
-        "not a tarn snapshot: it does not start with "
-        "'TARNSNAP'");
-  }
-  if (header.byte_order != kByteOrder) {
-    return Status(StatusCode::kUnsupported,
-                  "snapshot was written on a machine of the other byte order");
-  }
-  if (header.layout_version != kStateLayoutVersion) {
-    return Status(StatusCode::kUnsupported,
-                  "snapshot has state layout version " +
-                      std::to_string(header.layout_version) +
-                      "; this runtime reads " +
-                      std::to_string(kStateLayoutVersion) +
-                      (header.layout_version > kStateLayoutVersion
-                           ? ": it comes from a newer tarn, upgrade this one"
-                           : ": it comes from an older tarn, whose state "
-                             "this one cannot continue; start the stream "
-                             "afresh"));
-  }
-  if (header.model_identity != m_.identity) {
-    char message[160];
-    std::snprintf(message, sizeof message,
-                  "snapshot belongs to another model (identity %016llx; this "
-                  "model is %016llx)",
-                  static_cast<unsigned long long>(header.model_identity),
-                  static_cast<unsigned long long>(m_.identity));
-    return InvalidArgument(message);
-  }
-  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
-  if (header.header_bytes != kSnapshotHeaderBytes ||
-      header.state_bytes != state_bytes ||
-      size != kSnapshotHeaderBytes + state_bytes ||
-      header.conv_oldest >= past) {
-    return InvalidArgument("snapshot is damaged: " + std::to_string(size) +
-                           " bytes holding " +
-                           std::to_string(header.state_bytes) +
-                           " bytes of state; this model's "
-                           "snapshots take " +
-                           std::to_string(kSnapshotHeaderBytes + state_bytes));
-  }
+  Status status = ReadSnapshotHeader(snapshot, size, target, &header);
+  if (!status.ok()) return status;
   std::memcpy(stream_.state,
               static_cast<const uint8_t*>(snapshot) + kSnapshotHeaderBytes,
-              state_bytes);
+              target.state_bytes);
   stream_.position = header.position;
   stream_.frames_seen = header.frames_seen;
   stream_.conv_oldest = header.conv_oldest;
