@@ -29,13 +29,66 @@ Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
-// Checks an arena, or allocates a block, and marks who owns it.
-Status PrepareBlock(void* arena, size_t arena_bytes, size_t bytes,
-                    const char* what, void** block) {
+Status CheckThreads(int num_threads) {
+  if (num_threads < 1 || num_threads > 256) {
+    return InvalidArgument("num_threads must be in [1, 256], got " +
+                           std::to_string(num_threads));
+  }
+  return Status::Ok();
+}
+
+Status CheckOptions(const SessionOptions& options) {
+  if (options.max_prefill_chunk < 1 ||
+      options.max_prefill_chunk > kMaxPrefillChunk) {
+    return InvalidArgument("max_prefill_chunk must be in [1, " +
+                           std::to_string(kMaxPrefillChunk) + "], got " +
+                           std::to_string(options.max_prefill_chunk));
+  }
+  return CheckThreads(options.num_threads);
+}
+
+Status CheckOptions(const BatchOptions& options) {
+  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
+    return InvalidArgument("max_streams must be in [1, " +
+                           std::to_string(kMaxBatchStreams) + "], got " +
+                           std::to_string(options.max_streams));
+  }
+  return CheckThreads(options.num_threads);
+}
+
+size_t BlockBytes(const Model& model, const SessionOptions& options) {
+  return model.session_bytes(options);
+}
+size_t BlockBytes(const Model& model, const BatchOptions& options) {
+  return model.batch_bytes(options);
+}
+const char* BlockName(const SessionOptions&) { return "session"; }
+const char* BlockName(const BatchOptions&) { return "batch"; }
+
+// A block ready for its object: where the object and its Impl go, its
+// floats, and the thread pool (null for one thread) the engine will own.
+struct Block {
+  void* object;
+  void* impl;
+  float* floats;
+  pthreadpool_t threads;
+};
+
+// The one way a session or a batch comes to be: checks the options, sizes
+// the block, checks the caller's arena or allocates the block, marks who
+// owns it, and starts the threads.
+template <typename Options>
+Status OpenBlock(const Model& model, const Options& options, void* arena,
+                 size_t arena_bytes, Block* block) {
+  Status status = CheckOptions(options);
+  if (!status.ok()) return status;
+  const char* what = BlockName(options);
+  const size_t bytes = BlockBytes(model, options);
   if (bytes == 0) return InvalidArgument(std::string(what) + " options");
+  void* memory = arena;
   if (arena == nullptr) {
-    *block = std::aligned_alloc(kAlignment, bytes);
-    if (*block == nullptr) {
+    memory = std::aligned_alloc(kAlignment, bytes);
+    if (memory == nullptr) {
       return Status(
           StatusCode::kOutOfMemory,
           "cannot allocate " + std::to_string(bytes) + " bytes for a " + what);
@@ -50,9 +103,19 @@ Status PrepareBlock(void* arena, size_t arena_bytes, size_t bytes,
                              " bytes; a " + what + " of this model needs " +
                              std::to_string(bytes));
     }
-    *block = arena;
   }
-  new (*block) BlockHeader{arena == nullptr};
+  pthreadpool_t threads = nullptr;
+  if (options.num_threads > 1) {
+    threads = pthreadpool_create(options.num_threads);
+    if (threads == nullptr) {
+      if (arena == nullptr) std::free(memory);
+      return Status(StatusCode::kInternal, "cannot start the thread pool");
+    }
+  }
+  auto* base = static_cast<uint8_t*>(memory);
+  new (base) BlockHeader{arena == nullptr};
+  *block = Block{base + kObjectOffset, base + kImplOffset,
+                 reinterpret_cast<float*>(base + kBlockHeaderBytes), threads};
   return Status::Ok();
 }
 
@@ -61,21 +124,6 @@ void ReleaseBlock(void* object) {
   BlockHeader header;
   std::memcpy(&header, block, sizeof header);
   if (header.heap) std::free(block);
-}
-
-Status StartThreads(int num_threads, pthreadpool_t* threads) {
-  *threads = nullptr;
-  if (num_threads < 1 || num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(num_threads));
-  }
-  if (num_threads > 1) {
-    *threads = pthreadpool_create(num_threads);
-    if (*threads == nullptr) {
-      return Status(StatusCode::kInternal, "cannot start the thread pool");
-    }
-  }
-  return Status::Ok();
 }
 
 Status Bidirectional() {
@@ -382,30 +430,12 @@ Status Session::Create(const Model& model, const SessionOptions& options,
                        void* arena, size_t arena_bytes,
                        std::unique_ptr<Session>* session) {
   if (session == nullptr) return InvalidArgument("'session' is null");
-  if (options.max_prefill_chunk < 1 ||
-      options.max_prefill_chunk > kMaxPrefillChunk) {
-    return InvalidArgument("max_prefill_chunk must be in [1, " +
-                           std::to_string(kMaxPrefillChunk) + "], got " +
-                           std::to_string(options.max_prefill_chunk));
-  }
-  if (options.num_threads < 1 || options.num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(options.num_threads));
-  }
-  void* block;
-  Status status = PrepareBlock(arena, arena_bytes, model.session_bytes(options),
-                               "session", &block);
+  Block block;
+  Status status = OpenBlock(model, options, arena, arena_bytes, &block);
   if (!status.ok()) return status;
-  pthreadpool_t threads;
-  status = StartThreads(options.num_threads, &threads);
-  if (!status.ok()) {
-    if (arena == nullptr) std::free(block);
-    return status;
-  }
-  auto* bytes = static_cast<uint8_t*>(block);
-  auto* floats = reinterpret_cast<float*>(bytes + kBlockHeaderBytes);
-  auto* impl = new (bytes + kImplOffset) Impl(model, options, floats, threads);
-  session->reset(new (bytes + kObjectOffset) Session(impl));
+  auto* impl =
+      new (block.impl) Impl(model, options, block.floats, block.threads);
+  session->reset(new (block.object) Session(impl));
   return Status::Ok();
 }
 
@@ -625,29 +655,12 @@ Status SessionBatch::Create(const Model& model, const BatchOptions& options,
                             void* arena, size_t arena_bytes,
                             std::unique_ptr<SessionBatch>* batch) {
   if (batch == nullptr) return InvalidArgument("'batch' is null");
-  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
-    return InvalidArgument("max_streams must be in [1, " +
-                           std::to_string(kMaxBatchStreams) + "], got " +
-                           std::to_string(options.max_streams));
-  }
-  if (options.num_threads < 1 || options.num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(options.num_threads));
-  }
-  void* block;
-  Status status = PrepareBlock(arena, arena_bytes, model.batch_bytes(options),
-                               "batch", &block);
+  Block block;
+  Status status = OpenBlock(model, options, arena, arena_bytes, &block);
   if (!status.ok()) return status;
-  pthreadpool_t threads;
-  status = StartThreads(options.num_threads, &threads);
-  if (!status.ok()) {
-    if (arena == nullptr) std::free(block);
-    return status;
-  }
-  auto* bytes = static_cast<uint8_t*>(block);
-  auto* floats = reinterpret_cast<float*>(bytes + kBlockHeaderBytes);
-  auto* impl = new (bytes + kImplOffset) Impl(model, options, floats, threads);
-  batch->reset(new (bytes + kObjectOffset) SessionBatch(impl));
+  auto* impl =
+      new (block.impl) Impl(model, options, block.floats, block.threads);
+  batch->reset(new (block.object) SessionBatch(impl));
   return Status::Ok();
 }
 
