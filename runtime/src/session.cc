@@ -132,7 +132,19 @@ Status Bidirectional() {
                 "sequences and cannot be stepped");
 }
 
-Status OutputTooSmall(size_t have, size_t rows, size_t width) {
+// The one output rule of every call that writes outputs (tarn.hpp, Sizes):
+// the buffer holds at least rows x width floats, and the call writes those
+// and no more. `required`: false where a null buffer asks for no outputs.
+Status CheckOutputs(const float* outputs, size_t size, size_t rows,
+                    size_t width, bool required) {
+  if (outputs == nullptr && !required) return Status::Ok();
+  const size_t have = outputs ? size : 0;
+  if (outputs != nullptr && size >= rows * width) return Status::Ok();
+  if (rows == 1) {
+    return InvalidArgument("output buffer holds " + std::to_string(have) +
+                           " floats; the model writes " +
+                           std::to_string(width) + " per step");
+  }
   return InvalidArgument("output buffer holds " + std::to_string(have) +
                          " floats; " + std::to_string(rows) + " steps of " +
                          std::to_string(width) + " need " +
@@ -234,12 +246,8 @@ Status Session::Impl::StepToken(int32_t token, float* output,
   Status status = CheckTokens(c_, &token, 1);
   if (status.ok()) status = CheckCausal();
   if (!status.ok()) return status;
-  if (output == nullptr || output_size != m_.output_size) {
-    return InvalidArgument("output buffer holds " +
-                           std::to_string(output ? output_size : 0) +
-                           " floats; the model writes " +
-                           std::to_string(m_.output_size) + " per step");
-  }
+  status = CheckOutputs(output, output_size, 1, m_.output_size, true);
+  if (!status.ok()) return status;
   status = CheckPositions(c_, stream_.position, 1);
   if (!status.ok()) return status;
   engine_.EmbedToken(token, engine_.InputRow(0));
@@ -257,12 +265,8 @@ Status Session::Impl::StepFrame(const float* frame, size_t frame_size,
   *stepped = false;
   Status status = CheckCausal();
   if (!status.ok()) return status;
-  if (output == nullptr || output_size != m_.output_size) {
-    return InvalidArgument("output buffer holds " +
-                           std::to_string(output ? output_size : 0) +
-                           " floats; the model writes " +
-                           std::to_string(m_.output_size) + " per step");
-  }
+  status = CheckOutputs(output, output_size, 1, m_.output_size, true);
+  if (!status.ok()) return status;
   if (frame == nullptr || frame_size != c_.input_dim) {
     return InvalidArgument(
         "frame holds " + std::to_string(frame ? frame_size : 0) +
@@ -287,11 +291,10 @@ Status Session::Impl::PrefillTokens(const int32_t* tokens, size_t count,
   Status status = CheckTokens(c_, tokens, count);
   if (status.ok()) status = CheckCausal();
   if (status.ok()) status = CheckPositions(c_, stream_.position, count);
-  if (!status.ok()) return status;
   const size_t width = m_.output_size;
-  if (outputs != nullptr && outputs_size < count * width) {
-    return OutputTooSmall(outputs_size, count, width);
-  }
+  if (status.ok())
+    status = CheckOutputs(outputs, outputs_size, count, width, false);
+  if (!status.ok()) return status;
   const size_t chunk = engine_.max_rows();
   for (size_t done = 0; done < count; done += chunk) {
     const size_t n = std::min(chunk, count - done);
@@ -315,10 +318,9 @@ Status Session::Impl::PrefillFrames(const float* frames, size_t frame_count,
                        engine_.StepsAfter(stream_.frames_seen);
   const size_t width = m_.output_size;
   status = CheckPositions(c_, stream_.position, total);
+  if (status.ok())
+    status = CheckOutputs(outputs, outputs_size, total, width, false);
   if (!status.ok()) return status;
-  if (outputs != nullptr && outputs_size < total * width) {
-    return OutputTooSmall(outputs_size, total, width);
-  }
   const size_t chunk = engine_.max_rows();
   size_t rows = 0;
   for (size_t f = 0; f < frame_count; ++f) {
@@ -349,10 +351,8 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
   const size_t n = frame_input ? engine_.StepsAfter(count) : count;
   const size_t width = m_.output_size, d = c_.d_model;
   status = CheckPositions(c_, 0, n);
+  if (status.ok()) status = CheckOutputs(outputs, outputs_size, n, width, true);
   if (!status.ok()) return status;
-  if (outputs == nullptr || outputs_size < n * width) {
-    return OutputTooSmall(outputs ? outputs_size : 0, n, width);
-  }
   const size_t features = size_t{c_.num_heads} * c_.feature_dim;
   std::unique_ptr<float[]> x(new (std::nothrow) float[n * d]);
   std::unique_ptr<float[]> phi_q(new (std::nothrow) float[n * features]);
@@ -561,8 +561,10 @@ Status SessionBatch::Impl::Check(Session* const* sessions, size_t count,
   if (count > 0 && (sessions == nullptr || outputs == nullptr)) {
     return InvalidArgument("sessions or outputs is null");
   }
-  if (outputs_size < count * m_.output_size) {
-    return OutputTooSmall(outputs_size, count, m_.output_size);
+  if (count > 0) {
+    Status status =
+        CheckOutputs(outputs, outputs_size, count, m_.output_size, true);
+    if (!status.ok()) return status;
   }
   for (size_t i = 0; i < count; ++i) {
     if (sessions[i] == nullptr) {

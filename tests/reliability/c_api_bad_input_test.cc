@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -276,15 +277,88 @@ TEST(CApiBadInput, NullOutputAndFrame) {
 // --- Wrong sizes
 // ----------------------------------------------------------------
 
-TEST(CApiBadInput, OutputOfWrongSize) {
+// The one output rule (tarn.h, Sizes) at every entry that writes outputs:
+// one float short is refused and nothing moves; one float more is fine and
+// the call writes nothing past what it needs.
+TEST(CApiBadInput, OutputsHoldAtLeastWhatTheCallWrites) {
   Model model = Load(kTokens);
   Session session = Open(model.get());
-  float out[6];
-  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 6),
+  constexpr float kUntouched = 12345.0f;
+  float out[16];
+  std::fill(std::begin(out), std::end(out), kUntouched);
+  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 4),
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(LastError(),
-              HasSubstr("output buffer holds 6 floats; the model writes 5"));
+              HasSubstr("output buffer holds 4 floats; the model writes 5"));
   EXPECT_EQ(tarn_session_position(session.get()), 0u);
+  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 6), TARN_STATUS_OK);
+  EXPECT_EQ(out[5], kUntouched);
+  EXPECT_EQ(tarn_session_position(session.get()), 1u);
+
+  int32_t tokens[3] = {1, 2, 3};
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), tokens, 3, out, 14),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("3 steps of 5 need 15"));
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), tokens, 3, out, 16),
+            TARN_STATUS_OK);
+  EXPECT_EQ(out[15], kUntouched);
+  EXPECT_EQ(tarn_session_position(session.get()), 4u);
+
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session other = Open(model.get());
+  tarn_session* sessions[2] = {session.get(), other.get()};
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 9),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("2 steps of 5 need 10"));
+  EXPECT_EQ(tarn_session_position(other.get()), 0u);
+  std::fill(std::begin(out), std::end(out), kUntouched);
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 11),
+            TARN_STATUS_OK);
+  EXPECT_EQ(out[10], kUntouched);
+
+  Model encoder = Load(kEncoder);
+  Session encoding = Open(encoder.get());
+  const size_t width = tarn_model_output_size(encoder.get());
+  std::vector<float> outputs(3 * width + 1, kUntouched);
+  EXPECT_EQ(tarn_session_encode_tokens(encoding.get(), tokens, 3,
+                                       outputs.data(), 3 * width - 1),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_session_encode_tokens(encoding.get(), tokens, 3,
+                                       outputs.data(), outputs.size()),
+            TARN_STATUS_OK);
+  EXPECT_EQ(outputs.back(), kUntouched);
+}
+
+TEST(CApiBadInput, FrameOutputsHoldAtLeastWhatTheCallWrites) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  constexpr float kUntouched = 12345.0f;
+  float frame[3] = {0.5f, -0.25f, 1.0f}, out[4];
+  std::fill(std::begin(out), std::end(out), kUntouched);
+  bool stepped = false;
+  EXPECT_EQ(tarn_session_step_frame(session.get(), frame, 3, out, 2, &stepped),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(),
+              HasSubstr("output buffer holds 2 floats; the model writes 3"));
+  EXPECT_EQ(tarn_session_step_frame(session.get(), frame, 3, out, 4, &stepped),
+            TARN_STATUS_OK);
+  EXPECT_EQ(out[3], kUntouched);
+  float frames[6] = {0.5f, -0.25f, 1.0f, 0.0f, 0.75f, -1.0f};
+  size_t steps = 0;
+  const size_t needed = tarn_session_steps_for_frames(session.get(), 2) * 3;
+  std::vector<float> outputs(needed + 1, kUntouched);
+  if (needed > 0) {
+    EXPECT_EQ(tarn_session_prefill_frames(session.get(), frames, 2,
+                                          outputs.data(), needed - 1, &steps),
+              TARN_STATUS_INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(tarn_session_prefill_frames(session.get(), frames, 2,
+                                        outputs.data(), outputs.size(), &steps),
+            TARN_STATUS_OK);
+  EXPECT_EQ(steps * 3, needed);
+  EXPECT_EQ(outputs.back(), kUntouched);
 }
 
 TEST(CApiBadInput, FrameOfWrongSize) {

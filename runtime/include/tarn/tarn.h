@@ -50,11 +50,11 @@
  * its session as it was.
  *
  * Fallible functions refuse bad input with TARN_STATUS_INVALID_ARGUMENT,
- * never computing on it: a NULL handle or buffer, a buffer of the wrong
- * size, a token outside [0, vocab_size), and a frame holding NaN or Inf.
- * Frames must be finite at every function that takes them (step, prefill,
- * encode, batch); the message names the frame and the value, and no
- * session moves.
+ * never computing on it: a NULL handle or buffer, an output buffer too
+ * small or a frame of the wrong size, a token outside [0, vocab_size), and
+ * a frame holding NaN or Inf. Frames must be finite at every function
+ * that takes them (step, prefill, encode, batch); the message names the
+ * frame and the value, and no session moves.
  *
  * Ownership and lifetimes. A tarn_model is immutable once loaded and may be
  * shared by any number of sessions and threads; free it after every session
@@ -69,7 +69,11 @@
  *
  * Sizes. Buffers of floats are given with their size in floats; buffers of
  * bytes in bytes. Outputs are written row by row: one row of
- * tarn_model_output_size() floats per step.
+ * tarn_model_output_size() floats per step. One rule for every output
+ * buffer (step, prefill, encode, batch, snapshot): it must hold at least
+ * what the call writes, else the call fails with
+ * TARN_STATUS_INVALID_ARGUMENT and moves nothing; the call writes within
+ * that many and never past it. Each function says how many that is.
  */
 
 #ifndef TARN_TARN_H_
@@ -178,12 +182,13 @@ tarn_status tarn_session_create_in_arena(const tarn_model* model,
 /* Ends a session (NULL is fine). */
 void tarn_session_free(tarn_session* session);
 
-/* One token: writes output_size floats (exactly tarn_model_output_size()). */
+/* One token: writes tarn_model_output_size() floats into `output`
+ * (output_size at least that). */
 tarn_status tarn_session_step_token(tarn_session* session, int32_t token,
                                     float* output, size_t output_size);
-/* One frame of frame_size floats (finite). With frame stacking the model
- * steps every stack_hop frames; *stepped says whether it did and `output`
- * was written. */
+/* One frame of frame_size floats (finite); output as for a token. With
+ * frame stacking the model steps every stack_hop frames; *stepped says
+ * whether it did and `output` was written. */
 tarn_status tarn_session_step_frame(tarn_session* session, const float* frame,
                                     size_t frame_size, float* output,
                                     size_t output_size, bool* stepped);

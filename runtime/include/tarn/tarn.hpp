@@ -42,10 +42,20 @@
 // offset, token id). A call that fails leaves the session as it was.
 //
 // Bad input is refused with kInvalidArgument, never computed on: a token
-// outside [0, vocab_size), a buffer of the wrong size, a null pointer, and a
-// frame holding NaN or Inf. Frames must be finite at every call that takes
-// them (StepFrame, PrefillFrames, EncodeFrames, SessionBatch::StepFrames);
-// the message names the frame and the value, and no session moves.
+// outside [0, vocab_size), an output buffer too small or a frame of the
+// wrong size, a null pointer, and a frame holding NaN or Inf. Frames must
+// be finite at every call that takes them (StepFrame, PrefillFrames,
+// EncodeFrames, SessionBatch::StepFrames); the message names the frame and
+// the value, and no session moves.
+//
+// Sizes. Every output buffer comes with its size in floats (bytes for
+// snapshots) and must hold at least what the call writes: one row of
+// Model::output_size() floats per step (StepToken, StepFrame), per position
+// (PrefillTokens, EncodeTokens), per step taken (PrefillFrames,
+// EncodeFrames), per session (SessionBatch). A smaller buffer is refused
+// with kInvalidArgument and nothing moves; the call writes within the rows
+// it needs and never past them. A frame's size must be exactly
+// Model::frame_size().
 
 #ifndef TARN_TARN_HPP_
 #define TARN_TARN_HPP_
@@ -228,7 +238,8 @@ class Session {
   static void operator delete(void* session);
 
   // Feeds one token of a token model and writes the step's output
-  // (output_size floats). Fails for a token outside [0, vocab_size).
+  // (Model::output_size() floats; output_size at least that). Fails for a
+  // token outside [0, vocab_size).
   Status StepToken(int32_t token, float* output, size_t output_size);
 
   // Feeds one frame (frame_size floats) of a frame model. With frame stacking
