@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -431,6 +432,84 @@ TEST(CApiBadInput, OptionsOutOfRange) {
   EXPECT_EQ(tarn_batch_create(model.get(), &batch_options, &batch),
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(LastError(), HasSubstr("max_streams"));
+}
+
+// Options structs are versioned by their struct_size (tarn.h, Options).
+// Each struct's first version is its fields up to the last one it has today.
+template <typename Options>
+void SetSize(Options* options, size_t size) {
+  options->struct_size = size;
+}
+
+TEST(CApiBadInput, SessionOptionsOfEveryStructSize) {
+  Model model = Load(kTokens);
+  const size_t first =
+      offsetof(tarn_session_options, max_prefill_chunk) + sizeof(uint32_t);
+  tarn_session* session = nullptr;
+  // A struct as an older tarn.h declared it: the fields that fit are read.
+  tarn_session_options options = tarn_session_options_default();
+  EXPECT_EQ(options.struct_size, sizeof(tarn_session_options));
+  options.max_prefill_chunk = 1;
+  SetSize(&options, first);
+  ASSERT_EQ(tarn_session_create(model.get(), &options, &session),
+            TARN_STATUS_OK)
+      << LastError();
+  tarn_session_free(session);
+  tarn_session_options smallest = tarn_session_options_default();
+  smallest.max_prefill_chunk = 1;
+  EXPECT_EQ(tarn_model_session_bytes(model.get(), &options),
+            tarn_model_session_bytes(model.get(), &smallest));
+  EXPECT_LT(tarn_model_session_bytes(model.get(), &options),
+            tarn_model_session_bytes(model.get(), nullptr));
+  // Too small: 0 (never set) and one byte short of the first version.
+  for (size_t size : {size_t{0}, first - 1}) {
+    SetSize(&options, size);
+    session = nullptr;
+    EXPECT_EQ(tarn_session_create(model.get(), &options, &session),
+              TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_THAT(LastError(), HasSubstr("tarn_session_options.struct_size is " +
+                                       std::to_string(size)));
+    EXPECT_EQ(session, nullptr);
+    EXPECT_EQ(tarn_model_session_bytes(model.get(), &options), 0u);
+  }
+  // A struct from a newer tarn.h: fields this library does not know are
+  // fine while zero, refused when set.
+  struct Newer {
+    tarn_session_options known;
+    uint64_t added;
+  } newer = {tarn_session_options_default(), 0};
+  SetSize(&newer.known, sizeof newer);
+  ASSERT_EQ(tarn_session_create(model.get(), &newer.known, &session),
+            TARN_STATUS_OK)
+      << LastError();
+  tarn_session_free(session);
+  newer.added = 1;
+  EXPECT_EQ(tarn_session_create(model.get(), &newer.known, &session),
+            TARN_STATUS_UNSUPPORTED);
+  EXPECT_THAT(LastError(), HasSubstr("fields this tarn does not know"));
+}
+
+TEST(CApiBadInput, BatchOptionsOfEveryStructSize) {
+  Model model = Load(kTokens);
+  const size_t first =
+      offsetof(tarn_batch_options, num_threads) + sizeof(int32_t);
+  tarn_batch_options options = tarn_batch_options_default();
+  EXPECT_EQ(options.struct_size, sizeof(tarn_batch_options));
+  options.max_streams = 2;
+  SetSize(&options, first);
+  tarn_batch* batch = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), &options, &batch), TARN_STATUS_OK)
+      << LastError();
+  tarn_batch_free(batch);
+  for (size_t size : {size_t{0}, first - 1}) {
+    SetSize(&options, size);
+    batch = nullptr;
+    EXPECT_EQ(tarn_batch_create(model.get(), &options, &batch),
+              TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_THAT(LastError(), HasSubstr("tarn_batch_options.struct_size"));
+    EXPECT_EQ(batch, nullptr);
+    EXPECT_EQ(tarn_model_batch_bytes(model.get(), &options), 0u);
+  }
 }
 
 TEST(CApiBadInput, BatchOfMoreSessionsThanItHolds) {

@@ -67,6 +67,16 @@
  *
  * Getters given a NULL handle return 0 (false); free functions accept NULL.
  *
+ * Options. Option structs (tarn_session_options, tarn_batch_options,
+ * tarn_recognizer_options) start with struct_size, which their _default()
+ * function sets: start from it and change the fields you need. Fields are
+ * only ever added at the end, and the library reads the fields that fit in
+ * struct_size, the defaults for the rest: a program built against an older
+ * tarn.h keeps working with a newer library. The library refuses a
+ * struct_size of 0 or below the struct's first version
+ * (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h that sets
+ * fields the library does not know (TARN_STATUS_UNSUPPORTED).
+ *
  * Sizes. Buffers of floats are given with their size in floats; buffers of
  * bytes in bytes. Outputs are written row by row: one row of
  * tarn_model_output_size() floats per step. One rule for every output
@@ -150,6 +160,8 @@ size_t tarn_model_snapshot_bytes(const tarn_model* model);
 typedef struct tarn_session tarn_session;
 
 typedef struct tarn_session_options {
+  /* sizeof(tarn_session_options), set by tarn_session_options_default(). */
+  size_t struct_size;
   /* Threads for the dense layers, [1, 256]. */
   int32_t num_threads;
   /* Most positions one prefill or encode chunk holds, [1, 4096]; the
@@ -157,7 +169,7 @@ typedef struct tarn_session_options {
   uint32_t max_prefill_chunk;
 } tarn_session_options;
 
-/* num_threads 1, max_prefill_chunk 64. */
+/* num_threads 1, max_prefill_chunk 64; struct_size set. */
 tarn_session_options tarn_session_options_default(void);
 
 /* Bytes of one session's block for these options (NULL: the defaults); 0
@@ -248,13 +260,15 @@ tarn_status tarn_session_clone(const tarn_session* session,
 typedef struct tarn_batch tarn_batch;
 
 typedef struct tarn_batch_options {
+  /* sizeof(tarn_batch_options), set by tarn_batch_options_default(). */
+  size_t struct_size;
   /* Most sessions per call, [1, 4096]. */
   uint32_t max_streams;
   /* Threads for the dense layers, [1, 256]. */
   int32_t num_threads;
 } tarn_batch_options;
 
-/* max_streams 16, num_threads 1. */
+/* max_streams 16, num_threads 1; struct_size set. */
 tarn_batch_options tarn_batch_options_default(void);
 /* Bytes of one batch's block (options NULL: the defaults); 0 if invalid. */
 size_t tarn_model_batch_bytes(const tarn_model* model,
@@ -317,6 +331,9 @@ tarn_status tarn_batch_step_frames(tarn_batch* batch,
 typedef struct tarn_recognizer tarn_recognizer;
 
 typedef struct tarn_recognizer_options {
+  /* sizeof(tarn_recognizer_options), set by
+   * tarn_recognizer_options_default(). */
+  size_t struct_size;
   /* 0 or 1: greedy decoding; 2 .. 256: prefix beam search. */
   uint32_t beam_width;
   /* Constrains the beam search to these words (beam_width >= 2): word_count
@@ -351,7 +368,7 @@ typedef struct tarn_recognition_result {
 } tarn_recognition_result;
 
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
- * 2 s without speech, one thread, beam_prune 20. */
+ * 2 s without speech, one thread, beam_prune 20; struct_size set. */
 tarn_recognizer_options tarn_recognizer_options_default(void);
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's
