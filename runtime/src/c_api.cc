@@ -6,6 +6,7 @@
 #include <new>
 
 #include "c_api_guard.h"
+#include "log.h"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
 
@@ -119,6 +120,10 @@ const char* tarn_status_name(tarn_status status) {
 }
 
 const char* tarn_version(void) { return TARN_VERSION; }
+
+void tarn_log_set(tarn_log_callback callback, void* user_data) {
+  tarn::SetCLogCallback(callback, user_data);
+}
 
 // --- Model -------------------------------------------------------------------
 

@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "log.h"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
 
@@ -30,6 +31,7 @@ tarn_status Guard(Body&& body) {
   } catch (const std::bad_alloc&) {
     return Record(Status(StatusCode::kOutOfMemory, "out of memory"));
   } catch (...) {
+    Log(LogLevel::kError, "an unexpected C++ exception reached the C API");
     return Record(Status(StatusCode::kInternal, "unexpected C++ exception"));
   }
 }

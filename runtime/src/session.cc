@@ -9,6 +9,7 @@
 #include <new>
 
 #include "engine.h"
+#include "log.h"
 #include "model.h"
 #include "snapshot.h"
 
@@ -112,6 +113,10 @@ Status OpenBlock(const Model& model, const Options& options, void* arena,
       return Status(StatusCode::kInternal, "cannot start the thread pool");
     }
   }
+  Log(LogLevel::kDebug, "a %s of %zu bytes (%s), %d thread%s, %s kernels", what,
+      bytes, arena == nullptr ? "allocated" : "in the caller's arena",
+      options.num_threads, options.num_threads > 1 ? "s" : "",
+      kernels::IsaName(kernels::ActiveIsa()));
   auto* base = static_cast<uint8_t*>(memory);
   new (base) BlockHeader{arena == nullptr};
   *block = Block{base + kObjectOffset, base + kImplOffset,

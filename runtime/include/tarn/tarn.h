@@ -121,6 +121,30 @@ const char* tarn_status_name(tarn_status status);
 /* The library's version, "major.minor.patch". */
 const char* tarn_version(void);
 
+/* --- Log ------------------------------------------------------------------ */
+
+/* What the library has to say beyond a status: a TARN_KERNELS value it
+ * cannot honour (a warning), what a new session holds (debug). */
+typedef enum tarn_log_level {
+  TARN_LOG_DEBUG = 0,
+  TARN_LOG_INFO = 1,
+  TARN_LOG_WARNING = 2,
+  TARN_LOG_ERROR = 3
+} tarn_log_level;
+
+/* `message` is one line without a newline, valid for the call only. Called
+ * on whichever thread logs, possibly several at once. */
+typedef void (*tarn_log_callback)(tarn_log_level level, const char* message,
+                                  void* user_data);
+
+/* Sends every message, at every level, to `callback` with `user_data`, for
+ * the whole process (the speech library's too; tarn::SetLogCallback in
+ * tarn/tarn.hpp sets the same sink). NULL restores the default, which
+ * writes warnings and errors to stderr ("tarn: <message>") and drops the
+ * rest. Set it before loading a model to see the kernel selection's
+ * warnings. Thread-safe. */
+void tarn_log_set(tarn_log_callback callback, void* user_data);
+
 /* --- Model ---------------------------------------------------------------- */
 
 typedef struct tarn_model tarn_model;

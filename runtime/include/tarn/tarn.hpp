@@ -96,6 +96,21 @@ class Status {
   std::string message_;
 };
 
+// The library's log: what it has to say beyond a Status (a TARN_KERNELS it
+// cannot honour, what a new session holds). One sink for the whole process,
+// shared with the C API (tarn_log_set in tarn/tarn.h, whose levels these
+// are): the last callback set, from either side, receives everything.
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+// `message` is one line without a newline, valid for the call only. Called
+// on whichever thread logs, possibly several at once.
+using LogCallback = void (*)(LogLevel level, const char* message,
+                             void* user_data);
+// Sends every message, at every level, to `callback` with `user_data`;
+// null restores the default, which writes warnings and errors to stderr
+// ("tarn: <message>") and drops the rest. Set it before loading a model to
+// see the kernel selection's warnings. Thread-safe.
+void SetLogCallback(LogCallback callback, void* user_data);
+
 enum class InputKind { kTokens, kFrames };
 
 // The architecture of a loaded model, as stored in its file.
