@@ -1,4 +1,6 @@
 // Builds one KernelTable per variant and picks the process-wide one, once.
+#include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +36,21 @@ constexpr KernelTable kNeonTable = TARN_KERNELS_TABLE(neon);
 
 #undef TARN_KERNELS_TABLE
 
+void WarnOnStderr(const char* message) {
+  std::fprintf(stderr, "tarn: %s\n", message);
+}
+
+std::atomic<WarningHandler> warning_handler{&WarnOnStderr};
+
+[[gnu::format(printf, 1, 2)]] void Warn(const char* format, ...) {
+  char message[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  warning_handler.load()(message);
+}
+
 struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA + F16C
   bool avx512 = false;  // AVX-512F
@@ -44,9 +61,7 @@ CpuFeatures DetectFeatures() {
   CpuFeatures f;
 #if TARN_KERNELS_HAVE_CPUINFO
   if (!cpuinfo_initialize()) {
-    std::fprintf(stderr,
-                 "tarn: cpuinfo could not read this CPU; using scalar "
-                 "kernels\n");
+    Warn("cpuinfo could not read this CPU; using scalar kernels");
     return f;
   }
 #if TARN_KERNELS_X86
@@ -94,16 +109,16 @@ Choice Choose() {
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (std::strcmp(forced, IsaName(isa)) != 0) continue;
     if (const KernelTable* t = KernelsFor(isa)) return {isa, t};
-    std::fprintf(stderr,
-                 "tarn: TARN_KERNELS=%s is not supported by this CPU or "
-                 "build; using scalar kernels\n",
-                 forced);
+    Warn(
+        "TARN_KERNELS=%s is not supported by this CPU or build; using scalar "
+        "kernels",
+        forced);
     return {Isa::kScalar, &kScalarTable};
   }
-  std::fprintf(stderr,
-               "tarn: TARN_KERNELS=%s is unknown (expected scalar, avx2, "
-               "avx512 or neon); using scalar kernels\n",
-               forced);
+  Warn(
+      "TARN_KERNELS=%s is unknown (expected scalar, avx2, avx512 or neon); "
+      "using scalar kernels",
+      forced);
   return {Isa::kScalar, &kScalarTable};
 }
 
@@ -115,6 +130,10 @@ const Choice& Chosen() {
 }  // namespace
 
 const KernelTable& Kernels() { return *Chosen().table; }
+
+void SetWarningHandler(WarningHandler handler) {
+  warning_handler.store(handler != nullptr ? handler : &WarnOnStderr);
+}
 
 Isa ActiveIsa() { return Chosen().isa; }
 

@@ -20,10 +20,12 @@
 // Kernels() picks, once per process, the best variant the CPU supports (read
 // with cpuinfo); the environment variable TARN_KERNELS=scalar|avx2|avx512|neon
 // forces one (an unsupported or unknown name falls back to scalar, with a
-// warning on stderr). The table it returns lives for the whole process.
+// warning: see SetWarningHandler()). The table it returns lives for the
+// whole process.
 //
 // Layout: one family per folder, named for what it computes (activation/,
-// add/, causal/, convert/, dense/, feature/, norm/), one source per variant
+// add/, causal/, convert/, dense/, dwconv/, favor/, feature/, norm/,
+// readout/), one source per variant
 // (<family>-scalar.cc, the reference, and -avx2, -avx512, -neon). A family's
 // SIMD driver (tiling, tails, dtype dispatch) is written once, in
 // <family>-driver.h or driver.h, over the vector traits of vector-<isa>.h;
@@ -189,6 +191,14 @@ const KernelTable* KernelsFor(Isa isa);
 Isa ActiveIsa();
 // "scalar", "avx2", "avx512" or "neon".
 const char* IsaName(Isa isa);
+
+// Where Kernels() sends a warning (one line, no newline): a TARN_KERNELS it
+// cannot honour, a CPU cpuinfo cannot read. By default "tarn: <message>" on
+// stderr; a runtime sets its own to route warnings to its log. Set it before
+// the first Kernels() call to see them; null restores the default.
+// Thread-safe.
+using WarningHandler = void (*)(const char* message);
+void SetWarningHandler(WarningHandler handler);
 
 }  // namespace kernels
 }  // namespace tarn

@@ -18,6 +18,7 @@
 #include "runtime/cuda/kernels/input.h"
 #include "runtime/cuda/kernels/layer_norm.h"
 #include "runtime/cuda/kernels/prefill.h"
+#include "snapshot.h"
 #include "tarn/cuda.hpp"
 
 namespace tarn {
@@ -27,28 +28,6 @@ namespace {
 Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
-
-// Snapshots are the CPU Session's (runtime/src/session.cc): this header,
-// then the state in the CPU's StateLayout (S, z, their carries, the
-// convolution ring, the frame window, each 64-byte aligned). A snapshot taken
-// on either backend restores on the other.
-struct SnapshotHeader {
-  char magic[8];            // "TARNSNAP"
-  uint32_t byte_order;      // kByteOrder as the writer stored it
-  uint32_t layout_version;  // DeviceModel's state_layout_version
-  uint64_t model_identity;  // Model::identity()
-  uint64_t state_bytes;     // bytes after the header
-  uint64_t position;
-  uint64_t frames_seen;
-  uint32_t conv_oldest;  // ring index of the oldest convolution input
-  uint32_t header_bytes;
-  uint8_t reserved[8];
-};
-constexpr size_t kSnapshotHeaderBytes = 64;
-static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes,
-              "the CPU runtime's snapshot header is 64 bytes");
-constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
-constexpr uint32_t kByteOrder = 0x01020304;
 
 }  // namespace
 
@@ -78,6 +57,11 @@ class BatchSession::Impl {
   Status Reset(uint32_t stream);
   size_t snapshot_bytes() const {
     return kSnapshotHeaderBytes + m_.state_floats * sizeof(float);
+  }
+  SnapshotTarget SnapshotOf() const {
+    return SnapshotTarget{m_.identity, m_.state_layout_version,
+                          m_.state_floats * sizeof(float),
+                          c_.conv_kernel > 1 ? c_.conv_kernel - 1 : size_t{1}};
   }
   Status Snapshot(uint32_t stream, void* bytes, size_t size) const;
   Status Restore(uint32_t stream, const void* bytes, size_t size);
@@ -599,29 +583,23 @@ Status BatchSession::Impl::Reset(uint32_t stream) {
 
 Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
                                     size_t size) const {
-  if (stream >= max_streams_ || bytes == nullptr || size != snapshot_bytes()) {
-    return InvalidArgument("Snapshot needs a stream below " +
-                           std::to_string(max_streams_) + " and a buffer of " +
-                           std::to_string(snapshot_bytes()) + " bytes, got " +
-                           std::to_string(bytes ? size : 0));
+  if (stream >= max_streams_) {
+    return InvalidArgument("stream " + std::to_string(stream) +
+                           " is out of range: the batch has " +
+                           std::to_string(max_streams_) + " streams");
   }
-  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
-  SnapshotHeader header = {};
-  std::memcpy(header.magic, kSnapshotMagic, sizeof(header.magic));
-  header.byte_order = kByteOrder;
-  header.layout_version = m_.state_layout_version;
-  header.model_identity = m_.identity;
-  header.state_bytes = m_.state_floats * sizeof(float);
-  header.position = positions_[stream];
-  header.frames_seen = frames_seen_[stream];
+  const SnapshotTarget target = SnapshotOf();
+  Status status = CheckSnapshotBuffer(bytes, size, target.state_bytes);
+  if (!status.ok()) return status;
   // The GPU keeps the ring's oldest entry at position % (k - 1).
-  header.conv_oldest = static_cast<uint32_t>(positions_[stream] % past);
-  header.header_bytes = kSnapshotHeaderBytes;
+  const SnapshotHeader header = MakeSnapshotHeader(
+      target, positions_[stream], frames_seen_[stream],
+      static_cast<uint32_t>(positions_[stream] % target.conv_past));
   auto* out = static_cast<uint8_t*>(bytes);
   std::memcpy(out, &header, sizeof(header));
   auto* state = reinterpret_cast<float*>(out + kSnapshotHeaderBytes);
   std::memset(state, 0, header.state_bytes);  // the alignment padding
-  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
     if (regions[i].second == 0) continue;
@@ -640,47 +618,14 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
                            " is out of range: the batch has " +
                            std::to_string(max_streams_) + " streams");
   }
+  const SnapshotTarget target = SnapshotOf();
   SnapshotHeader header;
-  if (bytes == nullptr || size < sizeof(header)) {
-    return InvalidArgument(
-        "not a tarn snapshot: " + std::to_string(bytes ? size : 0) +
-        " bytes, shorter than a snapshot header");
-  }
-  std::memcpy(&header, bytes, sizeof(header));
-  if (std::memcmp(header.magic, kSnapshotMagic, sizeof(header.magic)) != 0) {
-    return InvalidArgument(
-        "not a tarn snapshot: it does not start with "
-        "'TARNSNAP'");
-  }
-  if (header.byte_order != kByteOrder) {
-    return Status(StatusCode::kUnsupported,
-                  "snapshot was written on a machine of the other byte order");
-  }
-  if (header.layout_version != m_.state_layout_version) {
-    return Status(StatusCode::kUnsupported,
-                  "snapshot has state layout version " +
-                      std::to_string(header.layout_version) +
-                      "; this runtime reads " +
-                      std::to_string(m_.state_layout_version));
-  }
-  if (header.model_identity != m_.identity) {
-    return InvalidArgument(
-        "snapshot belongs to another model: it cannot be restored into this "
-        "one");
-  }
-  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
-  if (header.header_bytes != kSnapshotHeaderBytes ||
-      header.state_bytes != m_.state_floats * sizeof(float) ||
-      size != snapshot_bytes() || header.conv_oldest >= past) {
-    return InvalidArgument("snapshot is damaged: " + std::to_string(size) +
-                           " bytes holding " +
-                           std::to_string(header.state_bytes) +
-                           " bytes of state; this model's snapshots take " +
-                           std::to_string(snapshot_bytes()));
-  }
+  Status status = ReadSnapshotHeader(bytes, size, target, &header);
+  if (!status.ok()) return status;
+  const size_t past = target.conv_past;
   const auto* state = reinterpret_cast<const float*>(
       static_cast<const uint8_t*>(bytes) + kSnapshotHeaderBytes);
-  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
     if (regions[i].second == 0 || i == kRing) continue;

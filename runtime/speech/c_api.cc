@@ -27,6 +27,13 @@ tarn::Status Invalid(const std::string& message) {
   return tarn::Status(tarn::StatusCode::kInvalidArgument, message);
 }
 
+// tarn_recognizer_options' first version and the fields this library knows,
+// in bytes (tarn.h, Options).
+constexpr size_t kOptionsFirst =
+    TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
+constexpr size_t kOptionsKnown =
+    TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
+
 const tarn::Model* Cpp(const tarn_model* model) {
   return reinterpret_cast<const tarn::Model*>(model);
 }
@@ -54,6 +61,7 @@ extern "C" {
 tarn_recognizer_options tarn_recognizer_options_default(void) {
   const tarn::RecognizerOptions cpp;
   tarn_recognizer_options options{};
+  options.struct_size = sizeof(tarn_recognizer_options);
   options.beam_width = cpp.beam_width;
   options.words = nullptr;
   options.word_count = 0;
@@ -72,8 +80,11 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
   return Guard([&] {
     if (model == nullptr) return Null("model");
     if (recognizer == nullptr) return Null("recognizer");
-    const tarn_recognizer_options given =
-        options ? *options : tarn_recognizer_options_default();
+    tarn_recognizer_options given = tarn_recognizer_options_default();
+    tarn::Status status =
+        tarn::c_api::ReadOptions(options, kOptionsFirst, kOptionsKnown,
+                                 "tarn_recognizer_options", &given);
+    if (!status.ok()) return status;
     tarn::RecognizerOptions cpp;
     cpp.beam_width = given.beam_width;
     if (given.word_count > 0 && given.words == nullptr) {
@@ -92,8 +103,7 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
     cpp.num_threads = given.num_threads;
     cpp.beam_prune = given.beam_prune;
     auto handle = std::make_unique<tarn_recognizer>();
-    tarn::Status status =
-        tarn::Recognizer::Create(*Cpp(model), cpp, &handle->recognizer);
+    status = tarn::Recognizer::Create(*Cpp(model), cpp, &handle->recognizer);
     if (!status.ok()) return status;
     if (sample_rate != handle->recognizer->sample_rate()) {
       return Invalid("audio at " + std::to_string(sample_rate) +

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "c_api_guard.h"
+#include "log.h"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
 
@@ -52,22 +53,38 @@ tarn::Session* const* Cpp(tarn_session* const* sessions) {
   return reinterpret_cast<tarn::Session* const*>(sessions);
 }
 
-tarn::SessionOptions Options(const tarn_session_options* options) {
-  tarn::SessionOptions cpp;
-  if (options != nullptr) {
-    cpp.num_threads = options->num_threads;
-    cpp.max_prefill_chunk = options->max_prefill_chunk;
-  }
-  return cpp;
+// Each options struct's first version and the fields this library knows,
+// in bytes (tarn.h, Options). A field added at the end moves only the
+// second.
+constexpr size_t kSessionOptionsFirst =
+    TARN_OPTIONS_END(tarn_session_options, max_prefill_chunk);
+constexpr size_t kSessionOptionsKnown =
+    TARN_OPTIONS_END(tarn_session_options, max_prefill_chunk);
+constexpr size_t kBatchOptionsFirst =
+    TARN_OPTIONS_END(tarn_batch_options, num_threads);
+constexpr size_t kBatchOptionsKnown =
+    TARN_OPTIONS_END(tarn_batch_options, num_threads);
+
+tarn::Status Options(const tarn_session_options* options,
+                     tarn::SessionOptions* cpp) {
+  tarn_session_options c = tarn_session_options_default();
+  tarn::Status status = tarn::c_api::ReadOptions(options, kSessionOptionsFirst,
+                                                 kSessionOptionsKnown,
+                                                 "tarn_session_options", &c);
+  cpp->num_threads = c.num_threads;
+  cpp->max_prefill_chunk = c.max_prefill_chunk;
+  return status;
 }
 
-tarn::BatchOptions Options(const tarn_batch_options* options) {
-  tarn::BatchOptions cpp;
-  if (options != nullptr) {
-    cpp.max_streams = options->max_streams;
-    cpp.num_threads = options->num_threads;
-  }
-  return cpp;
+tarn::Status Options(const tarn_batch_options* options,
+                     tarn::BatchOptions* cpp) {
+  tarn_batch_options c = tarn_batch_options_default();
+  tarn::Status status =
+      tarn::c_api::ReadOptions(options, kBatchOptionsFirst, kBatchOptionsKnown,
+                               "tarn_batch_options", &c);
+  cpp->max_streams = c.max_streams;
+  cpp->num_threads = c.num_threads;
+  return status;
 }
 
 static_assert(static_cast<int>(tarn::StatusCode::kInternal) ==
@@ -103,6 +120,10 @@ const char* tarn_status_name(tarn_status status) {
 }
 
 const char* tarn_version(void) { return TARN_VERSION; }
+
+void tarn_log_set(tarn_log_callback callback, void* user_data) {
+  tarn::SetCLogCallback(callback, user_data);
+}
 
 // --- Model -------------------------------------------------------------------
 
@@ -167,12 +188,15 @@ size_t tarn_model_snapshot_bytes(const tarn_model* model) {
 
 tarn_session_options tarn_session_options_default(void) {
   const tarn::SessionOptions cpp;
-  return tarn_session_options{cpp.num_threads, cpp.max_prefill_chunk};
+  return tarn_session_options{sizeof(tarn_session_options), cpp.num_threads,
+                              cpp.max_prefill_chunk};
 }
 
 size_t tarn_model_session_bytes(const tarn_model* model,
                                 const tarn_session_options* options) {
-  return model ? Cpp(model)->session_bytes(Options(options)) : 0;
+  tarn::SessionOptions cpp;
+  if (model == nullptr || !Options(options, &cpp).ok()) return 0;
+  return Cpp(model)->session_bytes(cpp);
 }
 
 tarn_status tarn_session_create(const tarn_model* model,
@@ -188,12 +212,14 @@ tarn_status tarn_session_create_in_arena(const tarn_model* model,
   return Guard([&] {
     if (model == nullptr) return Null("model");
     if (session == nullptr) return Null("session");
+    tarn::SessionOptions cpp;
+    tarn::Status status = Options(options, &cpp);
+    if (!status.ok()) return status;
     std::unique_ptr<tarn::Session> created;
-    tarn::Status status =
-        arena == nullptr
-            ? tarn::Session::Create(*Cpp(model), Options(options), &created)
-            : tarn::Session::Create(*Cpp(model), Options(options), arena,
-                                    arena_bytes, &created);
+    status = arena == nullptr
+                 ? tarn::Session::Create(*Cpp(model), cpp, &created)
+                 : tarn::Session::Create(*Cpp(model), cpp, arena, arena_bytes,
+                                         &created);
     if (status.ok()) {
       *session = reinterpret_cast<tarn_session*>(created.release());
     }
@@ -306,12 +332,15 @@ tarn_status tarn_session_clone(const tarn_session* session,
 
 tarn_batch_options tarn_batch_options_default(void) {
   const tarn::BatchOptions cpp;
-  return tarn_batch_options{cpp.max_streams, cpp.num_threads};
+  return tarn_batch_options{sizeof(tarn_batch_options), cpp.max_streams,
+                            cpp.num_threads};
 }
 
 size_t tarn_model_batch_bytes(const tarn_model* model,
                               const tarn_batch_options* options) {
-  return model ? Cpp(model)->batch_bytes(Options(options)) : 0;
+  tarn::BatchOptions cpp;
+  if (model == nullptr || !Options(options, &cpp).ok()) return 0;
+  return Cpp(model)->batch_bytes(cpp);
 }
 
 tarn_status tarn_batch_create(const tarn_model* model,
@@ -327,13 +356,14 @@ tarn_status tarn_batch_create_in_arena(const tarn_model* model,
   return Guard([&] {
     if (model == nullptr) return Null("model");
     if (batch == nullptr) return Null("batch");
+    tarn::BatchOptions cpp;
+    tarn::Status status = Options(options, &cpp);
+    if (!status.ok()) return status;
     std::unique_ptr<tarn::SessionBatch> created;
-    tarn::Status status =
-        arena == nullptr
-            ? tarn::SessionBatch::Create(*Cpp(model), Options(options),
-                                         &created)
-            : tarn::SessionBatch::Create(*Cpp(model), Options(options), arena,
-                                         arena_bytes, &created);
+    status = arena == nullptr
+                 ? tarn::SessionBatch::Create(*Cpp(model), cpp, &created)
+                 : tarn::SessionBatch::Create(*Cpp(model), cpp, arena,
+                                              arena_bytes, &created);
     if (status.ok()) *batch = reinterpret_cast<tarn_batch*>(created.release());
     return status;
   });

@@ -6,9 +6,13 @@
 #ifndef TARN_RUNTIME_SRC_C_API_GUARD_H_
 #define TARN_RUNTIME_SRC_C_API_GUARD_H_
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <new>
 #include <string>
 
+#include "log.h"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
 
@@ -27,12 +31,52 @@ tarn_status Guard(Body&& body) {
   } catch (const std::bad_alloc&) {
     return Record(Status(StatusCode::kOutOfMemory, "out of memory"));
   } catch (...) {
+    Log(LogLevel::kError, "an unexpected C++ exception reached the C API");
     return Record(Status(StatusCode::kInternal, "unexpected C++ exception"));
   }
 }
 
 inline Status Null(const char* what) {
   return Status(StatusCode::kInvalidArgument, std::string(what) + " is null");
+}
+
+// Bytes of an options struct up to the end of `field`: a version's size.
+#define TARN_OPTIONS_END(type, field) \
+  (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
+
+// Reads a C options struct that starts with `size_t struct_size` (tarn.h,
+// Options): the fields that fit in struct_size over the defaults `*out`
+// holds. Refuses a struct_size below the struct's first version
+// (first_bytes), and a larger struct that sets fields past the ones this
+// library knows (known_bytes). `given` null: the defaults as they are.
+template <typename Options>
+Status ReadOptions(const Options* given, size_t first_bytes, size_t known_bytes,
+                   const char* name, Options* out) {
+  static_assert(offsetof(Options, struct_size) == 0,
+                "options start with struct_size");
+  if (given == nullptr) return Status::Ok();
+  const size_t size = given->struct_size;
+  if (size < first_bytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(name) + ".struct_size is " +
+                      std::to_string(size) + "; it must be at least " +
+                      std::to_string(first_bytes) + ": start from " + name +
+                      "_default()");
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(given);
+  for (size_t i = known_bytes; i < size; ++i) {
+    if (bytes[i] != 0) {
+      return Status(StatusCode::kUnsupported,
+                    std::string(name) + " sets fields this tarn does not " +
+                        "know (struct_size " + std::to_string(size) +
+                        ", byte " + std::to_string(i) +
+                        " is not zero; this tarn reads " +
+                        std::to_string(known_bytes) + " bytes)");
+    }
+  }
+  std::memcpy(out, given, std::min(size, known_bytes));
+  out->struct_size = sizeof(Options);
+  return Status::Ok();
 }
 
 }  // namespace c_api

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/kernels.h"
+#include "snapshot.h"
 #include "xxhash.h"
 
 namespace tarn {

@@ -155,8 +155,6 @@ inline constexpr size_t kAlignment = 64;
 // The bookkeeping at the start of a session's or a batch's block, before its
 // floats (session.cc lays it out).
 inline constexpr size_t kBlockHeaderBytes = 512;
-// Bytes of a snapshot's header, before the state.
-inline constexpr size_t kSnapshotHeaderBytes = 64;
 
 }  // namespace tarn
 

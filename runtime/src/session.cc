@@ -9,7 +9,9 @@
 #include <new>
 
 #include "engine.h"
+#include "log.h"
 #include "model.h"
+#include "snapshot.h"
 
 namespace tarn {
 namespace {
@@ -28,13 +30,66 @@ Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
-// Checks an arena, or allocates a block, and marks who owns it.
-Status PrepareBlock(void* arena, size_t arena_bytes, size_t bytes,
-                    const char* what, void** block) {
+Status CheckThreads(int num_threads) {
+  if (num_threads < 1 || num_threads > 256) {
+    return InvalidArgument("num_threads must be in [1, 256], got " +
+                           std::to_string(num_threads));
+  }
+  return Status::Ok();
+}
+
+Status CheckOptions(const SessionOptions& options) {
+  if (options.max_prefill_chunk < 1 ||
+      options.max_prefill_chunk > kMaxPrefillChunk) {
+    return InvalidArgument("max_prefill_chunk must be in [1, " +
+                           std::to_string(kMaxPrefillChunk) + "], got " +
+                           std::to_string(options.max_prefill_chunk));
+  }
+  return CheckThreads(options.num_threads);
+}
+
+Status CheckOptions(const BatchOptions& options) {
+  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
+    return InvalidArgument("max_streams must be in [1, " +
+                           std::to_string(kMaxBatchStreams) + "], got " +
+                           std::to_string(options.max_streams));
+  }
+  return CheckThreads(options.num_threads);
+}
+
+size_t BlockBytes(const Model& model, const SessionOptions& options) {
+  return model.session_bytes(options);
+}
+size_t BlockBytes(const Model& model, const BatchOptions& options) {
+  return model.batch_bytes(options);
+}
+const char* BlockName(const SessionOptions&) { return "session"; }
+const char* BlockName(const BatchOptions&) { return "batch"; }
+
+// A block ready for its object: where the object and its Impl go, its
+// floats, and the thread pool (null for one thread) the engine will own.
+struct Block {
+  void* object;
+  void* impl;
+  float* floats;
+  pthreadpool_t threads;
+};
+
+// The one way a session or a batch comes to be: checks the options, sizes
+// the block, checks the caller's arena or allocates the block, marks who
+// owns it, and starts the threads.
+template <typename Options>
+Status OpenBlock(const Model& model, const Options& options, void* arena,
+                 size_t arena_bytes, Block* block) {
+  Status status = CheckOptions(options);
+  if (!status.ok()) return status;
+  const char* what = BlockName(options);
+  const size_t bytes = BlockBytes(model, options);
   if (bytes == 0) return InvalidArgument(std::string(what) + " options");
+  void* memory = arena;
   if (arena == nullptr) {
-    *block = std::aligned_alloc(kAlignment, bytes);
-    if (*block == nullptr) {
+    memory = std::aligned_alloc(kAlignment, bytes);
+    if (memory == nullptr) {
       return Status(
           StatusCode::kOutOfMemory,
           "cannot allocate " + std::to_string(bytes) + " bytes for a " + what);
@@ -49,9 +104,23 @@ Status PrepareBlock(void* arena, size_t arena_bytes, size_t bytes,
                              " bytes; a " + what + " of this model needs " +
                              std::to_string(bytes));
     }
-    *block = arena;
   }
-  new (*block) BlockHeader{arena == nullptr};
+  pthreadpool_t threads = nullptr;
+  if (options.num_threads > 1) {
+    threads = pthreadpool_create(options.num_threads);
+    if (threads == nullptr) {
+      if (arena == nullptr) std::free(memory);
+      return Status(StatusCode::kInternal, "cannot start the thread pool");
+    }
+  }
+  Log(LogLevel::kDebug, "a %s of %zu bytes (%s), %d thread%s, %s kernels", what,
+      bytes, arena == nullptr ? "allocated" : "in the caller's arena",
+      options.num_threads, options.num_threads > 1 ? "s" : "",
+      kernels::IsaName(kernels::ActiveIsa()));
+  auto* base = static_cast<uint8_t*>(memory);
+  new (base) BlockHeader{arena == nullptr};
+  *block = Block{base + kObjectOffset, base + kImplOffset,
+                 reinterpret_cast<float*>(base + kBlockHeaderBytes), threads};
   return Status::Ok();
 }
 
@@ -62,28 +131,25 @@ void ReleaseBlock(void* object) {
   if (header.heap) std::free(block);
 }
 
-Status StartThreads(int num_threads, pthreadpool_t* threads) {
-  *threads = nullptr;
-  if (num_threads < 1 || num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(num_threads));
-  }
-  if (num_threads > 1) {
-    *threads = pthreadpool_create(num_threads);
-    if (*threads == nullptr) {
-      return Status(StatusCode::kInternal, "cannot start the thread pool");
-    }
-  }
-  return Status::Ok();
-}
-
 Status Bidirectional() {
   return Status(StatusCode::kUnsupported,
                 "this model's attention is bidirectional: it encodes whole "
                 "sequences and cannot be stepped");
 }
 
-Status OutputTooSmall(size_t have, size_t rows, size_t width) {
+// The one output rule of every call that writes outputs (tarn.hpp, Sizes):
+// the buffer holds at least rows x width floats, and the call writes those
+// and no more. `required`: false where a null buffer asks for no outputs.
+Status CheckOutputs(const float* outputs, size_t size, size_t rows,
+                    size_t width, bool required) {
+  if (outputs == nullptr && !required) return Status::Ok();
+  const size_t have = outputs ? size : 0;
+  if (outputs != nullptr && size >= rows * width) return Status::Ok();
+  if (rows == 1) {
+    return InvalidArgument("output buffer holds " + std::to_string(have) +
+                           " floats; the model writes " +
+                           std::to_string(width) + " per step");
+  }
   return InvalidArgument("output buffer holds " + std::to_string(have) +
                          " floats; " + std::to_string(rows) + " steps of " +
                          std::to_string(width) + " need " +
@@ -167,6 +233,7 @@ class Session::Impl {
                 float* outputs, size_t outputs_size, size_t* steps);
   Status Snapshot(void* buffer, size_t size) const;
   Status Restore(const void* snapshot, size_t size);
+  SnapshotTarget SnapshotOf() const;
 
   Status CheckCausal() const { return c_.causal ? Status() : Bidirectional(); }
   Rows OneStream(size_t count) { return Rows{count, &self_, true, 0}; }
@@ -185,12 +252,8 @@ Status Session::Impl::StepToken(int32_t token, float* output,
   Status status = CheckTokens(c_, &token, 1);
   if (status.ok()) status = CheckCausal();
   if (!status.ok()) return status;
-  if (output == nullptr || output_size != m_.output_size) {
-    return InvalidArgument("output buffer holds " +
-                           std::to_string(output ? output_size : 0) +
-                           " floats; the model writes " +
-                           std::to_string(m_.output_size) + " per step");
-  }
+  status = CheckOutputs(output, output_size, 1, m_.output_size, true);
+  if (!status.ok()) return status;
   status = CheckPositions(c_, stream_.position, 1);
   if (!status.ok()) return status;
   engine_.EmbedToken(token, engine_.InputRow(0));
@@ -208,12 +271,8 @@ Status Session::Impl::StepFrame(const float* frame, size_t frame_size,
   *stepped = false;
   Status status = CheckCausal();
   if (!status.ok()) return status;
-  if (output == nullptr || output_size != m_.output_size) {
-    return InvalidArgument("output buffer holds " +
-                           std::to_string(output ? output_size : 0) +
-                           " floats; the model writes " +
-                           std::to_string(m_.output_size) + " per step");
-  }
+  status = CheckOutputs(output, output_size, 1, m_.output_size, true);
+  if (!status.ok()) return status;
   if (frame == nullptr || frame_size != c_.input_dim) {
     return InvalidArgument(
         "frame holds " + std::to_string(frame ? frame_size : 0) +
@@ -238,11 +297,10 @@ Status Session::Impl::PrefillTokens(const int32_t* tokens, size_t count,
   Status status = CheckTokens(c_, tokens, count);
   if (status.ok()) status = CheckCausal();
   if (status.ok()) status = CheckPositions(c_, stream_.position, count);
-  if (!status.ok()) return status;
   const size_t width = m_.output_size;
-  if (outputs != nullptr && outputs_size < count * width) {
-    return OutputTooSmall(outputs_size, count, width);
-  }
+  if (status.ok())
+    status = CheckOutputs(outputs, outputs_size, count, width, false);
+  if (!status.ok()) return status;
   const size_t chunk = engine_.max_rows();
   for (size_t done = 0; done < count; done += chunk) {
     const size_t n = std::min(chunk, count - done);
@@ -266,10 +324,9 @@ Status Session::Impl::PrefillFrames(const float* frames, size_t frame_count,
                        engine_.StepsAfter(stream_.frames_seen);
   const size_t width = m_.output_size;
   status = CheckPositions(c_, stream_.position, total);
+  if (status.ok())
+    status = CheckOutputs(outputs, outputs_size, total, width, false);
   if (!status.ok()) return status;
-  if (outputs != nullptr && outputs_size < total * width) {
-    return OutputTooSmall(outputs_size, total, width);
-  }
   const size_t chunk = engine_.max_rows();
   size_t rows = 0;
   for (size_t f = 0; f < frame_count; ++f) {
@@ -300,10 +357,8 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
   const size_t n = frame_input ? engine_.StepsAfter(count) : count;
   const size_t width = m_.output_size, d = c_.d_model;
   status = CheckPositions(c_, 0, n);
+  if (status.ok()) status = CheckOutputs(outputs, outputs_size, n, width, true);
   if (!status.ok()) return status;
-  if (outputs == nullptr || outputs_size < n * width) {
-    return OutputTooSmall(outputs ? outputs_size : 0, n, width);
-  }
   const size_t features = size_t{c_.num_heads} * c_.feature_dim;
   std::unique_ptr<float[]> x(new (std::nothrow) float[n * d]);
   std::unique_ptr<float[]> phi_q(new (std::nothrow) float[n * features]);
@@ -333,101 +388,32 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
   return Status::Ok();
 }
 
-// The snapshot's header, kSnapshotHeaderBytes, then the state floats.
-struct SnapshotHeader {
-  char magic[8];            // "TARNSNAP"
-  uint32_t byte_order;      // kByteOrder as the writer stored it
-  uint32_t layout_version;  // kStateLayoutVersion
-  uint64_t model_identity;  // Model::identity()
-  uint64_t state_bytes;     // bytes after the header
-  uint64_t position;
-  uint64_t frames_seen;
-  uint32_t conv_oldest;
-  uint32_t header_bytes;  // kSnapshotHeaderBytes
-  uint8_t reserved[8];
-};
-static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes);
-constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N', 'S', 'N', 'A', 'P'};
-constexpr uint32_t kByteOrder = 0x01020304;
+SnapshotTarget Session::Impl::SnapshotOf() const {
+  return SnapshotTarget{m_.identity, kStateLayoutVersion,
+                        m_.state.total * sizeof(float),
+                        c_.conv_kernel > 1 ? c_.conv_kernel - 1 : size_t{1}};
+}
 
 Status Session::Impl::Snapshot(void* buffer, size_t size) const {
-  const size_t state_bytes = m_.state.total * sizeof(float);
-  if (buffer == nullptr || size < kSnapshotHeaderBytes + state_bytes) {
-    return InvalidArgument("snapshot buffer holds " +
-                           std::to_string(buffer ? size : 0) +
-                           " bytes; this model's snapshots take " +
-                           std::to_string(kSnapshotHeaderBytes + state_bytes));
-  }
-  SnapshotHeader header = {};
-  std::memcpy(header.magic, kSnapshotMagic, sizeof header.magic);
-  header.byte_order = kByteOrder;
-  header.layout_version = kStateLayoutVersion;
-  header.model_identity = m_.identity;
-  header.state_bytes = state_bytes;
-  header.position = stream_.position;
-  header.frames_seen = stream_.frames_seen;
-  header.conv_oldest = stream_.conv_oldest;
-  header.header_bytes = kSnapshotHeaderBytes;
+  const SnapshotTarget target = SnapshotOf();
+  Status status = CheckSnapshotBuffer(buffer, size, target.state_bytes);
+  if (!status.ok()) return status;
+  const SnapshotHeader header = MakeSnapshotHeader(
+      target, stream_.position, stream_.frames_seen, stream_.conv_oldest);
   auto* bytes = static_cast<uint8_t*>(buffer);
   std::memcpy(bytes, &header, sizeof header);
-  std::memcpy(bytes + kSnapshotHeaderBytes, stream_.state, state_bytes);
+  std::memcpy(bytes + kSnapshotHeaderBytes, stream_.state, target.state_bytes);
   return Status::Ok();
 }
 
 Status Session::Impl::Restore(const void* snapshot, size_t size) {
-  const size_t state_bytes = m_.state.total * sizeof(float);
+  const SnapshotTarget target = SnapshotOf();
   SnapshotHeader header;
-  if (snapshot == nullptr || size < sizeof header) {
-    return InvalidArgument(
-        "not a tarn snapshot: " + std::to_string(snapshot ? size : 0) +
-        " bytes, shorter than a snapshot header");
-  }
-  std::memcpy(&header, snapshot, sizeof header);
-  if (std::memcmp(header.magic, kSnapshotMagic, sizeof header.magic) != 0) {
-    return InvalidArgument(
-        "not a tarn snapshot: it does not start with "
-        "'TARNSNAP'");
-  }
-  if (header.byte_order != kByteOrder) {
-    return Status(StatusCode::kUnsupported,
-                  "snapshot was written on a machine of the other byte order");
-  }
-  if (header.layout_version != kStateLayoutVersion) {
-    return Status(StatusCode::kUnsupported,
-                  "snapshot has state layout version " +
-                      std::to_string(header.layout_version) +
-                      "; this runtime reads " +
-                      std::to_string(kStateLayoutVersion) +
-                      (header.layout_version > kStateLayoutVersion
-                           ? ": it comes from a newer tarn, upgrade this one"
-                           : ": it comes from an older tarn, whose state "
-                             "this one cannot continue; start the stream "
-                             "afresh"));
-  }
-  if (header.model_identity != m_.identity) {
-    char message[160];
-    std::snprintf(message, sizeof message,
-                  "snapshot belongs to another model (identity %016llx; this "
-                  "model is %016llx)",
-                  static_cast<unsigned long long>(header.model_identity),
-                  static_cast<unsigned long long>(m_.identity));
-    return InvalidArgument(message);
-  }
-  const size_t past = c_.conv_kernel > 1 ? c_.conv_kernel - 1 : 1;
-  if (header.header_bytes != kSnapshotHeaderBytes ||
-      header.state_bytes != state_bytes ||
-      size != kSnapshotHeaderBytes + state_bytes ||
-      header.conv_oldest >= past) {
-    return InvalidArgument("snapshot is damaged: " + std::to_string(size) +
-                           " bytes holding " +
-                           std::to_string(header.state_bytes) +
-                           " bytes of state; this model's "
-                           "snapshots take " +
-                           std::to_string(kSnapshotHeaderBytes + state_bytes));
-  }
+  Status status = ReadSnapshotHeader(snapshot, size, target, &header);
+  if (!status.ok()) return status;
   std::memcpy(stream_.state,
               static_cast<const uint8_t*>(snapshot) + kSnapshotHeaderBytes,
-              state_bytes);
+              target.state_bytes);
   stream_.position = header.position;
   stream_.frames_seen = header.frames_seen;
   stream_.conv_oldest = header.conv_oldest;
@@ -450,30 +436,12 @@ Status Session::Create(const Model& model, const SessionOptions& options,
                        void* arena, size_t arena_bytes,
                        std::unique_ptr<Session>* session) {
   if (session == nullptr) return InvalidArgument("'session' is null");
-  if (options.max_prefill_chunk < 1 ||
-      options.max_prefill_chunk > kMaxPrefillChunk) {
-    return InvalidArgument("max_prefill_chunk must be in [1, " +
-                           std::to_string(kMaxPrefillChunk) + "], got " +
-                           std::to_string(options.max_prefill_chunk));
-  }
-  if (options.num_threads < 1 || options.num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(options.num_threads));
-  }
-  void* block;
-  Status status = PrepareBlock(arena, arena_bytes, model.session_bytes(options),
-                               "session", &block);
+  Block block;
+  Status status = OpenBlock(model, options, arena, arena_bytes, &block);
   if (!status.ok()) return status;
-  pthreadpool_t threads;
-  status = StartThreads(options.num_threads, &threads);
-  if (!status.ok()) {
-    if (arena == nullptr) std::free(block);
-    return status;
-  }
-  auto* bytes = static_cast<uint8_t*>(block);
-  auto* floats = reinterpret_cast<float*>(bytes + kBlockHeaderBytes);
-  auto* impl = new (bytes + kImplOffset) Impl(model, options, floats, threads);
-  session->reset(new (bytes + kObjectOffset) Session(impl));
+  auto* impl =
+      new (block.impl) Impl(model, options, block.floats, block.threads);
+  session->reset(new (block.object) Session(impl));
   return Status::Ok();
 }
 
@@ -599,8 +567,10 @@ Status SessionBatch::Impl::Check(Session* const* sessions, size_t count,
   if (count > 0 && (sessions == nullptr || outputs == nullptr)) {
     return InvalidArgument("sessions or outputs is null");
   }
-  if (outputs_size < count * m_.output_size) {
-    return OutputTooSmall(outputs_size, count, m_.output_size);
+  if (count > 0) {
+    Status status =
+        CheckOutputs(outputs, outputs_size, count, m_.output_size, true);
+    if (!status.ok()) return status;
   }
   for (size_t i = 0; i < count; ++i) {
     if (sessions[i] == nullptr) {
@@ -693,29 +663,12 @@ Status SessionBatch::Create(const Model& model, const BatchOptions& options,
                             void* arena, size_t arena_bytes,
                             std::unique_ptr<SessionBatch>* batch) {
   if (batch == nullptr) return InvalidArgument("'batch' is null");
-  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
-    return InvalidArgument("max_streams must be in [1, " +
-                           std::to_string(kMaxBatchStreams) + "], got " +
-                           std::to_string(options.max_streams));
-  }
-  if (options.num_threads < 1 || options.num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(options.num_threads));
-  }
-  void* block;
-  Status status = PrepareBlock(arena, arena_bytes, model.batch_bytes(options),
-                               "batch", &block);
+  Block block;
+  Status status = OpenBlock(model, options, arena, arena_bytes, &block);
   if (!status.ok()) return status;
-  pthreadpool_t threads;
-  status = StartThreads(options.num_threads, &threads);
-  if (!status.ok()) {
-    if (arena == nullptr) std::free(block);
-    return status;
-  }
-  auto* bytes = static_cast<uint8_t*>(block);
-  auto* floats = reinterpret_cast<float*>(bytes + kBlockHeaderBytes);
-  auto* impl = new (bytes + kImplOffset) Impl(model, options, floats, threads);
-  batch->reset(new (bytes + kObjectOffset) SessionBatch(impl));
+  auto* impl =
+      new (block.impl) Impl(model, options, block.floats, block.threads);
+  batch->reset(new (block.object) SessionBatch(impl));
   return Status::Ok();
 }
 

@@ -90,7 +90,7 @@ int Step(const Model& model, Session& session, Random& random, int count) {
       (void)session.StepToken(static_cast<int32_t>(token), output.data(),
                               output.size());
     }
-    (void)session.StepToken(0, output.data(), output.size() + 1);
+    (void)session.StepToken(0, output.data(), output.size() - 1);
     (void)session.StepToken(0, nullptr, output.size());
     return steps;
   }

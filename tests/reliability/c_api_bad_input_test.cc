@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -276,15 +278,88 @@ TEST(CApiBadInput, NullOutputAndFrame) {
 // --- Wrong sizes
 // ----------------------------------------------------------------
 
-TEST(CApiBadInput, OutputOfWrongSize) {
+// The one output rule (tarn.h, Sizes) at every entry that writes outputs:
+// one float short is refused and nothing moves; one float more is fine and
+// the call writes nothing past what it needs.
+TEST(CApiBadInput, OutputsHoldAtLeastWhatTheCallWrites) {
   Model model = Load(kTokens);
   Session session = Open(model.get());
-  float out[6];
-  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 6),
+  constexpr float kUntouched = 12345.0f;
+  float out[16];
+  std::fill(std::begin(out), std::end(out), kUntouched);
+  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 4),
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(LastError(),
-              HasSubstr("output buffer holds 6 floats; the model writes 5"));
+              HasSubstr("output buffer holds 4 floats; the model writes 5"));
   EXPECT_EQ(tarn_session_position(session.get()), 0u);
+  EXPECT_EQ(tarn_session_step_token(session.get(), 1, out, 6), TARN_STATUS_OK);
+  EXPECT_EQ(out[5], kUntouched);
+  EXPECT_EQ(tarn_session_position(session.get()), 1u);
+
+  int32_t tokens[3] = {1, 2, 3};
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), tokens, 3, out, 14),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("3 steps of 5 need 15"));
+  EXPECT_EQ(tarn_session_prefill_tokens(session.get(), tokens, 3, out, 16),
+            TARN_STATUS_OK);
+  EXPECT_EQ(out[15], kUntouched);
+  EXPECT_EQ(tarn_session_position(session.get()), 4u);
+
+  tarn_batch* raw = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
+  Batch batch(raw);
+  Session other = Open(model.get());
+  tarn_session* sessions[2] = {session.get(), other.get()};
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 9),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("2 steps of 5 need 10"));
+  EXPECT_EQ(tarn_session_position(other.get()), 0u);
+  std::fill(std::begin(out), std::end(out), kUntouched);
+  EXPECT_EQ(tarn_batch_step_tokens(batch.get(), sessions, tokens, 2, out, 11),
+            TARN_STATUS_OK);
+  EXPECT_EQ(out[10], kUntouched);
+
+  Model encoder = Load(kEncoder);
+  Session encoding = Open(encoder.get());
+  const size_t width = tarn_model_output_size(encoder.get());
+  std::vector<float> outputs(3 * width + 1, kUntouched);
+  EXPECT_EQ(tarn_session_encode_tokens(encoding.get(), tokens, 3,
+                                       outputs.data(), 3 * width - 1),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_session_encode_tokens(encoding.get(), tokens, 3,
+                                       outputs.data(), outputs.size()),
+            TARN_STATUS_OK);
+  EXPECT_EQ(outputs.back(), kUntouched);
+}
+
+TEST(CApiBadInput, FrameOutputsHoldAtLeastWhatTheCallWrites) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  constexpr float kUntouched = 12345.0f;
+  float frame[3] = {0.5f, -0.25f, 1.0f}, out[4];
+  std::fill(std::begin(out), std::end(out), kUntouched);
+  bool stepped = false;
+  EXPECT_EQ(tarn_session_step_frame(session.get(), frame, 3, out, 2, &stepped),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(),
+              HasSubstr("output buffer holds 2 floats; the model writes 3"));
+  EXPECT_EQ(tarn_session_step_frame(session.get(), frame, 3, out, 4, &stepped),
+            TARN_STATUS_OK);
+  EXPECT_EQ(out[3], kUntouched);
+  float frames[6] = {0.5f, -0.25f, 1.0f, 0.0f, 0.75f, -1.0f};
+  size_t steps = 0;
+  const size_t needed = tarn_session_steps_for_frames(session.get(), 2) * 3;
+  std::vector<float> outputs(needed + 1, kUntouched);
+  if (needed > 0) {
+    EXPECT_EQ(tarn_session_prefill_frames(session.get(), frames, 2,
+                                          outputs.data(), needed - 1, &steps),
+              TARN_STATUS_INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(tarn_session_prefill_frames(session.get(), frames, 2,
+                                        outputs.data(), outputs.size(), &steps),
+            TARN_STATUS_OK);
+  EXPECT_EQ(steps * 3, needed);
+  EXPECT_EQ(outputs.back(), kUntouched);
 }
 
 TEST(CApiBadInput, FrameOfWrongSize) {
@@ -357,6 +432,84 @@ TEST(CApiBadInput, OptionsOutOfRange) {
   EXPECT_EQ(tarn_batch_create(model.get(), &batch_options, &batch),
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(LastError(), HasSubstr("max_streams"));
+}
+
+// Options structs are versioned by their struct_size (tarn.h, Options).
+// Each struct's first version is its fields up to the last one it has today.
+template <typename Options>
+void SetSize(Options* options, size_t size) {
+  options->struct_size = size;
+}
+
+TEST(CApiBadInput, SessionOptionsOfEveryStructSize) {
+  Model model = Load(kTokens);
+  const size_t first =
+      offsetof(tarn_session_options, max_prefill_chunk) + sizeof(uint32_t);
+  tarn_session* session = nullptr;
+  // A struct as an older tarn.h declared it: the fields that fit are read.
+  tarn_session_options options = tarn_session_options_default();
+  EXPECT_EQ(options.struct_size, sizeof(tarn_session_options));
+  options.max_prefill_chunk = 1;
+  SetSize(&options, first);
+  ASSERT_EQ(tarn_session_create(model.get(), &options, &session),
+            TARN_STATUS_OK)
+      << LastError();
+  tarn_session_free(session);
+  tarn_session_options smallest = tarn_session_options_default();
+  smallest.max_prefill_chunk = 1;
+  EXPECT_EQ(tarn_model_session_bytes(model.get(), &options),
+            tarn_model_session_bytes(model.get(), &smallest));
+  EXPECT_LT(tarn_model_session_bytes(model.get(), &options),
+            tarn_model_session_bytes(model.get(), nullptr));
+  // Too small: 0 (never set) and one byte short of the first version.
+  for (size_t size : {size_t{0}, first - 1}) {
+    SetSize(&options, size);
+    session = nullptr;
+    EXPECT_EQ(tarn_session_create(model.get(), &options, &session),
+              TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_THAT(LastError(), HasSubstr("tarn_session_options.struct_size is " +
+                                       std::to_string(size)));
+    EXPECT_EQ(session, nullptr);
+    EXPECT_EQ(tarn_model_session_bytes(model.get(), &options), 0u);
+  }
+  // A struct from a newer tarn.h: fields this library does not know are
+  // fine while zero, refused when set.
+  struct Newer {
+    tarn_session_options known;
+    uint64_t added;
+  } newer = {tarn_session_options_default(), 0};
+  SetSize(&newer.known, sizeof newer);
+  ASSERT_EQ(tarn_session_create(model.get(), &newer.known, &session),
+            TARN_STATUS_OK)
+      << LastError();
+  tarn_session_free(session);
+  newer.added = 1;
+  EXPECT_EQ(tarn_session_create(model.get(), &newer.known, &session),
+            TARN_STATUS_UNSUPPORTED);
+  EXPECT_THAT(LastError(), HasSubstr("fields this tarn does not know"));
+}
+
+TEST(CApiBadInput, BatchOptionsOfEveryStructSize) {
+  Model model = Load(kTokens);
+  const size_t first =
+      offsetof(tarn_batch_options, num_threads) + sizeof(int32_t);
+  tarn_batch_options options = tarn_batch_options_default();
+  EXPECT_EQ(options.struct_size, sizeof(tarn_batch_options));
+  options.max_streams = 2;
+  SetSize(&options, first);
+  tarn_batch* batch = nullptr;
+  ASSERT_EQ(tarn_batch_create(model.get(), &options, &batch), TARN_STATUS_OK)
+      << LastError();
+  tarn_batch_free(batch);
+  for (size_t size : {size_t{0}, first - 1}) {
+    SetSize(&options, size);
+    batch = nullptr;
+    EXPECT_EQ(tarn_batch_create(model.get(), &options, &batch),
+              TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_THAT(LastError(), HasSubstr("tarn_batch_options.struct_size"));
+    EXPECT_EQ(batch, nullptr);
+    EXPECT_EQ(tarn_model_batch_bytes(model.get(), &options), 0u);
+  }
 }
 
 TEST(CApiBadInput, BatchOfMoreSessionsThanItHolds) {

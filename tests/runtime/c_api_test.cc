@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +32,71 @@ TEST(CApi, ErrorsAreStatusesWithAThreadLocalMessage) {
   EXPECT_EQ(tarn_model_output_size(nullptr), 0u);
   tarn_session_free(nullptr);
   tarn_model_free(nullptr);
+}
+
+// What a log callback received.
+struct Logged {
+  std::mutex mutex;
+  std::vector<std::pair<tarn_log_level, std::string>> messages;
+  bool Has(tarn_log_level level, const std::string& part) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [l, message] : messages) {
+      if (l == level && message.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+void Collect(tarn_log_level level, const char* message, void* user_data) {
+  auto* logged = static_cast<Logged*>(user_data);
+  std::lock_guard<std::mutex> lock(logged->mutex);
+  logged->messages.emplace_back(level, message);
+}
+
+TEST(CApiLog, TheCallbackReceivesWhatTheLibraryLogs) {
+  const std::string path = GoldenModelPath("tokens");
+  tarn_model* model = nullptr;
+  ASSERT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_OK)
+      << LastError();
+  Logged logged;
+  tarn_log_set(Collect, &logged);
+  tarn_session* session = nullptr;
+  ASSERT_EQ(tarn_session_create(model, nullptr, &session), TARN_STATUS_OK);
+  tarn_session_free(session);
+  tarn_log_set(nullptr, nullptr);
+  EXPECT_TRUE(logged.Has(
+      TARN_LOG_DEBUG,
+      "a session of " +
+          std::to_string(tarn_model_session_bytes(model, nullptr)) + " bytes"));
+  // Back to the default: nothing more reaches the callback.
+  const size_t count = logged.messages.size();
+  ASSERT_EQ(tarn_session_create(model, nullptr, &session), TARN_STATUS_OK);
+  tarn_session_free(session);
+  EXPECT_EQ(logged.messages.size(), count);
+  tarn_model_free(model);
+}
+
+// The kernels' warnings reach the same callback. The kernel variant is
+// chosen once per process, so this runs in a fresh one (a death test in
+// the threadsafe style re-runs only this test).
+TEST(CApiLog, KernelWarningsReachTheCallback) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = GoldenModelPath("tokens");
+  EXPECT_EXIT(
+      {
+        setenv("TARN_KERNELS", "no-such-isa", 1);
+        Logged logged;
+        tarn_log_set(Collect, &logged);
+        tarn_model* model = nullptr;
+        const bool loaded =
+            tarn_model_load(path.c_str(), &model) == TARN_STATUS_OK;
+        tarn_model_free(model);
+        std::exit(loaded && logged.Has(TARN_LOG_WARNING,
+                                       "TARN_KERNELS=no-such-isa is unknown")
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(CApi, StepsAsTheCppApi) {

@@ -6,6 +6,7 @@
 #include <sndfile.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -335,6 +336,36 @@ TEST(RecognizerCApi, RefusesModelsThatCannotListen) {
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tarn_last_error()).find("beam"), std::string::npos)
       << tarn_last_error();
+}
+
+// tarn_recognizer_options is versioned by its struct_size (tarn.h,
+// Options): its first version ends at beam_prune; less is refused.
+TEST(RecognizerCApi, OptionsOfEveryStructSize) {
+  Loaded speech;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &speech));
+  const size_t first =
+      offsetof(tarn_recognizer_options, beam_prune) + sizeof(float);
+  tarn_recognizer_options options = tarn_recognizer_options_default();
+  EXPECT_EQ(options.struct_size, sizeof(tarn_recognizer_options));
+  options.struct_size = first;
+  tarn_recognizer* recognizer = nullptr;
+  ASSERT_EQ(tarn_recognizer_create(speech.model, 16000, &options, &recognizer),
+            TARN_STATUS_OK)
+      << tarn_last_error();
+  tarn_recognizer_free(recognizer);
+  for (size_t size : {size_t{0}, first - 1}) {
+    options.struct_size = size;
+    recognizer = nullptr;
+    EXPECT_EQ(
+        tarn_recognizer_create(speech.model, 16000, &options, &recognizer),
+        TARN_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(tarn_last_error())
+                  .find("tarn_recognizer_options.struct_size is " +
+                        std::to_string(size)),
+              std::string::npos)
+        << tarn_last_error();
+    EXPECT_EQ(recognizer, nullptr);
+  }
 }
 
 }  // namespace

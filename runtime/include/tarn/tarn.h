@@ -50,11 +50,11 @@
  * its session as it was.
  *
  * Fallible functions refuse bad input with TARN_STATUS_INVALID_ARGUMENT,
- * never computing on it: a NULL handle or buffer, a buffer of the wrong
- * size, a token outside [0, vocab_size), and a frame holding NaN or Inf.
- * Frames must be finite at every function that takes them (step, prefill,
- * encode, batch); the message names the frame and the value, and no
- * session moves.
+ * never computing on it: a NULL handle or buffer, an output buffer too
+ * small or a frame of the wrong size, a token outside [0, vocab_size), and
+ * a frame holding NaN or Inf. Frames must be finite at every function
+ * that takes them (step, prefill, encode, batch); the message names the
+ * frame and the value, and no session moves.
  *
  * Ownership and lifetimes. A tarn_model is immutable once loaded and may be
  * shared by any number of sessions and threads; free it after every session
@@ -67,9 +67,23 @@
  *
  * Getters given a NULL handle return 0 (false); free functions accept NULL.
  *
+ * Options. Option structs (tarn_session_options, tarn_batch_options,
+ * tarn_recognizer_options) start with struct_size, which their _default()
+ * function sets: start from it and change the fields you need. Fields are
+ * only ever added at the end, and the library reads the fields that fit in
+ * struct_size, the defaults for the rest: a program built against an older
+ * tarn.h keeps working with a newer library. The library refuses a
+ * struct_size of 0 or below the struct's first version
+ * (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h that sets
+ * fields the library does not know (TARN_STATUS_UNSUPPORTED).
+ *
  * Sizes. Buffers of floats are given with their size in floats; buffers of
  * bytes in bytes. Outputs are written row by row: one row of
- * tarn_model_output_size() floats per step.
+ * tarn_model_output_size() floats per step. One rule for every output
+ * buffer (step, prefill, encode, batch, snapshot): it must hold at least
+ * what the call writes, else the call fails with
+ * TARN_STATUS_INVALID_ARGUMENT and moves nothing; the call writes within
+ * that many and never past it. Each function says how many that is.
  */
 
 #ifndef TARN_TARN_H_
@@ -106,6 +120,30 @@ const char* tarn_status_name(tarn_status status);
 
 /* The library's version, "major.minor.patch". */
 const char* tarn_version(void);
+
+/* --- Log ------------------------------------------------------------------ */
+
+/* What the library has to say beyond a status: a TARN_KERNELS value it
+ * cannot honour (a warning), what a new session holds (debug). */
+typedef enum tarn_log_level {
+  TARN_LOG_DEBUG = 0,
+  TARN_LOG_INFO = 1,
+  TARN_LOG_WARNING = 2,
+  TARN_LOG_ERROR = 3
+} tarn_log_level;
+
+/* `message` is one line without a newline, valid for the call only. Called
+ * on whichever thread logs, possibly several at once. */
+typedef void (*tarn_log_callback)(tarn_log_level level, const char* message,
+                                  void* user_data);
+
+/* Sends every message, at every level, to `callback` with `user_data`, for
+ * the whole process (the speech library's too; tarn::SetLogCallback in
+ * tarn/tarn.hpp sets the same sink). NULL restores the default, which
+ * writes warnings and errors to stderr ("tarn: <message>") and drops the
+ * rest. Set it before loading a model to see the kernel selection's
+ * warnings. Thread-safe. */
+void tarn_log_set(tarn_log_callback callback, void* user_data);
 
 /* --- Model ---------------------------------------------------------------- */
 
@@ -146,6 +184,8 @@ size_t tarn_model_snapshot_bytes(const tarn_model* model);
 typedef struct tarn_session tarn_session;
 
 typedef struct tarn_session_options {
+  /* sizeof(tarn_session_options), set by tarn_session_options_default(). */
+  size_t struct_size;
   /* Threads for the dense layers, [1, 256]. */
   int32_t num_threads;
   /* Most positions one prefill or encode chunk holds, [1, 4096]; the
@@ -153,7 +193,7 @@ typedef struct tarn_session_options {
   uint32_t max_prefill_chunk;
 } tarn_session_options;
 
-/* num_threads 1, max_prefill_chunk 64. */
+/* num_threads 1, max_prefill_chunk 64; struct_size set. */
 tarn_session_options tarn_session_options_default(void);
 
 /* Bytes of one session's block for these options (NULL: the defaults); 0
@@ -178,12 +218,13 @@ tarn_status tarn_session_create_in_arena(const tarn_model* model,
 /* Ends a session (NULL is fine). */
 void tarn_session_free(tarn_session* session);
 
-/* One token: writes output_size floats (exactly tarn_model_output_size()). */
+/* One token: writes tarn_model_output_size() floats into `output`
+ * (output_size at least that). */
 tarn_status tarn_session_step_token(tarn_session* session, int32_t token,
                                     float* output, size_t output_size);
-/* One frame of frame_size floats (finite). With frame stacking the model
- * steps every stack_hop frames; *stepped says whether it did and `output`
- * was written. */
+/* One frame of frame_size floats (finite); output as for a token. With
+ * frame stacking the model steps every stack_hop frames; *stepped says
+ * whether it did and `output` was written. */
 tarn_status tarn_session_step_frame(tarn_session* session, const float* frame,
                                     size_t frame_size, float* output,
                                     size_t output_size, bool* stepped);
@@ -243,13 +284,15 @@ tarn_status tarn_session_clone(const tarn_session* session,
 typedef struct tarn_batch tarn_batch;
 
 typedef struct tarn_batch_options {
+  /* sizeof(tarn_batch_options), set by tarn_batch_options_default(). */
+  size_t struct_size;
   /* Most sessions per call, [1, 4096]. */
   uint32_t max_streams;
   /* Threads for the dense layers, [1, 256]. */
   int32_t num_threads;
 } tarn_batch_options;
 
-/* max_streams 16, num_threads 1. */
+/* max_streams 16, num_threads 1; struct_size set. */
 tarn_batch_options tarn_batch_options_default(void);
 /* Bytes of one batch's block (options NULL: the defaults); 0 if invalid. */
 size_t tarn_model_batch_bytes(const tarn_model* model,

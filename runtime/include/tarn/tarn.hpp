@@ -42,10 +42,20 @@
 // offset, token id). A call that fails leaves the session as it was.
 //
 // Bad input is refused with kInvalidArgument, never computed on: a token
-// outside [0, vocab_size), a buffer of the wrong size, a null pointer, and a
-// frame holding NaN or Inf. Frames must be finite at every call that takes
-// them (StepFrame, PrefillFrames, EncodeFrames, SessionBatch::StepFrames);
-// the message names the frame and the value, and no session moves.
+// outside [0, vocab_size), an output buffer too small or a frame of the
+// wrong size, a null pointer, and a frame holding NaN or Inf. Frames must
+// be finite at every call that takes them (StepFrame, PrefillFrames,
+// EncodeFrames, SessionBatch::StepFrames); the message names the frame and
+// the value, and no session moves.
+//
+// Sizes. Every output buffer comes with its size in floats (bytes for
+// snapshots) and must hold at least what the call writes: one row of
+// Model::output_size() floats per step (StepToken, StepFrame), per position
+// (PrefillTokens, EncodeTokens), per step taken (PrefillFrames,
+// EncodeFrames), per session (SessionBatch). A smaller buffer is refused
+// with kInvalidArgument and nothing moves; the call writes within the rows
+// it needs and never past them. A frame's size must be exactly
+// Model::frame_size().
 
 #ifndef TARN_TARN_HPP_
 #define TARN_TARN_HPP_
@@ -85,6 +95,21 @@ class Status {
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };
+
+// The library's log: what it has to say beyond a Status (a TARN_KERNELS it
+// cannot honour, what a new session holds). One sink for the whole process,
+// shared with the C API (tarn_log_set in tarn/tarn.h, whose levels these
+// are): the last callback set, from either side, receives everything.
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+// `message` is one line without a newline, valid for the call only. Called
+// on whichever thread logs, possibly several at once.
+using LogCallback = void (*)(LogLevel level, const char* message,
+                             void* user_data);
+// Sends every message, at every level, to `callback` with `user_data`;
+// null restores the default, which writes warnings and errors to stderr
+// ("tarn: <message>") and drops the rest. Set it before loading a model to
+// see the kernel selection's warnings. Thread-safe.
+void SetLogCallback(LogCallback callback, void* user_data);
 
 // The schema's enums (schema/tarn.fbs), read once when a model loads: past
 // loading nothing compares names. A file holding a value this runtime does
@@ -284,7 +309,8 @@ class Session {
   static void operator delete(void* session);
 
   // Feeds one token of a token model and writes the step's output
-  // (output_size floats). Fails for a token outside [0, vocab_size).
+  // (Model::output_size() floats; output_size at least that). Fails for a
+  // token outside [0, vocab_size).
   Status StepToken(int32_t token, float* output, size_t output_size);
 
   // Feeds one frame (frame_size floats) of a frame model. With frame stacking

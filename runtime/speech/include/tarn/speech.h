@@ -45,6 +45,9 @@ extern "C" {
 typedef struct tarn_recognizer tarn_recognizer;
 
 typedef struct tarn_recognizer_options {
+  /* sizeof(tarn_recognizer_options), set by
+   * tarn_recognizer_options_default(). */
+  size_t struct_size;
   /* 0 or 1: greedy decoding; 2 .. 256: prefix beam search. */
   uint32_t beam_width;
   /* Constrains the beam search to these words (beam_width >= 2): word_count
@@ -79,7 +82,7 @@ typedef struct tarn_recognition_result {
 } tarn_recognition_result;
 
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
- * 2 s without speech, one thread, beam_prune 20. */
+ * 2 s without speech, one thread, beam_prune 20; struct_size set. */
 tarn_recognizer_options tarn_recognizer_options_default(void);
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's

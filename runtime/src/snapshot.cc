@@ -1,0 +1,90 @@
+// The snapshot format's header: written and checked here for every backend.
+
+#include "snapshot.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace tarn {
+
+SnapshotHeader MakeSnapshotHeader(const SnapshotTarget& target,
+                                  uint64_t position, uint64_t frames_seen,
+                                  uint32_t conv_oldest) {
+  SnapshotHeader header = {};
+  std::memcpy(header.magic, kSnapshotMagic, sizeof header.magic);
+  header.byte_order = kSnapshotByteOrder;
+  header.layout_version = target.layout_version;
+  header.model_identity = target.model_identity;
+  header.state_bytes = target.state_bytes;
+  header.position = position;
+  header.frames_seen = frames_seen;
+  header.conv_oldest = conv_oldest;
+  header.header_bytes = kSnapshotHeaderBytes;
+  return header;
+}
+
+Status CheckSnapshotBuffer(const void* buffer, size_t size,
+                           size_t state_bytes) {
+  if (buffer == nullptr || size < kSnapshotHeaderBytes + state_bytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot buffer holds " + std::to_string(buffer ? size : 0) +
+                      " bytes; this model's snapshots take " +
+                      std::to_string(kSnapshotHeaderBytes + state_bytes));
+  }
+  return Status::Ok();
+}
+
+Status ReadSnapshotHeader(const void* snapshot, size_t size,
+                          const SnapshotTarget& target,
+                          SnapshotHeader* header) {
+  if (snapshot == nullptr || size < sizeof *header) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "not a tarn snapshot: " + std::to_string(snapshot ? size : 0) +
+            " bytes, shorter than a snapshot header");
+  }
+  std::memcpy(header, snapshot, sizeof *header);
+  if (std::memcmp(header->magic, kSnapshotMagic, sizeof header->magic) != 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  "not a tarn snapshot: it does not start with 'TARNSNAP'");
+  }
+  if (header->byte_order != kSnapshotByteOrder) {
+    return Status(StatusCode::kUnsupported,
+                  "snapshot was written on a machine of the other byte order");
+  }
+  const uint32_t version = header->layout_version;
+  if (version != target.layout_version) {
+    return Status(StatusCode::kUnsupported,
+                  "snapshot has state layout version " +
+                      std::to_string(version) + "; this runtime reads " +
+                      std::to_string(target.layout_version) +
+                      (version > target.layout_version
+                           ? ": it comes from a newer tarn, upgrade this one"
+                           : ": it comes from an older tarn, whose state "
+                             "this one cannot continue; start the stream "
+                             "afresh"));
+  }
+  if (header->model_identity != target.model_identity) {
+    char message[160];
+    std::snprintf(message, sizeof message,
+                  "snapshot belongs to another model (identity %016llx; this "
+                  "model is %016llx)",
+                  static_cast<unsigned long long>(header->model_identity),
+                  static_cast<unsigned long long>(target.model_identity));
+    return Status(StatusCode::kInvalidArgument, message);
+  }
+  const size_t expected = kSnapshotHeaderBytes + target.state_bytes;
+  if (header->header_bytes != kSnapshotHeaderBytes ||
+      header->state_bytes != target.state_bytes || size != expected ||
+      header->conv_oldest >= target.conv_past) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: " + std::to_string(size) +
+                      " bytes holding " + std::to_string(header->state_bytes) +
+                      " bytes of state; this model's snapshots take " +
+                      std::to_string(expected));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tarn

@@ -1,0 +1,68 @@
+// The snapshot format, one for every backend: the CPU Session
+// (session.cc) and the CUDA BatchSession (runtime/cuda/batch_session.cc)
+// write and read exactly these bytes, so a snapshot taken on one restores
+// on the other.
+//
+//   [SnapshotHeader, kSnapshotHeaderBytes] [state, header.state_bytes]
+//
+// The state is StateLayout's floats as they are in memory (model.h), so only
+// machines of the writer's byte order read it back.
+
+#ifndef TARN_RUNTIME_SRC_SNAPSHOT_H_
+#define TARN_RUNTIME_SRC_SNAPSHOT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tarn/tarn.hpp"
+
+namespace tarn {
+
+inline constexpr size_t kSnapshotHeaderBytes = 64;
+
+struct SnapshotHeader {
+  char magic[8];            // kSnapshotMagic
+  uint32_t byte_order;      // kSnapshotByteOrder as the writer stored it
+  uint32_t layout_version;  // kStateLayoutVersion (model.h)
+  uint64_t model_identity;  // Model::identity()
+  uint64_t state_bytes;     // bytes after the header
+  uint64_t position;        // steps taken
+  uint64_t frames_seen;     // frames received (frame models)
+  uint32_t conv_oldest;     // ring index of the oldest convolution input
+  uint32_t header_bytes;    // kSnapshotHeaderBytes
+  uint8_t reserved[8];      // zero
+};
+static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes,
+              "a snapshot's header is 64 bytes");
+
+inline constexpr char kSnapshotMagic[8] = {'T', 'A', 'R', 'N',
+                                           'S', 'N', 'A', 'P'};
+inline constexpr uint32_t kSnapshotByteOrder = 0x01020304;
+
+// What a snapshot must match to be restored into a stream of a model.
+struct SnapshotTarget {
+  uint64_t model_identity;
+  uint32_t layout_version;
+  size_t state_bytes;
+  // Entries of the convolution ring (conv_kernel - 1, or 1 without one):
+  // conv_oldest must be below it.
+  size_t conv_past;
+};
+
+// The header of a snapshot of `target`'s state at these counters.
+SnapshotHeader MakeSnapshotHeader(const SnapshotTarget& target,
+                                  uint64_t position, uint64_t frames_seen,
+                                  uint32_t conv_oldest);
+
+// Ok when `buffer` can take a snapshot of `state_bytes` of state.
+Status CheckSnapshotBuffer(const void* buffer, size_t size, size_t state_bytes);
+
+// Reads and checks the header of `snapshot` (`size` bytes) against
+// `target`: magic, byte order, layout version, model identity, sizes.
+// On success the state follows at kSnapshotHeaderBytes.
+Status ReadSnapshotHeader(const void* snapshot, size_t size,
+                          const SnapshotTarget& target, SnapshotHeader* header);
+
+}  // namespace tarn
+
+#endif  // TARN_RUNTIME_SRC_SNAPSHOT_H_
