@@ -5,7 +5,7 @@ cells; a seed repeats, another seed differs; bad arguments are refused with
 a message naming the problem.
 
     test_generate_cli.py TARN_BIN MODEL.tarn FASHION_TEST_IDX GOLDENS_DIR
-(GOLDENS_DIR: the golden models made by converter.goldens: a frame model and
+(GOLDENS_DIR: the golden models made by tests.goldens: a frame model and
 a token model without an image layout.)
 """
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from converter.goldens import scaled_error
+from tests.goldens import scaled_error
 from converter.reference import LinearTransformer, ModelConfig, logistic_mixture_levels
 
 IMAGES = [0, 1, 2, 42]  # test-split indices

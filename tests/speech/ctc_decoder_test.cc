@@ -20,7 +20,7 @@ namespace {
 
 const std::vector<std::string> kAb = {"<blank>", " ", "a", "b"};
 
-// Letters: blank, space, a-z, apostrophe (converter.goldens' speech labels).
+// Letters: blank, space, a-z, apostrophe (tests.goldens' speech labels).
 std::vector<std::string> Letters() {
   std::vector<std::string> labels = {"<blank>", " "};
   for (char c = 'a'; c <= 'z'; ++c) labels.push_back(std::string(1, c));

@@ -8,7 +8,7 @@ whatever the chunk sizes the audio arrives in.
 FIXTURES_DIR is what make_fixtures.py wrote. Audio: espeak-ng speech, a
 synthetic signal (digital silence, 1-LSB noise, full-scale noise, a sweep),
 and the ASR example's sample WAVs when present. Recipes: the ASR example's
-(Hamming) with statistics; converter.goldens' (Povey window); a Hann window
+(Hamming) with statistics; tests.goldens' (Povey window); a Hann window
 with a 1024-point FFT, no DC removal, no pre-emphasis and no statistics; and,
 when examples/asr/model holds asr.pt and its conversion asr.tarn, the trained
 model's recipe (with its statistics, as asr.pt stores them).

@@ -22,7 +22,7 @@ ASR = ROOT / "examples" / "asr"
 sys.path.insert(0, str(ASR))
 
 import features  # noqa: E402
-from converter.goldens import scaled_error  # noqa: E402
+from tests.goldens import scaled_error  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 
 TOLERANCE = 1e-4
