@@ -465,7 +465,7 @@ def print_summary(report: dict, args):
         # parts can add up to more than the step.
         step = max(p.get("step_us") or 0, p["sum_us_median"])
         print(f"\nprofile, {name} {dtype}, 1 thread: parts timed in isolation at the model's sizes (median of {p['reps']}; "
-              f"dense: XNNPACK f32 operators; kernels: {p['kernels']})")
+              f"dense: XNNPACK f32 operators standing in for tarn's own; kernels: {p['kernels']})")
         for part in p["parts"]:
             print(
                 f"  {part['group']:<9} {part['part']:<36} {part['us_per_step_median']:>9.1f} us "
