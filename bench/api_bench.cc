@@ -1,5 +1,5 @@
 // tarn_api_bench: what the runtime API's parallel paths buy over stepping,
-// on one model (the paper's MNIST shape: python3 -m converter.goldens DIR
+// on one model (the paper's MNIST shape: python3 -m tests.goldens DIR
 // --case mnist).
 //
 //   1. Prefill of N tokens vs N steps (acceptance: >= 5x at N = 1,024), for

@@ -75,7 +75,7 @@ import torch  # noqa: E402
 
 import peer_models  # noqa: E402
 from converter.convert import convert_state_dict  # noqa: E402
-from converter.goldens import build_model, model_as_stored  # noqa: E402
+from tests.goldens import build_model, model_as_stored  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
 from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info, reference_outputs  # noqa: E402
 

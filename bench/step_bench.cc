@@ -15,13 +15,17 @@
 // every matrix, bias and norm vector of the layers and the head, plus one row
 // of each embedding table, in the file's dtype.
 //
-// The profile times, in isolation and at the model's sizes, what a step
-// runs: dense layers as XNNPACK f32 fully-connected operators (one per layer
-// and kind, own random weights, set up and run under a lock per call), the
-// feature map and rank-one kernels (kernels::Kernels(), one S per layer) and
-// the norms. Set against the fastest measured step, what is left is the rest
-// (embedding, position, bookkeeping, and parts that ran faster in isolation).
-// Nothing is timed inside the library.
+// The profile times, in isolation and at the model's sizes, the parts of a
+// step: the feature map and rank-one kernels (kernels::Kernels(), one S per
+// layer), the norms, and the dense layers. The runtime computes its dense
+// layers with its own kernels (kernels.h, weights packed once per model in
+// the file's dtype); the profile does not call them: it times XNNPACK f32
+// fully-connected operators of the same shapes in their place (one per layer
+// and kind, own random weights, set up and run under a lock per call), a
+// stand-in that is f32 whatever the file's dtype. Set against the fastest
+// measured step, what is left is the rest (embedding, position, bookkeeping,
+// and parts that ran faster in isolation). Nothing is timed inside the
+// library.
 //
 // --json writes every figure (and every timed step) for the driver,
 // bench/step_bench.py, which also runs PyTorch on the same model.
@@ -295,7 +299,8 @@ std::vector<float> RandomVector(size_t n, float scale, std::mt19937* rng) {
 }
 
 // An XNNPACK fully-connected operator, run at batch 1: under a lock, set up,
-// then run.
+// then run. The profile's stand-in for one of the runtime's dense layers,
+// which use tarn's own kernels instead.
 class Dense {
  public:
   Dense(size_t inputs, size_t outputs, bool relu, std::mt19937* rng)
@@ -355,7 +360,8 @@ Json Profile(const Model& model, const Options& o, double step_us,
                      {"us_per_step_best", us.best}});
   };
 
-  // Dense layers: one operator per layer and kind, as in the model.
+  // Dense layers: one XNNPACK operator per layer and kind, at the model's
+  // shapes (the runtime stacks q, k and v the same way).
   auto dense_part = [&](const std::string& name, size_t in, size_t out,
                         bool relu) {
     std::vector<std::unique_ptr<Dense>> ops;

@@ -18,7 +18,7 @@ for CIFAR-10) beside the paper's CPU figures, and writes every figure to
 PyTorch has no f16 matrix product on the CPU (torch 1.13: addmm is not
 implemented for Half), so the f16 and i8 rows compare with the f32 PyTorch
 model; their outputs are checked against the reference holding the file's
-values (converter.goldens.model_as_stored).
+values (tests.goldens.model_as_stored).
 Timing, for a shared machine: --rounds rounds, each running tarn and then
 PyTorch on every model, so both meet the same load; within a round every step
 is timed on its own. The pooled steps give the median, the fastest step and,
@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from converter.convert import convert_state_dict  # noqa: E402
-from converter.goldens import build_model, model_as_stored  # noqa: E402
+from tests.goldens import build_model, model_as_stored  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
 from converter.writer import DTYPES  # noqa: E402
 
@@ -465,7 +465,7 @@ def print_summary(report: dict, args):
         # parts can add up to more than the step.
         step = max(p.get("step_us") or 0, p["sum_us_median"])
         print(f"\nprofile, {name} {dtype}, 1 thread: parts timed in isolation at the model's sizes (median of {p['reps']}; "
-              f"dense: XNNPACK f32 operators; kernels: {p['kernels']})")
+              f"dense: XNNPACK f32 operators standing in for tarn's own; kernels: {p['kernels']})")
         for part in p["parts"]:
             print(
                 f"  {part['group']:<9} {part['part']:<36} {part['us_per_step_median']:>9.1f} us "

@@ -18,12 +18,11 @@ the output is deterministic (a fixed seed and date).
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from converter.convert import convert_state_dict  # noqa: E402
-from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
+from converter.reference import ModelConfig  # noqa: E402
+from tests.goldens import build_model  # noqa: E402
 
 TINY = dict(d_model=4, num_layers=1, num_heads=2, d_key=2, d_value=2, d_ff=8)
 
@@ -114,8 +113,7 @@ def main(out_dir: str, only=None) -> int:
         if only and name not in only:
             continue
         config = ModelConfig(**{**TINY, **overrides})
-        torch.manual_seed(i)
-        model = LinearTransformer(config).eval()
+        model = build_model(config, seed=i, weights="default")
         convert_state_dict(
             model.state_dict(),
             config,

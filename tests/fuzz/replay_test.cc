@@ -1,7 +1,8 @@
 // Replays the fuzzers' corpora through their entry points in the ordinary
 // build (and under the sanitizers in the sanitizer build): every seed model
-// must load and step, every seed snapshot restore, and every file of
-// regressions/ (inputs that once crashed a fuzzer) must be survived.
+// must load and step, every seed snapshot restore, every file of
+// regressions/model (inputs that once crashed a fuzzer) be survived and
+// every file of regressions/snapshot (damaged snapshots) be refused.
 
 #include <gtest/gtest.h>
 
@@ -53,9 +54,11 @@ TEST(FuzzCorpus, EverySeedLoadsAndSteps) {
 
 TEST(FuzzCorpus, ModelRegressionsAreSurvived) {
   const auto files = FilesIn(TARN_FUZZ_DIR "/regressions/model");
+  ASSERT_FALSE(files.empty()) << "no file in regressions/model";
   for (const fs::path& path : files) {
     SCOPED_TRACE(path.string());
     const std::vector<uint8_t> bytes = ReadFile(path);
+    ASSERT_FALSE(bytes.empty());
     Outcome outcome = ExerciseModelBytes(bytes.data(), bytes.size());
     if (!outcome.load.ok()) EXPECT_FALSE(outcome.load.message().empty());
   }
@@ -82,13 +85,21 @@ TEST(FuzzCorpus, EverySnapshotSeedRestores) {
   }
 }
 
-TEST(FuzzCorpus, SnapshotRegressionsAreSurvived) {
-  for (const fs::path& path : FilesIn(TARN_FUZZ_DIR "/regressions/snapshot")) {
+// Every snapshot regression is a damaged snapshot (regressions/README.md):
+// each model's session must refuse it with a message and step on.
+TEST(FuzzCorpus, SnapshotRegressionsAreRefused) {
+  const auto files = FilesIn(TARN_FUZZ_DIR "/regressions/snapshot");
+  ASSERT_FALSE(files.empty()) << "no file in regressions/snapshot";
+  for (const fs::path& path : files) {
     SCOPED_TRACE(path.string());
     const std::vector<uint8_t> bytes = ReadFile(path);
-    (void)ExerciseSnapshotBytes(TARN_FUZZ_DIR "/seeds", bytes.data(),
-                                bytes.size());
+    ASSERT_FALSE(bytes.empty());
+    Status status = ExerciseSnapshotBytes(TARN_FUZZ_DIR "/seeds", bytes.data(),
+                                          bytes.size());
+    EXPECT_FALSE(status.ok()) << "a damaged snapshot was restored";
+    EXPECT_FALSE(status.message().empty());
   }
+  RecordProperty("regressions", static_cast<int>(files.size()));
 }
 
 }  // namespace

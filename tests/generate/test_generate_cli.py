@@ -1,19 +1,16 @@
-#!/usr/bin/python3
 """`tarn generate` end to end with the bundled Fashion-MNIST model: the PNG it
 writes is valid, has the grid's dimensions and the right images in the right
 cells; a seed repeats, another seed differs; bad arguments are refused with
-a message naming the problem.
-
-    test_generate_cli.py TARN_BIN MODEL.tarn FASHION_TEST_IDX GOLDENS_DIR
-(GOLDENS_DIR: the golden models made by converter.goldens: a frame model and
-a token model without an image layout.)
+a message naming the problem. Run by ctest (generate_cli), which passes
+`tarn`, the Fashion-MNIST test images and the golden models (of which a frame
+model and a token model without an image layout are refused) in the
+environment (conftest.py).
 """
 
 import gzip
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import zlib
 
@@ -85,8 +82,12 @@ def cell(pixels, row, col, scale, size=28):
     return pixels[y0 : y0 + size * scale : scale, x0 : x0 + size * scale : scale]
 
 
-def main():
-    tarn, model, idx, goldens = sys.argv[1:5]
+MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "generate", "model",
+                     "fashion.tarn")
+
+
+def test_generate_cli(tarn, fashion_test, goldens):
+    model, idx = MODEL, fashion_test
     failures = []
 
     def check(condition, what):
@@ -169,11 +170,4 @@ def main():
                   f"{' '.join(args[-2:])}: exit {r.returncode}, stderr {r.stderr.strip()!r} "
                   f"(expected {expected!r})")
 
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not failures, f"{len(failures)} check(s) failed: " + "; ".join(failures)

@@ -1,27 +1,26 @@
-#!/usr/bin/python3
 """The bundled Fashion-MNIST model's per-step distributions in tarn match the
 PyTorch reference's: for a few test images, every step's outputs (stepped,
 and with the top half prefilled as `tarn generate --complete` does), the
 probabilities of the 256 grey levels they give, and each image's bits/dim. The goldens are computed here by
 converter/reference.py's parallel (masked) forward from the checkpoint.
-
-    test_generate_model.py TARN_BIN MODEL_DIR FASHION_TEST_IDX
+Run by ctest (generate_model_vs_pytorch), which passes `tarn` and the
+Fashion-MNIST test images in the environment (conftest.py).
 """
 
 import gzip
 import os
 import struct
 import subprocess
-import sys
-import tempfile
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
-from converter.goldens import scaled_error
+from tests.goldens import scaled_error
 from converter.reference import LinearTransformer, ModelConfig, logistic_mixture_levels
 
+MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "generate", "model")
 IMAGES = [0, 1, 2, 42]  # test-split indices
 PREFILL = 392  # the start token and the top half but its last pixel
 # As tests/golden: max |tarn - reference| relative to max |reference| (where
@@ -41,8 +40,11 @@ def bits_per_dim(probabilities, target):
     return float(-np.log2(probabilities[np.arange(len(target)), target]).mean())
 
 
-def main():
-    tarn, model_dir, idx = sys.argv[1:4]
+@pytest.fixture(scope="module")
+def reference(fashion_test):
+    """The bundled model as PyTorch (fashion.pt), its config, the start token
+    and the test images."""
+    model_dir, idx = MODEL_DIR, fashion_test
     checkpoint = torch.load(os.path.join(model_dir, "fashion.pt"), map_location="cpu")
     config = ModelConfig.from_dict(checkpoint["config"])
     model = LinearTransformer(config)
@@ -52,39 +54,33 @@ def main():
     with gzip.open(idx, "rb") as f:
         _, count, rows, cols = struct.unpack(">IIII", f.read(16))
         pixels = np.frombuffer(f.read(), dtype=np.uint8).reshape(count, rows * cols)
-
-    failures = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in IMAGES:
-            target = pixels[i].astype(np.int64)
-            tokens = np.concatenate([[start], target[:-1]]).astype(np.int64)
-            with torch.no_grad():
-                expected = model(torch.from_numpy(tokens)[None])[0].numpy()
-            expected_p = level_probabilities(expected, config)
-            expected_bpd = bits_per_dim(expected_p, target)
-            np.save(os.path.join(tmp, "tokens.npy"), tokens)
-            for extra in ([], ["--prefill", str(PREFILL)]):
-                out = os.path.join(tmp, "logits.npy")
-                r = subprocess.run([tarn, "run", os.path.join(model_dir, "fashion.tarn"), "--input",
-                                    os.path.join(tmp, "tokens.npy"), "--output", out, *extra],
-                                   capture_output=True, text=True)
-                if r.returncode != 0:
-                    print(f"FAIL image {i} {' '.join(extra)}: {r.stderr.strip()}")
-                    failures += 1
-                    continue
-                actual = np.load(out)
-                logits_error = scaled_error(actual, expected)
-                actual_p = level_probabilities(actual, config)
-                probability_error = float(np.abs(actual_p - expected_p).max())
-                actual_bpd = bits_per_dim(actual_p, target)
-                ok = (actual.shape == expected.shape and logits_error <= TOLERANCE
-                      and probability_error <= TOLERANCE and abs(actual_bpd - expected_bpd) <= TOLERANCE)
-                print(f"{'ok  ' if ok else 'FAIL'} image {i} {' '.join(extra) or 'stepped'}: "
-                      f"outputs error {logits_error:.2e}, probability error {probability_error:.2e}, "
-                      f"bits/dim tarn {actual_bpd:.5f} PyTorch {expected_bpd:.5f} (bound {TOLERANCE:g})")
-                failures += not ok
-    return 1 if failures else 0
+    return model, config, start, pixels
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize("prefill", [False, True], ids=["stepped", "prefilled"])
+@pytest.mark.parametrize("i", IMAGES)
+def test_image_distributions_match_pytorch(i, prefill, reference, tarn, tmp_path):
+    model, config, start, pixels = reference
+    target = pixels[i].astype(np.int64)
+    tokens = np.concatenate([[start], target[:-1]]).astype(np.int64)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(tokens)[None])[0].numpy()
+    expected_p = level_probabilities(expected, config)
+    expected_bpd = bits_per_dim(expected_p, target)
+    np.save(tmp_path / "tokens.npy", tokens)
+    out = tmp_path / "logits.npy"
+    extra = ["--prefill", str(PREFILL)] if prefill else []
+    r = subprocess.run([tarn, "run", os.path.join(MODEL_DIR, "fashion.tarn"), "--input",
+                        str(tmp_path / "tokens.npy"), "--output", str(out), *extra],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    actual = np.load(out)
+    logits_error = scaled_error(actual, expected)
+    actual_p = level_probabilities(actual, config)
+    probability_error = float(np.abs(actual_p - expected_p).max())
+    actual_bpd = bits_per_dim(actual_p, target)
+    print(f"image {i} {' '.join(extra) or 'stepped'}: outputs error {logits_error:.2e}, probability error "
+          f"{probability_error:.2e}, bits/dim tarn {actual_bpd:.5f} PyTorch {expected_bpd:.5f} (bound {TOLERANCE:g})")
+    assert logits_error <= TOLERANCE
+    assert probability_error <= TOLERANCE
+    assert abs(actual_bpd - expected_bpd) <= TOLERANCE

@@ -1,6 +1,6 @@
 """The runtime's prefill and encode paths (through the `tarn` CLI) against
 independent references: the PyTorch reference model (goldens made by
-`converter.goldens` at test time) and fast-transformers itself (fixtures
+`tests.goldens` at test time) and fast-transformers itself (fixtures
 committed under tests/data).
 
 Run by ctest, which sets TARN_BIN (the CLI) and TARN_GOLDENS (the goldens).
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.goldens import scaled_error
+from tests.goldens import scaled_error
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")

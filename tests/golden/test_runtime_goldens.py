@@ -1,5 +1,5 @@
 """tarn's C++ runtime (through the `tarn` CLI) against independent references:
-the PyTorch reference model (goldens made by `converter.goldens` at test time)
+the PyTorch reference model (goldens made by `tests.goldens` at test time)
 and fast-transformers itself (fixtures committed under tests/data).
 
 Run by ctest, which sets TARN_BIN (the CLI) and TARN_GOLDENS (the goldens).
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converter.goldens import scaled_error
+from tests.goldens import build_model, quantize_per_row, scaled_error
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
@@ -29,7 +29,7 @@ TOLERANCE = 1e-4
 # f16 weights round every matrix to 11 significant bits (relative error up to
 # 2^-11 = 4.9e-4 per weight); the arithmetic stays f32. Measured max scaled
 # |tarn f16 - PyTorch f32|: 3.4e-4 on tokens_f16 (2,000 steps), 3.1e-4 on the
-# paper's MNIST shape (converter.goldens --case mnist, 1,000 steps). The bound
+# paper's MNIST shape (tests.goldens --case mnist, 1,000 steps). The bound
 # is one f16 ulp at 1 (2^-10), about 3x the measured error.
 F16_TOLERANCE = 1e-3
 # int8 weights with a scale per row move a weight by up to half a step,
@@ -81,9 +81,10 @@ def test_f16_weights_stay_close_to_f32(tmp_path):
 
 
 def test_i8_weights_match_the_model_the_file_holds(tmp_path):
-    """int8 weights: tarn against the reference with the file's values (int8
-    times scale), to the f32 bound; and how far int8 moves the outputs from
-    the f32 model."""
+    """int8 weights: tarn against the reference holding the weights the
+    tests' own quantiser gives (tests.goldens.quantize_per_row, int8 times
+    scale; the next test checks the file holds the same), to the f32 bound;
+    and how far int8 moves the outputs from the f32 model."""
     golden = GOLDENS / "tokens_i8"
     run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
     output = np.load(tmp_path / "output.npy")
@@ -93,6 +94,30 @@ def test_i8_weights_match_the_model_the_file_holds(tmp_path):
           f"|tarn i8 - pytorch f32| = {quantization:.2e}")
     assert error <= TOLERANCE
     assert quantization <= I8_TOLERANCE
+
+
+def test_i8_file_holds_the_independent_quantisation():
+    """The converter's int8 values and scales are the tests' own quantiser's
+    (per-row symmetric, docs/decisions.md), bit for bit, for every dense
+    weight of tokens_i8; its embeddings are the f32 model's rounded to f16."""
+    import torch
+
+    from converter.reader import read_tarn
+    from converter.reference import ModelConfig
+
+    golden = GOLDENS / "tokens_i8"
+    case = json.loads((golden / "case.json").read_text())
+    model = build_model(ModelConfig.from_dict(case["config"]), case["seed"])
+    stored = read_tarn(golden / "model.tarn").tensors
+    dense = [name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert len(dense) == 6 * model.config.num_layers + 1  # q, k, v, out, linear1, linear2; head
+    for name in dense:
+        q, scale = quantize_per_row(model.get_submodule(name).weight.detach().numpy())
+        assert stored[f"{name}.weight"].dtype == np.int8, name
+        assert np.array_equal(stored[f"{name}.weight"], q), name
+        assert np.array_equal(stored[f"{name}.weight.scale"], scale), name
+    embedding = model.token_embedding.weight.detach().numpy()
+    assert np.array_equal(stored["token_embedding.weight"], embedding.astype(np.float16))
 
 
 def rewritten_i8(tmp_path: Path, edit) -> Path:

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:  # so that plain `pytest` finds the package too
     sys.path.insert(0, str(REPO_ROOT))
 
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
+from tests.goldens import build_model  # noqa: E402
 
 FAST_TRANSFORMERS_DATA = REPO_ROOT / "tests" / "data" / "fast_transformers"
 
@@ -101,12 +101,7 @@ CONFIGS = {
 def make_model(config: ModelConfig, seed: int = 0) -> LinearTransformer:
     """A reference model with every parameter random (LayerNorm's included,
     so that a swapped tensor cannot go unnoticed)."""
-    torch.manual_seed(seed)
-    model = LinearTransformer(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn_like(p) * 0.3)
-    return model
+    return build_model(config, seed, weights="random")
 
 
 def write_safetensors(path, tensors: dict, metadata: dict = None, dtypes: dict = None):

@@ -159,29 +159,46 @@ TEST(Concurrency, SessionsOnOneModelMatchTheSameStreamsRunAlone) {
 
 // Models loaded and sessions created, stepped and freed on many threads at
 // once, from the first call in the process (the kernel table's
-// initialisation races here if anywhere).
+// initialisation races here if anywhere); then each model's stream run
+// alone, which every thread's outputs must equal bit for bit.
 TEST(Concurrency, LoadCreateStepFreeFromManyThreadsAtOnce) {
   const std::vector<std::string> paths = ModelPaths();
   std::atomic<int> ready{0};
   std::vector<std::thread> threads;
-  std::vector<std::vector<float>> outputs(kThreads);
+  // outputs[t][k]: thread t's outputs of paths[k].
+  std::vector<std::vector<std::vector<float>>> outputs(
+      kThreads, std::vector<std::vector<float>>(paths.size()));
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       ready.fetch_add(1);
       while (ready.load() < kThreads) std::this_thread::yield();
       for (size_t i = 0; i < paths.size(); ++i) {
-        std::unique_ptr<Model> model = LoadModel(paths[(i + t) % paths.size()]);
+        const size_t k = (i + t) % paths.size();
+        std::unique_ptr<Model> model = LoadModel(paths[k]);
         if (!model) return;
         std::unique_ptr<Session> session;
         if (!Session::Create(*model, SessionOptions(), &session).ok()) {
           ADD_FAILURE() << "Session::Create failed";
           return;
         }
-        Stream(*model, 7).Run(*session, StepsFor(*model, 20));
+        outputs[t][k] = Stream(*model, 7).Run(*session, StepsFor(*model, 20));
       }
     });
   }
   for (std::thread& thread : threads) thread.join();
+
+  for (size_t k = 0; k < paths.size(); ++k) {
+    SCOPED_TRACE(paths[k]);
+    std::unique_ptr<Model> model = LoadModel(paths[k]);
+    ASSERT_TRUE(model);
+    std::unique_ptr<Session> session;
+    ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+    const std::vector<float> alone =
+        Stream(*model, 7).Run(*session, StepsFor(*model, 20));
+    ASSERT_FALSE(alone.empty());
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_EQ(outputs[t][k], alone) << "thread " << t;
+  }
 }
 
 // A session with its own thread pool (num_threads = 2) beside a

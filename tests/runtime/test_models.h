@@ -1,5 +1,5 @@
 // The models the runtime tests use: golden cases made by the PyTorch
-// reference (python3 -m converter.goldens) into $TARN_GOLDENS at test time.
+// reference (python3 -m tests.goldens) into $TARN_GOLDENS at test time.
 
 #ifndef TARN_TESTS_RUNTIME_TEST_MODELS_H_
 #define TARN_TESTS_RUNTIME_TEST_MODELS_H_

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "allocation_count.h"
+#include "allocation_counter.h"
 #include "tarn/ctc.hpp"
 
 namespace tarn {
@@ -20,7 +20,7 @@ namespace {
 
 const std::vector<std::string> kAb = {"<blank>", " ", "a", "b"};
 
-// Letters: blank, space, a-z, apostrophe (converter.goldens' speech labels).
+// Letters: blank, space, a-z, apostrophe (tests.goldens' speech labels).
 std::vector<std::string> Letters() {
   std::vector<std::string> labels = {"<blank>", " "};
   for (char c = 'a'; c <= 'z'; ++c) labels.push_back(std::string(1, c));
@@ -333,7 +333,7 @@ TEST(CtcBeam, FixedMemoryOverLongStreams) {
     size_t allocations = 0;
     for (int t = 0; t < 20000; ++t) {
       for (float& s : step) s = normal(rng);
-      testing::AllocationCount count;
+      testing::AllocationCounter count;
       ASSERT_TRUE(beam->Step(step.data(), step.size()).ok());
       allocations += count.count();
     }
@@ -355,7 +355,7 @@ TEST(CtcGreedy, NeverAllocatesWhileStepping) {
   size_t allocations = 0;
   for (int t = 0; t < 5000; ++t) {
     for (float& s : step) s = normal(rng);
-    testing::AllocationCount count;
+    testing::AllocationCounter count;
     ASSERT_TRUE(greedy->Step(step.data(), step.size()).ok());
     allocations += count.count();
   }

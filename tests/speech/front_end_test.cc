@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "allocation_count.h"
+#include "allocation_counter.h"
 #include "tarn/audio.hpp"
 #include "tarn/tarn.hpp"
 
@@ -118,7 +118,7 @@ TEST(FrontEnd, NeverAllocatesWhilePushing) {
   auto front_end = Make(config);
   const auto audio = RandomAudio(16000, 7);
   size_t frames = 0;
-  testing::AllocationCount count;
+  testing::AllocationCounter count;
   front_end->Accept(audio.data(), audio.size(),
                     [&](const float*) { ++frames; });
   EXPECT_EQ(count.count(), 0u);

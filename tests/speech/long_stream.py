@@ -15,7 +15,7 @@ position. It prints RSS at minute 1 and its maximum after, and WER in the
 first and last 5 minutes of audio; it fails when RSS grows by more than
 --rss-slack-kb after minute 1, or, with --max-wer, when the last window's
 WER exceeds it. --expect-text: every utterance must read exactly this (for
-the tests' energy model, "a").
+the tests' energy model, "a"). ctest runs it through test_long_stream.py.
 """
 
 import argparse
@@ -58,7 +58,7 @@ def rss_kb(pid):
     return None
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tarn", required=True)
     parser.add_argument("--model", required=True)
@@ -71,7 +71,7 @@ def main() -> int:
     parser.add_argument("--rss-slack-kb", type=int, default=512)
     parser.add_argument("--max-wer", type=float)
     parser.add_argument("--words", help="word list for the beam search")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     pool = []  # (pcm bytes, transcript)
     if args.manifest:

@@ -4,10 +4,10 @@
     /usr/bin/python3 tests/speech/make_fixtures.py OUT_DIR
 
 writes into OUT_DIR:
-  hamming.tarn   random speech-shaped model (as converter.goldens' speech
+  hamming.tarn   random speech-shaped model (as tests.goldens' speech
                  case) with the ASR example's recipe (features.RECIPE) and
                  random feature statistics; hamming.json is that recipe
-  povey.tarn     the same with converter.goldens' speech recipe (Povey
+  povey.tarn     the same with tests.goldens' speech recipe (Povey
                  window, 20-7600 Hz, log floor 1e-10); povey.json
   hann.tarn      the same with a Hann window, a 1024-point FFT, 0-7000 Hz,
                  no DC removal, no pre-emphasis, no statistics; hann.json
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples" / "asr"))
 
 from converter.convert import convert_state_dict  # noqa: E402
-from converter.goldens import CASES, _SPEECH_LABELS, build_model  # noqa: E402
+from tests.goldens import CASES, _SPEECH_LABELS, build_model  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 import features  # noqa: E402  examples/asr/features.py
 

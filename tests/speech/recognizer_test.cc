@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "allocation_count.h"
+#include "allocation_counter.h"
 #include "endpointer.h"
 
 namespace tarn {
@@ -220,7 +220,7 @@ TEST(Recognizer, NoAllocationWhileListening) {
     ASSERT_TRUE(recognizer->AcceptWaveform(audio.data(), 8000).ok());
     size_t allocations = 0;
     for (size_t at = 8000; at + 160 <= audio.size(); at += 160) {
-      testing::AllocationCount count;
+      testing::AllocationCounter count;
       ASSERT_TRUE(recognizer->AcceptWaveform(audio.data() + at, 160).ok());
       allocations += count.count();
     }

@@ -1,14 +1,12 @@
-#!/usr/bin/python3
 """The C++ front end against examples/asr/features.py, the recipe's one Python
 definition: same audio, same recipe, features equal within 1e-4 (max abs),
-whatever the chunk sizes the audio arrives in.
-
-    /usr/bin/python3 tests/speech/test_front_end.py FIXTURES_DIR SPEECH_FEATURES_TOOL
-
-FIXTURES_DIR is what make_fixtures.py wrote. Audio: espeak-ng speech, a
+whatever the chunk sizes the audio arrives in. Run by ctest
+(speech_front_end_vs_python), which passes the fixtures make_fixtures.py
+wrote and the C++ front end (features_tool.cc) in the environment
+(conftest.py). Audio: espeak-ng speech, a
 synthetic signal (digital silence, 1-LSB noise, full-scale noise, a sweep),
 and the ASR example's sample WAVs when present. Recipes: the ASR example's
-(Hamming) with statistics; converter.goldens' (Povey window); a Hann window
+(Hamming) with statistics; tests.goldens' (Povey window); a Hann window
 with a 1024-point FFT, no DC removal, no pre-emphasis and no statistics; and,
 when examples/asr/model holds asr.pt and its conversion asr.tarn, the trained
 model's recipe (with its statistics, as asr.pt stores them).
@@ -21,7 +19,6 @@ import json
 import math
 import subprocess
 import sys
-import tempfile
 import wave
 from pathlib import Path
 
@@ -81,9 +78,8 @@ def synthetic(path):
     write_wav(path, np.clip(np.concatenate(parts), -32768, 32767))
 
 
-def main() -> int:
-    fixtures, tool = Path(sys.argv[1]), sys.argv[2]
-    work = Path(tempfile.mkdtemp(prefix="tarn-front-end-"))
+def test_front_end_matches_python(fixtures, features_tool, tmp_path):
+    tool, work = features_tool, tmp_path
     synthetic(work / "synthetic.wav")
     audio = [fixtures / "speech.wav", fixtures / "two.wav", work / "synthetic.wav"]
     audio += sorted((ROOT / "examples" / "asr" / "samples").glob("*.wav"))[:3]
@@ -113,10 +109,4 @@ def main() -> int:
                 if not diff <= TOLERANCE:
                     failures.append(f"{model} {wav.name} chunks {chunks}: max abs difference {diff:.3g} > {TOLERANCE}")
     print(f"worst max abs difference over all cases: {worst:.2e} (tolerance {TOLERANCE})")
-    for failure in failures:
-        print("FAIL:", failure)
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not failures, "\n".join(failures)

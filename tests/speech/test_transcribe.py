@@ -1,7 +1,6 @@
-#!/usr/bin/python3
-"""`tarn transcribe`: outputs, input checks, options.
-
-    /usr/bin/python3 tests/speech/test_transcribe.py FIXTURES_DIR TARN
+"""`tarn transcribe`: outputs, input checks, options. Run by ctest
+(speech_transcribe_cli), which passes the fixtures and `tarn` in the
+environment.
 
 energy.tarn (make_fixtures.py) reads every stretch of speech as "a";
 hamming.tarn is a random model whose (meaningless but deterministic) output
@@ -9,13 +8,18 @@ shows that different routes to the same samples agree.
 """
 
 import json
+import os
 import subprocess
-import sys
 from pathlib import Path
 
-FIXTURES = Path(sys.argv[1])
-TARN = sys.argv[2]
+import pytest
+
+FIXTURES = Path(os.environ.get("TARN_SPEECH_FIXTURES", "/nonexistent"))
+TARN = os.environ.get("TARN_BIN")
 failures = []
+
+pytestmark = pytest.mark.skipif(
+    not TARN or "TARN_SPEECH_FIXTURES" not in os.environ, reason="TARN_BIN or TARN_SPEECH_FIXTURES is not set: run through ctest")
 
 
 def transcribe(*args, stdin=None):
@@ -47,7 +51,7 @@ def error_case(name, args, *needles, stdin=None):
     check(name, r.returncode != 0 and all(n in err for n in needles), f"rc {r.returncode}: {err}")
 
 
-def main() -> int:
+def test_transcribe_outputs_inputs_and_options():
     energy, random_model = FIXTURES / "energy.tarn", FIXTURES / "hamming.tarn"
     speech, two = FIXTURES / "speech.wav", FIXTURES / "two.wav"
 
@@ -123,9 +127,4 @@ def main() -> int:
     error_case("model without a front end", [FIXTURES / "noaudio.tarn", speech], "no audio front end")
     error_case("model without labels", [FIXTURES / "nolabels.tarn", speech], "labels")
 
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not failures, f"{len(failures)} failure(s): " + "; ".join(failures)

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from converter.convert import convert_state_dict
-from converter.goldens import build_model
+from tests.goldens import build_model
 from converter.reference import ModelConfig
 
 SMALL = dict(d_model=32, num_layers=2, num_heads=2, d_key=16, d_value=16, d_ff=64)

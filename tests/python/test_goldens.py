@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from converter import goldens, read_tarn
+from converter import read_tarn
+from tests import goldens
 
 from converter_testing import run_cli
 
@@ -68,10 +69,10 @@ def test_same_seed_same_files(tmp_path):
 
 
 def test_cli(tmp_path):
-    result = run_cli(tmp_path / "out", "--case", "relu", "--length", "16", "--dtype", "f16", module="converter.goldens")
+    result = run_cli(tmp_path / "out", "--case", "relu", "--length", "16", "--dtype", "f16", module="tests.goldens")
     assert result.returncode == 0, result.stderr
     f = read_tarn(tmp_path / "out" / "model.tarn")
     assert f.tensors["token_embedding.weight"].dtype == np.float16
     assert np.load(tmp_path / "out" / "output.npy").shape == (16, 64)
-    result = run_cli(tmp_path / "x", "--case", "learned", "--length", "5000", module="converter.goldens")
+    result = run_cli(tmp_path / "x", "--case", "learned", "--length", "5000", module="tests.goldens")
     assert result.returncode == 1 and "learned positions for 512 steps" in result.stderr

@@ -1,6 +1,8 @@
-"""Golden data for the runtime's tests, made from the PyTorch reference model.
+"""Golden data for the runtime's tests, made from the PyTorch reference model,
+and the one builder of seeded random reference models every Python test and
+tool uses (build_model).
 
-    python3 -m converter.goldens OUT_DIR --case tokens [--length T] [--seed N] [--dtype f16]
+    python3 -m tests.goldens OUT_DIR --case tokens [--length T] [--seed N] [--dtype f16]
 
 writes into OUT_DIR:
     model.tarn       a seeded reference model, converted
@@ -17,7 +19,8 @@ matrices are rounded, so a test compares with an f16 tolerance. With --dtype
 i8, output.npy comes from the model the file holds (model_as_stored: int8
 weights times their scales, f16 embeddings), so a test compares with the f32
 tolerance, and output_f32.npy from the f32 reference shows what int8 costs.
-Nothing here is committed: the C++ test build runs this at build time.
+Nothing here is committed: ctest runs this at test time (the `goldens`
+fixture of tests/CMakeLists.txt). Run from the repository root (PYTHONPATH=.).
 """
 
 import argparse
@@ -28,15 +31,15 @@ import string
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from .convert import convert_state_dict
-from .errors import ConversionError
-from .reference import LinearTransformer, ModelConfig
-from .writer import DTYPES, stored_values
+from converter.convert import convert_state_dict
+from converter.errors import ConversionError
+from converter.reference import LinearTransformer, ModelConfig
+from converter.writer import DTYPES
 
 
 def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
@@ -194,29 +197,72 @@ CASES: Dict[str, Callable[[np.random.Generator], Case]] = {
 }
 
 
-def build_model(config: ModelConfig, seed: int) -> LinearTransformer:
-    """A seeded reference model. LayerNorm parameters and conv biases start
-    at 1 and 0 in PyTorch; they are perturbed so that a runtime that swaps or
-    ignores them fails the goldens."""
+# How build_model sets the parameters after PyTorch's initialisation.
+WEIGHTS = ("perturbed", "random", "default")
+
+
+def build_model(config: ModelConfig, seed: int, weights: str = "perturbed") -> LinearTransformer:
+    """A seeded reference model (torch.manual_seed(seed), then PyTorch's
+    initialisation). `weights`:
+      perturbed  LayerNorm parameters and conv biases, which start at 1 and 0
+                 in PyTorch, perturbed, so that a runtime that swaps or
+                 ignores them fails the goldens;
+      random     every parameter drawn again from N(0, 0.3^2), so that a
+                 swapped tensor cannot go unnoticed (the converter's tests);
+      default    PyTorch's initialisation as it is (the fuzz seeds)."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights {weights!r}: expected one of {', '.join(WEIGHTS)}")
     torch.manual_seed(seed)
     model = LinearTransformer(config).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if ".norm" in f".{name}" and name.endswith(".weight"):
-                p.copy_(1 + 0.1 * torch.randn_like(p))
-            elif ".norm" in f".{name}" or name.endswith("conv.bias"):
-                p.copy_(0.1 * torch.randn_like(p))
+            if weights == "random":
+                p.copy_(torch.randn_like(p) * 0.3)
+            elif weights == "perturbed":
+                if ".norm" in f".{name}" and name.endswith(".weight"):
+                    p.copy_(1 + 0.1 * torch.randn_like(p))
+                elif ".norm" in f".{name}" or name.endswith("conv.bias"):
+                    p.copy_(0.1 * torch.randn_like(p))
     return model
 
 
+def quantize_per_row(w: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The tests' own int8 quantiser, written from docs/decisions.md ("int8
+    weights") and sharing no code with the converter's: symmetric, one f32
+    scale per output row, scale = max |w| / 127, q = w / scale rounded half
+    to even and clipped to [-127, 127]; an all-zero row has scale 0 and q 0.
+    Returns (q [rows, cols] int8, scale [rows] float32)."""
+    w = np.asarray(w, dtype=np.float32)
+    q = np.zeros(w.shape, dtype=np.int8)
+    scale = np.zeros(w.shape[0], dtype=np.float32)
+    for row in range(w.shape[0]):
+        peak = np.float32(np.abs(w[row]).max())
+        if peak == 0:
+            continue
+        scale[row] = peak / np.float32(127)
+        q[row] = np.clip(np.round(w[row] / scale[row]), -127, 127)
+    return q, scale
+
+
 def model_as_stored(model: LinearTransformer, dtype: str) -> LinearTransformer:
-    """A copy of `model` with the values a file of `dtype` holds, in f32."""
+    """A copy of `model` holding, in f32, the values a file of `dtype` holds,
+    as the format documents them (docs/decisions.md) rather than as the
+    converter computes them, so that goldens check the converter too: f16
+    files round the dense layers' and embeddings' weights to f16; i8 files
+    hold the dense layers' weights as quantize_per_row gives them (q times
+    scale) and the embeddings in f16; everything else stays f32."""
     import copy
 
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     stored = copy.deepcopy(model)
     with torch.no_grad():
-        for name, p in stored.named_parameters():
-            p.copy_(torch.from_numpy(stored_values(name, p.numpy(), dtype)))
+        for module in stored.modules():
+            if isinstance(module, torch.nn.Linear) and dtype == "i8":
+                q, scale = quantize_per_row(module.weight.numpy())
+                module.weight.copy_(torch.from_numpy(q.astype(np.float32) * scale[:, None]))
+            elif isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and dtype != "f32":
+                module.weight.copy_(module.weight.half().float())
     return stored
 
 
@@ -275,7 +321,7 @@ def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dt
         dtype=dtype,
         labels=spec.labels,
         audio=spec.audio,
-        metadata={"source": f"converter.goldens case {case}, seed {seed}"},
+        metadata={"source": f"tests.goldens case {case}, seed {seed}"},
     )
     summary = {"case": case, "length": length, "seed": seed, "dtype": dtype, "config": config.to_dict()}
     (out / "case.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -283,7 +329,7 @@ def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dt
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m converter.goldens", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m tests.goldens", description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
     parser.add_argument("--case", required=True, choices=sorted(CASES))
     parser.add_argument("--length", "-T", type=int, help="tokens or frames (default: the case's)")
