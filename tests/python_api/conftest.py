@@ -5,6 +5,7 @@ speech model, and the `tarn` CLI to compare with ($TARN_BIN)."""
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,21 +17,18 @@ except ImportError:  # a Python without the package (`pip install .`)
     collect_ignore_glob = ["test_*.py"]
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # tests.goldens, the tests' model builder
 SPEECH_MODEL = REPO / "examples" / "asr" / "model" / "asr.tarn"
 SAMPLES = sorted((REPO / "examples" / "asr" / "samples").glob("*.wav"))
 
 
 def _random_model(path: Path, seed: int, **config) -> Path:
-    import torch
+    """The tests' one random-model builder (tests/goldens.py), converted with
+    the installed package's converter."""
+    from converter.reference import ModelConfig
+    from tests.goldens import build_model
 
-    from tarn.converter.reference import LinearTransformer, ModelConfig
-
-    torch.manual_seed(seed)
-    reference = LinearTransformer(ModelConfig(**config)).eval()
-    with torch.no_grad():  # away from a freshly initialised model's symmetry
-        for p in reference.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    tarn.convert(reference.state_dict(), path, config=config)
+    tarn.convert(build_model(ModelConfig(**config), seed).state_dict(), path, config=config)
     return path
 
 
