@@ -258,7 +258,7 @@ def main(argv=None) -> int:
     parser.add_argument("audio", help="a directory, a manifest (.txt/.tsv/.jsonl) or a file; local or a URI")
     parser.add_argument("--out", required=True, help="results: a .jsonl or .parquet file")
     parser.add_argument("--workers", type=int, default=2, help="Ray actors, each with one model (1 CPU each)")
-    parser.add_argument("--batch-size", type=int, default=4, help="files per map_batches call")
+    parser.add_argument("--batch-size", type=int, default=16, help="files per map_batches call")
     parser.add_argument("--address", default=None,
                         help="the Ray cluster to join, or `local` for a new one on this machine "
                              "(default: $RAY_ADDRESS, as `ray job submit` sets it, else local)")
@@ -293,22 +293,33 @@ def main(argv=None) -> int:
     dataset = build_pipeline(paths, args.model, args.workers, args.batch_size, words, args.beam, args.chunk_ms)
 
     start = time.perf_counter()
+    first = None  # when the first rows arrived: the workers had started
     writer = _Writer(args.out)
-    files = errors = 0
-    audio = 0.0
+    files = errors = after_first = 0
+    audio = busy = 0.0
     try:
         for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
             writer.write(batch)
+            if first is None:
+                first = time.perf_counter()
+            else:
+                after_first += batch.num_rows
             files += batch.num_rows
             errors += batch.num_rows - batch.column("error").null_count
-            audio += sum(d for d in batch.column("duration").to_pylist() if d)
+            for duration, rtf in zip(batch.column("duration").to_pylist(), batch.column("rtf").to_pylist()):
+                if duration:
+                    audio += duration
+                    busy += duration * rtf
     finally:
         writer.close()
-    wall = time.perf_counter() - start
+    end = time.perf_counter()
+    wall = end - start
+    steady = f"{after_first / (end - first):.2f} files/s" if first is not None and end > first else "-"
     print(
-        f"{files} files ({errors} errors), {audio:.1f} s of audio in {wall:.1f} s with {args.workers} "
-        f"worker(s): {files / wall:.2f} files/s, {audio / wall:.1f} hours of audio per hour; "
-        f"load average {os.getloadavg()[0]:.1f}; rows in {args.out}",
+        f"{files} files ({errors} errors), {audio:.1f} s of audio in {wall:.1f} s with {args.workers} worker(s): "
+        f"{files / wall:.2f} files/s, {audio / wall:.1f} hours of audio per hour; after the first rows "
+        f"(workers started) {steady}; workers busy {busy:.1f} s in all; load average "
+        f"{os.getloadavg()[0]:.1f}; rows in {args.out}",
         file=sys.stderr,
     )
     return 0
