@@ -314,7 +314,7 @@ def main(argv=None) -> int:
         writer.close()
     end = time.perf_counter()
     wall = end - start
-    steady = f"{after_first / (end - first):.2f} files/s" if first is not None and end > first else "-"
+    steady = f"{after_first / (end - first):.2f} files/s" if after_first and end > first else "-"
     print(
         f"{files} files ({errors} errors), {audio:.1f} s of audio in {wall:.1f} s with {args.workers} worker(s): "
         f"{files / wall:.2f} files/s, {audio / wall:.1f} hours of audio per hour; after the first rows "
