@@ -144,7 +144,7 @@ def decode_wav(data: bytes, sample_rate: int) -> np.ndarray:
 
 def _local_model(path: str) -> str:
     """A local path to the model: a URI is copied to a temporary file once
-    per worker."""
+    per worker (deleted once loaded)."""
     if not _is_uri(path):
         return path
     fs, inner = _filesystem(path)
@@ -162,7 +162,10 @@ class Transcriber:
         import tarn  # on the worker
 
         self._tarn = tarn
-        self._model = tarn.Model(_local_model(model_path))
+        local = _local_model(model_path)
+        self._model = tarn.Model(local)
+        if local != model_path:
+            os.unlink(local)  # the model keeps its mapping of the copy
         self._recognizer = tarn.Recognizer(self._model, words=words, beam=beam)
         self._rate = self._recognizer.sample_rate
         self._chunk = max(1, self._rate * chunk_ms // 1000)

@@ -4,6 +4,7 @@ that cannot be read or decoded, every transcript equals `tarn transcribe`'s
 ($TARN_BIN) and every bad file is an error row naming its problem."""
 
 import json
+import random
 import math
 import os
 import subprocess
@@ -43,7 +44,7 @@ def corpus(tmp_path_factory):
     """A manifest: the bundled samples, 6 synthesised utterances, 3 bad files
     and a path that does not exist; (manifest, good paths, bad paths)."""
     out = tmp_path_factory.mktemp("audio")
-    rng = make_audio.random.Random(7)
+    rng = random.Random(7)
     good = [str(p) for p in SAMPLES]
     for n in range(6):
         spec = make_audio.make_corpus.espeak_spec(rng, list(make_audio.make_corpus.ESPEAK_HELD_OUT))
