@@ -202,11 +202,11 @@ class Transcriber:
         try:
             samples = decode_wav(data, self._rate)
             row.update(self._transcribe(samples))
-        except ValueError as e:
+        except (ValueError, self._tarn.Error) as e:
             row["error"] = f"{path}: {e}"
             return row
-        except self._tarn.Error as e:
-            row["error"] = f"{path}: {e}"
+        except Exception as e:  # noqa: BLE001 - one file must not end a run over an archive
+            row["error"] = f"{path}: {type(e).__name__}: {e}"
             return row
         if row["duration"]:
             row["rtf"] = (time.perf_counter() - start) / row["duration"]
