@@ -11,6 +11,11 @@ bash scripts/install-deps.sh
 # (pytest_python_api) from there.
 /usr/bin/python3 -m venv --system-site-packages .venv
 CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) .venv/bin/pip install --quiet .
+# Ray Data for the batch example (examples/batch/, test pytest_ray_batch),
+# held to Debian's numpy (which torch and scipy were built with) and to a
+# pyarrow that runs on it.
+.venv/bin/pip install --quiet "ray[data]==2.60.0" \
+  "numpy==$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')" "pyarrow<21"
 build=${TARN_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTARN_BUILD_TESTS=ON -DTARN_BUILD_BENCH=ON
 cmake --build "$build" -j"$(nproc)"
@@ -55,10 +60,10 @@ if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
   #   forced (minutes each under ASan): here every variant this CPU has runs
   #   under the sanitizers in tarn_kernels_test (sizes around each tile),
   #   and the model goldens once, in pytest, with the variant it picks;
-  # - pytest_python_api compares the package pip built with gcc above with
-  #   this build's CLI, another compiler's.
+  # - pytest_python_api and pytest_ray_batch compare the package pip built
+  #   with gcc above with this build's CLI, another compiler's.
   ctest --test-dir "$asan" -j"$(nproc)" --output-on-failure -FS goldens \
-    -E '^(install_and_consume|subproject_consumer|speech_long_stream|pytest_python_api|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
+    -E '^(install_and_consume|subproject_consumer|speech_long_stream|pytest_python_api|pytest_ray_batch|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
   tsan=${TARN_TSAN_BUILD_DIR:-$build-tsan}
   CC=clang CXX=clang++ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTARN_SANITIZE=thread -DTARN_BUILD_BENCH=OFF

@@ -1,0 +1,62 @@
+"""Checks the batch example's rows against `tarn transcribe --json`, file by
+file: text, words with times and duration must be equal, and every error row
+must be a file the CLI refuses too.
+
+    python examples/batch/check_against_cli.py ROWS.jsonl|ROWS.parquet \
+        --tarn build/runtime/tarn --model examples/asr/model/asr.tarn
+
+Prints the counts and every difference; exits 1 if there is one.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+from transcribe_ray import round3
+
+
+def read_rows(path):
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("rows")
+    parser.add_argument("--tarn", required=True, help="the tarn CLI")
+    parser.add_argument("--model", required=True)
+    args = parser.parse_args()
+
+    same = errors = 0
+    differences = []
+    for row in read_rows(args.rows):
+        run = subprocess.run([args.tarn, "transcribe", "-q", "--json", args.model, row["path"]],
+                             capture_output=True, text=True)
+        if row["error"] is not None:
+            errors += 1
+            if run.returncode == 0:
+                differences.append(f"{row['path']}: an error row ({row['error']}) but the CLI transcribes it")
+            continue
+        if run.returncode != 0:
+            differences.append(f"{row['path']}: the CLI fails: {run.stderr.strip()}")
+            continue
+        cli = json.loads(run.stdout)
+        ours = {"text": row["text"], "words": row["words"], "duration": round3(row["duration"])}
+        if ours == cli:
+            same += 1
+        else:
+            differences.append(f"{row['path']}: rows {ours} != CLI {cli}")
+    for d in differences:
+        print(d)
+    print(f"{same} transcripts equal the CLI's, {errors} error rows (the CLI refuses those files too), "
+          f"{len(differences)} differences")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

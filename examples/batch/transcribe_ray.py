@@ -1,0 +1,332 @@
+"""Transcribes a corpus of audio files on a Ray cluster, one row per file.
+
+    python examples/batch/transcribe_ray.py examples/asr/model/asr.tarn \
+        examples/asr/samples --out transcripts.jsonl --workers 2
+
+AUDIO is a directory (searched recursively for --ext files), a manifest (a
+.txt/.tsv file whose first column is a path, a header `path` allowed, or a
+.jsonl file of {"path": ...} objects; relative paths are taken from the
+manifest's folder), or a single file. Paths may be local or any URI pyarrow
+reads (s3://, gs://, hdfs://, ...), as Ray Data's own readers do.
+
+The pipeline is Ray Data's: the list of files -> map_batches with a callable
+class, Transcriber, of which each of --workers actors holds one tarn.Model and
+one tarn.Recognizer, reset between files -> rows streamed back to the driver,
+written to --out (.jsonl or .parquet). Each actor reads its files itself, so
+a file that cannot be read (missing, unreadable) or decoded (damaged, another
+sample rate) becomes a row with `error` set and the run goes on; Ray's
+read_binary_files would abort the whole run on the first unreadable path.
+
+Rows: path, text, words (word, start, end: seconds, rounded to the
+millisecond as `tarn transcribe --json` prints them), duration (seconds of
+audio), rtf (seconds this worker spent on the file / duration), error (null
+or the message). Transcripts use `tarn transcribe`'s defaults (chunks of 100
+ms, greedy decoding or beam 8 with --words, endpoints after 500 ms), and
+equal its output file for file.
+"""
+
+import argparse
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import wave
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+ROW_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("text", pa.string()),
+        (
+            "words",
+            pa.list_(pa.struct([("word", pa.string()), ("start", pa.float64()), ("end", pa.float64())])),
+        ),
+        ("duration", pa.float64()),
+        ("rtf", pa.float64()),
+        ("error", pa.string()),
+    ]
+)
+
+
+def round3(seconds: float) -> float:
+    """Seconds rounded to milliseconds, half away from zero, as the CLI's JSON."""
+    return math.copysign(math.floor(abs(seconds) * 1000.0 + 0.5), seconds) / 1000.0
+
+
+def _is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def _filesystem(path: str):
+    """(filesystem, path inside it) for a local path or a URI."""
+    if _is_uri(path):
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def _join(base: str, relative: str) -> str:
+    if _is_uri(relative) or os.path.isabs(relative):
+        return relative
+    return base.rstrip("/") + "/" + relative if _is_uri(base) else os.path.join(base, relative)
+
+
+def list_audio(source: str, ext: str) -> List[str]:
+    """The files to transcribe: a directory's --ext files (sorted), a
+    manifest's paths (in order), or the one file."""
+    fs, inner = _filesystem(source)
+    info = fs.get_file_info(inner)
+    if info.type == pafs.FileType.NotFound:
+        raise SystemExit(f"{source}: no such file or directory")
+    if info.type == pafs.FileType.Directory:
+        found = fs.get_file_info(pafs.FileSelector(inner, recursive=True))
+        paths = sorted(f.path for f in found if f.type == pafs.FileType.File and f.path.lower().endswith(ext))
+        if _is_uri(source):
+            scheme = source.split("://", 1)[0]
+            paths = [f"{scheme}://{p}" for p in paths]
+        return paths
+    if not source.lower().endswith((".txt", ".tsv", ".jsonl", ".json")):
+        return [source]
+    base = source.rsplit("/", 1)[0] if _is_uri(source) else os.path.dirname(os.path.abspath(source))
+    with fs.open_input_stream(inner) as f:
+        lines = f.read().decode("utf-8").splitlines()
+    paths = []
+    for n, line in enumerate(lines):
+        if not line.strip() or line.startswith("#"):
+            continue
+        if source.lower().endswith((".jsonl", ".json")):
+            path = json.loads(line)["path"]
+        else:
+            path = line.split("\t")[0].strip()
+            if n == 0 and path == "path":
+                continue  # a header
+        paths.append(_join(base, path))
+    return paths
+
+
+def decode_wav(data: bytes, sample_rate: int) -> np.ndarray:
+    """A WAV file's bytes as float32 mono samples, scaled as tarn.read_wav
+    (and `tarn transcribe`) scale 16-bit PCM. Raises ValueError naming what
+    is wrong: not a WAV file, truncated, another rate or sample format."""
+    try:
+        with wave.open(io.BytesIO(data), "rb") as f:
+            channels, width, rate, frames = f.getnchannels(), f.getsampwidth(), f.getframerate(), f.getnframes()
+            pcm = f.readframes(frames)
+    except wave.Error as e:
+        raise ValueError(f"cannot read it as audio: {e}") from None
+    except EOFError:
+        raise ValueError("cannot read it as audio: the file ends inside its header") from None
+    if len(pcm) < frames * width * channels:
+        raise ValueError(
+            f"the file is truncated: its data chunk declares {frames * width * channels} bytes "
+            f"of audio but only {len(pcm)} are present"
+        )
+    if rate != sample_rate:
+        raise ValueError(f"sampled at {rate} Hz, but the model expects {sample_rate} Hz; resample it (sox)")
+    if width != 2:
+        raise ValueError(f"{8 * width}-bit samples; 16-bit PCM expected")
+    samples = np.frombuffer(pcm, "<i2").astype(np.float32) * np.float32(1 / 32768)
+    if channels > 1:  # the mean of the channels, summed in order as tarn.read_wav
+        frames_2d = samples.reshape(-1, channels)
+        total = frames_2d[:, 0].copy()
+        for c in range(1, channels):
+            total += frames_2d[:, c]
+        samples = total / np.float32(channels)
+    return samples
+
+
+def _local_model(path: str) -> str:
+    """A local path to the model: a URI is copied to a temporary file once
+    per worker (deleted once loaded)."""
+    if not _is_uri(path):
+        return path
+    fs, inner = _filesystem(path)
+    out = tempfile.NamedTemporaryFile(suffix=".tarn", delete=False)
+    with fs.open_input_stream(inner) as f, out:
+        out.write(f.read())
+    return out.name
+
+
+class Transcriber:
+    """The callable class of map_batches: built once per Ray worker (actor),
+    it holds the worker's model and recognizer for every batch it is given."""
+
+    def __init__(self, model_path: str, words: Optional[Sequence[str]], beam: Optional[int], chunk_ms: int):
+        import tarn  # on the worker
+
+        self._tarn = tarn
+        local = _local_model(model_path)
+        self._model = tarn.Model(local)
+        if local != model_path:
+            os.unlink(local)  # the model keeps its mapping of the copy
+        self._recognizer = tarn.Recognizer(self._model, words=words, beam=beam)
+        self._rate = self._recognizer.sample_rate
+        self._chunk = max(1, self._rate * chunk_ms // 1000)
+
+    def _transcribe(self, samples: np.ndarray) -> Dict[str, object]:
+        # tarn.transcribe's loop, on this worker's recognizer instead of a new one.
+        recognizer = self._recognizer
+        recognizer.reset()
+        texts: List[str] = []
+        words = []
+
+        def emit(result) -> None:
+            if result.words:
+                texts.append(result.text)
+                words.extend({"word": w.word, "start": round3(w.start), "end": round3(w.end)} for w in result.words)
+
+        for begin in range(0, len(samples), self._chunk):
+            recognizer.accept(samples[begin : begin + self._chunk])
+            for result in recognizer.pop_results():
+                emit(result)
+        emit(recognizer.final_result())
+        return {"text": " ".join(texts), "words": words, "duration": recognizer.stats()["audio_seconds"]}
+
+    def _row(self, path: str) -> Dict[str, object]:
+        row = {"path": path, "text": None, "words": [], "duration": None, "rtf": None, "error": None}
+        start = time.perf_counter()
+        try:
+            fs, inner = _filesystem(path)
+            with fs.open_input_stream(inner) as f:
+                data = f.read()
+        except (OSError, pa.ArrowException) as e:
+            row["error"] = f"{path}: cannot read it: {e}"
+            return row
+        try:
+            samples = decode_wav(data, self._rate)
+            row.update(self._transcribe(samples))
+        except (ValueError, self._tarn.Error) as e:
+            row["error"] = f"{path}: {e}"
+            return row
+        except Exception as e:  # noqa: BLE001 - one file must not end a run over an archive
+            row["error"] = f"{path}: {type(e).__name__}: {e}"
+            return row
+        if row["duration"]:
+            row["rtf"] = (time.perf_counter() - start) / row["duration"]
+        return row
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        rows = [self._row(path) for path in batch.column("path").to_pylist()]
+        return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+
+def build_pipeline(paths: Sequence[str], model: str, workers: int, batch_size: int, words=None, beam=None, chunk_ms=100):
+    """The Ray Data pipeline: a Dataset of rows, one per path."""
+    import ray
+
+    # Enough blocks that every actor gets work; each block is one or a few batches.
+    blocks = max(1, min(len(paths), math.ceil(len(paths) / batch_size)))
+    files = ray.data.from_items([{"path": p} for p in paths], override_num_blocks=blocks)
+    return files.map_batches(
+        Transcriber,
+        fn_constructor_args=(model, words, beam, chunk_ms),
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=1,
+    )
+
+
+class _Writer:
+    """Rows to one .jsonl or .parquet file, as the batches stream in."""
+
+    def __init__(self, path: str):
+        self._parquet = path.endswith(".parquet")
+        if self._parquet:
+            self._out = pq.ParquetWriter(path, ROW_SCHEMA)
+        else:
+            self._out = open(path, "w")
+
+    def write(self, batch: pa.Table) -> None:
+        if self._parquet:
+            self._out.write_table(batch.cast(ROW_SCHEMA))
+        else:
+            for row in batch.to_pylist():
+                self._out.write(json.dumps(row) + "\n")
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", help="a speech .tarn model (local path or URI)")
+    parser.add_argument("audio", help="a directory, a manifest (.txt/.tsv/.jsonl) or a file; local or a URI")
+    parser.add_argument("--out", required=True, help="results: a .jsonl or .parquet file")
+    parser.add_argument("--workers", type=int, default=2, help="Ray actors, each with one model (1 CPU each)")
+    parser.add_argument("--batch-size", type=int, default=16, help="files per map_batches call")
+    parser.add_argument("--address", default=None,
+                        help="the Ray cluster to join, or `local` for a new one on this machine "
+                             "(default: $RAY_ADDRESS, as `ray job submit` sets it, else local)")
+    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of a new local cluster (default: all)")
+    parser.add_argument("--ext", default=".wav", help="files taken from a directory (default .wav)")
+    parser.add_argument("--words", help="a word list, one per line, as `tarn transcribe --words`")
+    parser.add_argument("--beam", type=int, default=None, help="beam width (default greedy, or 8 with --words)")
+    parser.add_argument("--chunk-ms", type=int, default=100, help="audio fed per call, as `tarn transcribe`")
+    args = parser.parse_args(argv)
+    if not args.out.endswith((".jsonl", ".parquet")):
+        parser.error("--out must end in .jsonl or .parquet")
+
+    import ray
+
+    words = None
+    if args.words:
+        with open(args.words) as f:
+            words = [w.strip() for w in f if w.strip()]
+    paths = list_audio(args.audio, args.ext.lower())
+    if not paths:
+        print(f"{args.audio}: no {args.ext} files", file=sys.stderr)
+        return 1
+
+    # Workers import tarn and this module from the driver's Python (the venv):
+    # on a real cluster, the image or runtime_env provides both.
+    address = args.address or ("local" if "RAY_ADDRESS" not in os.environ else None)
+    local = address == "local"
+    ray.init(address=address, num_cpus=args.num_cpus if local else None, include_dashboard=False if local else None)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = True
+    context.execution_options.preserve_order = True  # rows in the order of the files
+    dataset = build_pipeline(paths, args.model, args.workers, args.batch_size, words, args.beam, args.chunk_ms)
+
+    start = time.perf_counter()
+    first = None  # when the first rows arrived: the workers had started
+    writer = _Writer(args.out)
+    files = errors = after_first = 0
+    audio = busy = 0.0
+    try:
+        for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            writer.write(batch)
+            if first is None:
+                first = time.perf_counter()
+            else:
+                after_first += batch.num_rows
+            files += batch.num_rows
+            errors += batch.num_rows - batch.column("error").null_count
+            for duration, rtf in zip(batch.column("duration").to_pylist(), batch.column("rtf").to_pylist()):
+                if duration:
+                    audio += duration
+                    busy += duration * rtf
+    finally:
+        writer.close()
+    end = time.perf_counter()
+    wall = end - start
+    steady = f"{after_first / (end - first):.2f} files/s" if after_first and end > first else "-"
+    print(
+        f"{files} files ({errors} errors), {audio:.1f} s of audio in {wall:.1f} s with {args.workers} worker(s): "
+        f"{files / wall:.2f} files/s, {audio / wall:.1f} hours of audio per hour; after the first rows "
+        f"(workers started) {steady}; workers busy {busy:.1f} s in all; load average "
+        f"{os.getloadavg()[0]:.1f}; rows in {args.out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
