@@ -67,9 +67,9 @@
  *
  * Getters given a NULL handle return 0 (false); free functions accept NULL.
  *
- * Options. Option structs (tarn_session_options, tarn_batch_options,
- * tarn_recognizer_options) start with struct_size, which their _default()
- * function sets: start from it and change the fields you need. Fields are
+ * Options. Option structs (tarn_session_options, tarn_batch_options, and
+ * the speech library's in tarn/speech.h) start with struct_size, which their
+ * _default() function sets: start from it and change the fields you need. Fields are
  * only ever added at the end, and the library reads the fields that fit in
  * struct_size, the defaults for the rest: a program built against an older
  * tarn.h keeps working with a newer library. The library refuses a
