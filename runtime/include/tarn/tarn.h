@@ -69,10 +69,10 @@
  *
  * Options. Option structs (tarn_session_options, tarn_batch_options, and
  * the speech library's in tarn/speech.h) start with struct_size, which their
- * _default() function sets: start from it and change the fields you need. Fields are
- * only ever added at the end, and the library reads the fields that fit in
- * struct_size, the defaults for the rest: a program built against an older
- * tarn.h keeps working with a newer library. The library refuses a
+ * _default() function sets: start from it and change the fields you need.
+ * Fields are only ever added at the end, and the library reads the fields that
+ * fit in struct_size, the defaults for the rest: a program built against an
+ * older tarn.h keeps working with a newer library. The library refuses a
  * struct_size of 0 or below the struct's first version
  * (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h that sets
  * fields the library does not know (TARN_STATUS_UNSUPPORTED).
