@@ -3,9 +3,13 @@
 //
 // A driver is a template over a traits type V that supplies
 //   V::V (a vector of V::kLanes floats), V::Mask, V::kMaskedTails,
-//   Zero, Set1, Load, Store, Tail(rem), LoadTail, StoreTail, Add, Sub, Mul,
+//   Zero, Set1, Load, Store, Tail(rem), LoadTail, StoreTail,
+//   LoadColumn(p, stride) (lanes p[0], p[stride], ...), Add, Sub, Mul, Div,
 //   Fma(a, b, c) = a b + c and Fms(a, b, c) = a b - c (each rounded once),
 //   ReduceAdd, End (called before a kernel returns).
+// Each operation rounds once, as its scalar counterpart (Fma as std::fma), so
+// a driver compiled with -ffp-contract=off computes every element in exactly
+// the operations and order of a scalar loop written the same way.
 // A variant's source includes its traits and a family's driver and
 // instantiates the driver with the traits, compiled with that source's ISA
 // flags. Everything here has internal linkage, so no inline function compiled

@@ -6,7 +6,9 @@
 
 #include <immintrin.h>
 
+#include <cassert>
 #include <cstddef>
+#include <cstdint>
 
 namespace tarn {
 namespace kernels {
@@ -75,6 +77,14 @@ struct Vec {
   static Mask Tail(size_t rem) { return TailMask(rem); }
   static V LoadTail(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
   static void StoreTail(float* p, Mask m, V v) { _mm256_maskstore_ps(p, m, v); }
+  // p[0], p[stride], ..., p[7 stride]: a column of a row-major matrix.
+  static V LoadColumn(const float* p, size_t stride) {
+    assert(stride <= INT32_MAX / 7);
+    const __m256i index =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                           _mm256_set1_epi32(static_cast<int>(stride)));
+    return _mm256_i32gather_ps(p, index, sizeof(float));
+  }
   // Masked-off lanes of v set to zero.
   static V ZeroOutside(Mask m, V v) {
     return _mm256_and_ps(v, _mm256_castsi256_ps(m));
@@ -82,6 +92,7 @@ struct Vec {
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
   static V Sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V Div(V a, V b) { return _mm256_div_ps(a, b); }
   // a b + c and a b - c, each rounded once.
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V Fms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }

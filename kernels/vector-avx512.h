@@ -6,7 +6,9 @@
 
 #include <immintrin.h>
 
+#include <cassert>
 #include <cstddef>
+#include <cstdint>
 
 namespace tarn {
 namespace kernels {
@@ -59,11 +61,20 @@ struct Vec {
   static void StoreTail(float* p, Mask m, V v) {
     _mm512_mask_storeu_ps(p, m, v);
   }
+  // p[0], p[stride], ..., p[15 stride]: a column of a row-major matrix.
+  static V LoadColumn(const float* p, size_t stride) {
+    assert(stride <= INT32_MAX / 15);
+    const __m512i index = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(static_cast<int>(stride)));
+    return _mm512_i32gather_ps(index, p, sizeof(float));
+  }
   // Masked-off lanes of v set to zero.
   static V ZeroOutside(Mask m, V v) { return _mm512_maskz_mov_ps(m, v); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static V Sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V Div(V a, V b) { return _mm512_div_ps(a, b); }
   // a b + c and a b - c, each rounded once.
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V Fms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }

@@ -67,9 +67,17 @@ struct Vec {
     vst1q_f32(tail, v);
     std::memcpy(p, tail, m * sizeof(float));
   }
+  // p[0], p[stride], p[2 stride], p[3 stride]: a column of a row-major matrix.
+  static V LoadColumn(const float* p, size_t stride) {
+    V v = vld1q_dup_f32(p);
+    v = vld1q_lane_f32(p + stride, v, 1);
+    v = vld1q_lane_f32(p + 2 * stride, v, 2);
+    return vld1q_lane_f32(p + 3 * stride, v, 3);
+  }
   static V Add(V a, V b) { return vaddq_f32(a, b); }
   static V Sub(V a, V b) { return vsubq_f32(a, b); }
   static V Mul(V a, V b) { return vmulq_f32(a, b); }
+  static V Div(V a, V b) { return vdivq_f32(a, b); }
   // a b + c and a b - c, each rounded once.
   static V Fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
   static V Fms(V a, V b, V c) { return vfmaq_f32(vnegq_f32(c), a, b); }

@@ -1,7 +1,7 @@
 // The causal depthwise convolution of one position, AVX2, 8 lanes.
 #include "kernels/dwconv/dwconv.h"
-#include "kernels/lanes.h"
 #include "kernels/variants.h"
+#include "kernels/vector-avx2.h"
 
 namespace tarn {
 namespace kernels {
@@ -10,7 +10,7 @@ namespace avx2 {
 void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
                    size_t oldest, const float* weight, const float* bias,
                    float* y) {
-  dwconv::DepthwiseConv<Lanes>(n, k, x, ring, oldest, weight, bias, y);
+  dwconv::DepthwiseConv<Vec>(n, k, x, ring, oldest, weight, bias, y);
 }
 
 }  // namespace avx2

@@ -1,26 +1,22 @@
-// The causal depthwise convolution of one position
-// (KernelTable::depthwise_conv), written once over an ISA's Lanes
-// (kernels/lanes.h): each y[c] is the same chain as in dwconv-scalar.cc,
-// vectorised over the channels c.
+// Internal to kernels/: the driver of the causal depthwise convolution of one
+// position (KernelTable::depthwise_conv), written once over a variant's Vec
+// (driver.h): each y[c] is the same chain as in dwconv-scalar.cc, vectorised
+// over the channels c. Compiled with -ffp-contract=off: each tap is a
+// multiply then an add.
 #ifndef TARN_KERNELS_DWCONV_DWCONV_H_
 #define TARN_KERNELS_DWCONV_DWCONV_H_
 
 #include <cassert>
 #include <cstddef>
 
+#include "kernels/driver.h"
+
 namespace tarn {
 namespace kernels {
+namespace {
 namespace dwconv {
 
-// weight[c][j] for the channels [c, c + lanes): a column of weight [n][k].
-template <class L>
-typename L::V Taps(const float* weight, size_t k, size_t c, size_t j) {
-  float taps[L::kCount];
-  for (size_t l = 0; l < L::kCount; ++l) taps[l] = weight[(c + l) * k + j];
-  return L::Load(taps);
-}
-
-template <class L>
+template <class V>
 void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
                    size_t oldest, const float* weight, const float* bias,
                    float* y) {
@@ -28,14 +24,16 @@ void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
   const size_t past = k - 1;
   assert(past == 0 || (ring != nullptr && oldest < past));
   size_t c = 0;
-  for (; c + L::kCount <= n; c += L::kCount) {
-    typename L::V acc = L::Add(
-        L::Load(bias + c), L::Mul(Taps<L>(weight, k, c, past), L::Load(x + c)));
+  for (; c + V::kLanes <= n; c += V::kLanes) {
+    // weight[c...][j] is a column of weight [n][k].
+    const float* w = weight + c * k;
+    typename V::V acc = V::Add(
+        V::Load(bias + c), V::Mul(V::LoadColumn(w + past, k), V::Load(x + c)));
     for (size_t j = 0; j < past; ++j) {
       const float* old = ring + ((oldest + j) % past) * n + c;
-      acc = L::Add(acc, L::Mul(Taps<L>(weight, k, c, j), L::Load(old)));
+      acc = V::Add(acc, V::Mul(V::LoadColumn(w + j, k), V::Load(old)));
     }
-    L::Store(y + c, acc);
+    V::Store(y + c, acc);
   }
   for (; c < n; ++c) {
     float sum = bias[c] + weight[c * k + past] * x[c];
@@ -47,6 +45,7 @@ void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
 }
 
 }  // namespace dwconv
+}  // namespace
 }  // namespace kernels
 }  // namespace tarn
 

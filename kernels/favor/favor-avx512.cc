@@ -1,7 +1,7 @@
 // favor+ random features of one row, AVX-512F, 16 lanes.
 #include "kernels/favor/favor.h"
-#include "kernels/lanes.h"
 #include "kernels/variants.h"
+#include "kernels/vector-avx512.h"
 
 namespace tarn {
 namespace kernels {
@@ -10,8 +10,8 @@ namespace avx512 {
 void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,
                    const float* omega, float softmax_temp, bool stabilize,
                    float* phi) {
-  favor::FavorFeatures<Lanes>(heads, d_key, C, x, omega, softmax_temp,
-                              stabilize, ExpShifted, phi);
+  favor::FavorFeatures<Vec>(heads, d_key, C, x, omega, softmax_temp, stabilize,
+                            ExpShifted, phi);
 }
 
 }  // namespace avx512
