@@ -25,12 +25,11 @@
 //
 // Layout: one family per folder, named for what it computes (activation/,
 // add/, causal/, convert/, dense/, dwconv/, favor/, feature/, norm/,
-// readout/), one source per variant
-// (<family>-scalar.cc, the reference, and -avx2, -avx512, -neon). A family's
-// SIMD driver (tiling, tails, dtype dispatch) is written once, in the
-// family's header (<family>-driver.h; favor.h, readout.h, dwconv.h) or in
-// driver.h, over the one set of vector traits, Vec of vector-<isa>.h; a
-// variant's source holds only what differs on its ISA.
+// readout/), one source per variant (<family>-scalar.cc, the reference, and
+// -avx2, -avx512, -neon). A family's SIMD driver (tiling, tails, dtype
+// dispatch) is written once, in <family>-driver.h or, for plain elementwise
+// loops, driver.h, over the one set of vector traits, Vec of vector-<isa>.h;
+// a variant's source holds only what differs on its ISA.
 #ifndef TARN_KERNELS_KERNELS_H_
 #define TARN_KERNELS_KERNELS_H_
 

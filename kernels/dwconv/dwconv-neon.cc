@@ -1,5 +1,5 @@
 // The causal depthwise convolution of one position, NEON, 4 lanes.
-#include "kernels/dwconv/dwconv.h"
+#include "kernels/dwconv/dwconv-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-neon.h"
 

@@ -1,5 +1,5 @@
 // favor+ random features of one row, AVX2, 8 lanes.
-#include "kernels/favor/favor.h"
+#include "kernels/favor/favor-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx2.h"
 

@@ -1,5 +1,5 @@
 // favor+ random features of one row, AVX-512F, 16 lanes.
-#include "kernels/favor/favor.h"
+#include "kernels/favor/favor-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx512.h"
 

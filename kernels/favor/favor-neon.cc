@@ -1,5 +1,5 @@
 // favor+ random features of one row, NEON, 4 lanes.
-#include "kernels/favor/favor.h"
+#include "kernels/favor/favor-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-neon.h"
 

@@ -1,5 +1,5 @@
 // The read-out of bidirectional linear attention, AVX2, 8 lanes.
-#include "kernels/readout/readout.h"
+#include "kernels/readout/readout-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx2.h"
 

@@ -1,5 +1,5 @@
 // The read-out of bidirectional linear attention, NEON, 4 lanes.
-#include "kernels/readout/readout.h"
+#include "kernels/readout/readout-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-neon.h"
 

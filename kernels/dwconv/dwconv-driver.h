@@ -3,8 +3,8 @@
 // (driver.h): each y[c] is the same chain as in dwconv-scalar.cc, vectorised
 // over the channels c. Compiled with -ffp-contract=off: each tap is a
 // multiply then an add.
-#ifndef TARN_KERNELS_DWCONV_DWCONV_H_
-#define TARN_KERNELS_DWCONV_DWCONV_H_
+#ifndef TARN_KERNELS_DWCONV_DWCONV_DRIVER_H_
+#define TARN_KERNELS_DWCONV_DWCONV_DRIVER_H_
 
 #include <cassert>
 #include <cstddef>
@@ -49,4 +49,4 @@ void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,
 }  // namespace kernels
 }  // namespace tarn
 
-#endif  // TARN_KERNELS_DWCONV_DWCONV_H_
+#endif  // TARN_KERNELS_DWCONV_DWCONV_DRIVER_H_

@@ -3,8 +3,8 @@
 // (driver.h): each y[e] is the same Fma chain as in readout-scalar.cc,
 // vectorised over e. The y accumulators stay in registers while the rows of S
 // stream past.
-#ifndef TARN_KERNELS_READOUT_READOUT_H_
-#define TARN_KERNELS_READOUT_READOUT_H_
+#ifndef TARN_KERNELS_READOUT_READOUT_DRIVER_H_
+#define TARN_KERNELS_READOUT_READOUT_DRIVER_H_
 
 #include <cassert>
 #include <cmath>
@@ -69,4 +69,4 @@ void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,
 }  // namespace kernels
 }  // namespace tarn
 
-#endif  // TARN_KERNELS_READOUT_READOUT_H_
+#endif  // TARN_KERNELS_READOUT_READOUT_DRIVER_H_

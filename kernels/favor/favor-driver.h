@@ -3,8 +3,8 @@
 // and that variant's exp_shifted: every value before the exp is the same chain
 // as in favor-scalar.cc, the projection vectorised over the features j.
 // Compiled with -ffp-contract=off: the projection is a multiply then an add.
-#ifndef TARN_KERNELS_FAVOR_FAVOR_H_
-#define TARN_KERNELS_FAVOR_FAVOR_H_
+#ifndef TARN_KERNELS_FAVOR_FAVOR_DRIVER_H_
+#define TARN_KERNELS_FAVOR_FAVOR_DRIVER_H_
 
 #include <algorithm>
 #include <cassert>
@@ -94,4 +94,4 @@ void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,
 }  // namespace kernels
 }  // namespace tarn
 
-#endif  // TARN_KERNELS_FAVOR_FAVOR_H_
+#endif  // TARN_KERNELS_FAVOR_FAVOR_DRIVER_H_
