@@ -170,7 +170,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: bool):
+def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: bool = True):
     s = schema()
     layouts = {name: s.TensorLayout.DenseBlocked16 if blocked and is_dense_weight(name, array) else s.TensorLayout.RowMajor for name, array in stored.items()}
     raw = [
