@@ -101,7 +101,8 @@ def _inspect(args) -> int:
     for name, t in f.tensors.items():
         dtype = {1: "i8", 2: "f16"}.get(t.dtype.itemsize, "f32")
         shape = "x".join(map(str, t.shape))
-        print(f"  {name:<{width}}  {dtype}  {shape:<12} {t.nbytes:>10} bytes  @ {f.tensor_offsets[name]}")
+        layout = "  blocked" if f.layouts[name] == "blocked" else ""
+        print(f"  {name:<{width}}  {dtype}  {shape:<12} {t.nbytes:>10} bytes  @ {f.tensor_offsets[name]}{layout}")
     status = "ok" if f.checksum_ok else "BAD (the weights do not match: damaged file)"
     print(f"weight checksum: {f.weight_checksum:016x} {status}")
     print("metadata:")

@@ -27,13 +27,15 @@ def convert_state_dict(
     labels: Optional[List[str]] = None,
     audio: Optional[dict] = None,
     metadata: Optional[Mapping[str, str]] = None,
+    dense_layout: str = "blocked",
 ) -> Converted:
     """Writes a reference model's state_dict (torch tensors or numpy arrays,
-    named as converter/reference.py names them) as a .tarn file."""
+    named as converter/reference.py names them) as a .tarn file (dense_layout:
+    see write_tarn)."""
     config = make_config(config)
     tensors = {name: to_numpy(t) for name, t in state_dict.items()}
     meta = {"arch": "tarn", **(metadata or {})}
-    return Converted(config, write_tarn(out_path, config, tensors, dtype, labels, audio, meta))
+    return Converted(config, write_tarn(out_path, config, tensors, dtype, labels, audio, meta, dense_layout))
 
 
 def convert_file(

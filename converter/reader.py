@@ -14,7 +14,7 @@ from .errors import ConversionError
 from .fields import AUDIO_FIELDS, SCHEMA_VERSION, camel, enum_name, model_fields
 from .reference import ModelConfig
 from .schema_code import schema
-from .writer import FILE_IDENTIFIER
+from .writer import FILE_IDENTIFIER, unpack_dense
 
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I8": np.dtype("i1")}
 
@@ -22,7 +22,8 @@ _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I8": np.dtype("i1")}
 @dataclasses.dataclass
 class TarnFile:
     config: ModelConfig
-    tensors: Dict[str, np.ndarray]  # as stored: float32, float16 or int8 (with NAME.scale)
+    tensors: Dict[str, np.ndarray]  # as stored: float32, float16 or int8 (with NAME.scale), row-major
+    layouts: Dict[str, str]  # "row-major" or "blocked" (schema TensorLayout), as stored
     metadata: Dict[str, str]
     labels: Optional[List[str]]
     audio: Optional[dict]
@@ -76,7 +77,7 @@ def _read(s, model, data: bytes) -> TarnFile:
         buffers.append((raw, raw.ctypes.data - base if raw.size else 0))
         checksum.update(raw.tobytes())
 
-    tensors, offsets = {}, {}
+    tensors, offsets, layouts = {}, {}, {}
     for i in range(model.TensorsLength()):
         t = model.Tensors(i)
         name = t.Name().decode("utf-8")
@@ -88,12 +89,25 @@ def _read(s, model, data: bytes) -> TarnFile:
             raise ConversionError(f"tensor {name}: buffer {t.Buffer()} out of range ({len(buffers)} buffers)")
         raw, offset = buffers[t.Buffer()]
         dtype = _DTYPES[dtype_name]
-        if raw.size != math.prod(shape) * dtype.itemsize:
+        layout = t.Layout()
+        if layout == s.TensorLayout.DenseBlocked16:
+            if len(shape) != 2:
+                raise ConversionError(f"tensor {name}: a blocked tensor must be 2-D, its shape is {list(shape)}")
+            elements = -(-shape[0] // 16) * 16 * shape[1]
+        elif layout == s.TensorLayout.RowMajor:
+            elements = math.prod(shape)
+        else:
+            raise ConversionError(f"tensor {name}: unknown layout {layout}")
+        if raw.size != elements * dtype.itemsize:
             raise ConversionError(
                 f"tensor {name}: buffer holds {raw.size} bytes, shape {list(shape)} of {dtype_name} needs "
-                f"{math.prod(shape) * dtype.itemsize}"
+                f"{elements * dtype.itemsize}"
             )
-        tensors[name] = raw.view(dtype).reshape(shape).astype(dtype.newbyteorder("="))
+        values = raw.view(dtype).astype(dtype.newbyteorder("="))
+        if layout == s.TensorLayout.DenseBlocked16:
+            tensors[name], layouts[name] = unpack_dense(values, *shape), "blocked"
+        else:
+            tensors[name], layouts[name] = values.reshape(shape), "row-major"
         offsets[name] = offset
 
     labels = [model.Labels(i).decode("utf-8") for i in range(model.LabelsLength())] if not model.LabelsIsNone() else None
@@ -105,6 +119,7 @@ def _read(s, model, data: bytes) -> TarnFile:
     return TarnFile(
         config=config,
         tensors=tensors,
+        layouts=layouts,
         metadata=metadata,
         labels=labels,
         audio=_audio(s, model.Audio()),

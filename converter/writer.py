@@ -28,6 +28,32 @@ FILE_IDENTIFIER = b"TARN"
 
 
 DENSE_WEIGHTS = ("projection.weight", "linear1.weight", "linear2.weight", "head.weight")
+DENSE_BLOCK = 16  # schema TensorLayout.DenseBlocked16; kernels::kDenseBlock
+DENSE_LAYOUTS = ("blocked", "row-major")
+
+
+def is_dense_weight(name: str, array: np.ndarray) -> bool:
+    """A weight the runtime runs as a dense layer (and may store blocked)."""
+    return name.endswith(DENSE_WEIGHTS) and array.ndim == 2
+
+
+def pack_dense(w: np.ndarray) -> np.ndarray:
+    """W [outputs][inputs] in the schema's DenseBlocked16 layout, flat:
+    blocks of 16 output rows, each input-major, zero-padded rows."""
+    outputs, inputs = w.shape
+    blocks = -(-outputs // DENSE_BLOCK)
+    padded = np.zeros((blocks * DENSE_BLOCK, inputs), dtype=w.dtype)
+    padded[:outputs] = w
+    return np.ascontiguousarray(padded.reshape(blocks, DENSE_BLOCK, inputs).transpose(0, 2, 1)).reshape(-1)
+
+
+def unpack_dense(packed: np.ndarray, outputs: int, inputs: int) -> np.ndarray:
+    """The inverse of pack_dense: W [outputs][inputs]."""
+    blocks = -(-outputs // DENSE_BLOCK)
+    if packed.size != blocks * DENSE_BLOCK * inputs:
+        raise ConversionError(f"a blocked [{outputs}, {inputs}] weight needs {blocks * DENSE_BLOCK * inputs} elements, found {packed.size}")
+    w = packed.reshape(blocks, inputs, DENSE_BLOCK).transpose(0, 2, 1).reshape(blocks * DENSE_BLOCK, inputs)
+    return np.ascontiguousarray(w[:outputs])
 
 
 def storage_dtype(name: str, array: np.ndarray, dtype: str) -> np.dtype:
@@ -76,11 +102,19 @@ def write_tarn(
     labels: Optional[List[str]] = None,
     audio: Optional[dict] = None,
     metadata: Optional[Mapping[str, str]] = None,
+    dense_layout: str = "blocked",
 ) -> int:
     """Checks the tensors against the config and writes the file atomically
-    (a temporary file renamed into place). Returns the weight checksum."""
+    (a temporary file renamed into place). Returns the weight checksum.
+
+    dense_layout "blocked" stores the dense layers' weights in the layout the
+    runtime's kernels read (it then uses them in place, the model held in
+    memory once); "row-major" writes them as files before schema 1.3 did
+    (the runtime packs a copy at load), for compatibility tests."""
     if dtype not in DTYPES:
         raise ConversionError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if dense_layout not in DENSE_LAYOUTS:
+        raise ConversionError(f"dense_layout must be one of {DENSE_LAYOUTS}, got {dense_layout!r}")
     tensors = check_tensors(tensors, config)
     stored = {}
     for name, array in tensors.items():
@@ -95,7 +129,7 @@ def write_tarn(
     meta = {"converter_version": CONVERTER_VERSION, "date": _now()}
     meta.update({str(k): str(v) for k, v in (metadata or {}).items()})
 
-    blob, checksum = _build(config, stored, labels, audio, meta)
+    blob, checksum = _build(config, stored, labels, audio, meta, dense_layout == "blocked")
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -136,9 +170,13 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta):
+def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: bool = True):
     s = schema()
-    raw = [array.tobytes() for array in stored.values()]
+    layouts = {name: s.TensorLayout.DenseBlocked16 if blocked and is_dense_weight(name, array) else s.TensorLayout.RowMajor for name, array in stored.items()}
+    raw = [
+        (pack_dense(array) if layouts[name] == s.TensorLayout.DenseBlocked16 else array).tobytes()
+        for name, array in stored.items()
+    ]
     weight_bytes = sum(len(r) for r in raw)
     if weight_bytes > MAX_FILE_BYTES:
         raise ConversionError(f"the weights take {weight_bytes} bytes; a .tarn file holds at most {MAX_FILE_BYTES}")
@@ -166,6 +204,7 @@ def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta):
         s.TensorAddDtype(b, {np.dtype(np.float16): s.DType.F16, np.dtype(np.int8): s.DType.I8}.get(array.dtype, s.DType.F32))
         s.TensorAddShape(b, shape_offset)
         s.TensorAddBuffer(b, index)
+        s.TensorAddLayout(b, layouts[name])
         tensor_tables.append(s.TensorEnd(b))
     tensors_vector = _offsets_vector(b, tensor_tables)
 

@@ -29,6 +29,7 @@ void HappensAfter(void*) {}
 
 struct Task {
   const DenseLayer* layer;
+  const void* part;  // the DenseLayer::Part to run
   size_t rows;
   const float* input;
   float* output;
@@ -36,19 +37,27 @@ struct Task {
 
 }  // namespace
 
+namespace {
+
+size_t ElementBytes(DenseLayer::Storage storage) {
+  return storage == DenseLayer::Storage::kF16  ? sizeof(uint16_t)
+         : storage == DenseLayer::Storage::kI8 ? sizeof(int8_t)
+                                               : sizeof(float);
+}
+
+}  // namespace
+
 Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
                         const void* weight, const float* scale,
                         const float* bias, float output_min, float output_max) {
   assert((storage == Storage::kI8) == (scale != nullptr));
-  const size_t element = storage == Storage::kF16  ? sizeof(uint16_t)
-                         : storage == Storage::kI8 ? sizeof(int8_t)
-                                                   : sizeof(float);
-  const size_t bytes = kernels::PackedDenseSize(inputs, outputs) * element;
+  const size_t bytes =
+      kernels::PackedDenseSize(inputs, outputs) * ElementBytes(storage);
   const size_t allocated =
       (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-  weights_.reset(allocated > 0 ? std::aligned_alloc(kWeightAlignment, allocated)
-                               : nullptr);
-  if (weights_ == nullptr) {
+  owned_.reset(allocated > 0 ? std::aligned_alloc(kWeightAlignment, allocated)
+                             : nullptr);
+  if (owned_ == nullptr) {
     return Status(StatusCode::kOutOfMemory,
                   "cannot allocate " + std::to_string(allocated) +
                       " bytes for the packed weights of a " +
@@ -57,16 +66,37 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
   }
   if (storage == Storage::kF16) {
     kernels::PackDense(inputs, outputs, static_cast<const uint16_t*>(weight),
-                       static_cast<uint16_t*>(weights_.get()));
+                       static_cast<uint16_t*>(owned_.get()));
   } else if (storage == Storage::kI8) {
     kernels::PackDense(inputs, outputs, static_cast<const int8_t*>(weight),
-                       static_cast<int8_t*>(weights_.get()));
-    scale_.assign(scale, scale + outputs);
+                       static_cast<int8_t*>(owned_.get()));
   } else {
     kernels::PackDense(inputs, outputs, static_cast<const float*>(weight),
-                       static_cast<float*>(weights_.get()));
+                       static_cast<float*>(owned_.get()));
   }
-  weight_bytes_ = bytes;
+  owned_bytes_ = bytes;
+  return InitPacked(inputs, storage, {{owned_.get(), scale, outputs}}, bias,
+                    output_min, output_max);
+}
+
+Status DenseLayer::InitPacked(size_t inputs, Storage storage,
+                              const std::vector<PackedPart>& parts,
+                              const float* bias, float output_min,
+                              float output_max) {
+  parts_.clear();
+  scale_.clear();
+  weight_bytes_ = 0;
+  size_t outputs = 0;
+  for (const PackedPart& part : parts) {
+    assert((storage == Storage::kI8) == (part.scale != nullptr));
+    parts_.push_back({part.weight, outputs, part.outputs});
+    if (part.scale != nullptr) {
+      scale_.insert(scale_.end(), part.scale, part.scale + part.outputs);
+    }
+    weight_bytes_ +=
+        kernels::PackedDenseSize(inputs, part.outputs) * ElementBytes(storage);
+    outputs += part.outputs;
+  }
   storage_ = storage;
   bias_.assign(bias, bias + outputs);
   inputs_ = inputs;
@@ -76,25 +106,26 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
   return Status::Ok();
 }
 
-void DenseLayer::RunBlocks(size_t rows, const float* input, float* output,
-                           size_t first, size_t count) const {
+void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
+                           float* output, size_t first, size_t count) const {
   assert(first % kernels::kDenseBlock == 0);
   const size_t offset = kernels::PackedDenseOffset(inputs_, first);
+  const size_t at = part.first + first;  // in the layer's outputs
   if (storage_ == Storage::kF16) {
     kernels_.dense_f16(rows, inputs_, count, outputs_, input,
-                       static_cast<const uint16_t*>(weights_.get()) + offset,
-                       bias_.data() + first, output_min_, output_max_,
-                       output + first);
+                       static_cast<const uint16_t*>(part.weight) + offset,
+                       bias_.data() + at, output_min_, output_max_,
+                       output + at);
   } else if (storage_ == Storage::kI8) {
     kernels_.dense_i8(rows, inputs_, count, outputs_, input,
-                      static_cast<const int8_t*>(weights_.get()) + offset,
-                      scale_.data() + first, bias_.data() + first, output_min_,
-                      output_max_, output + first);
+                      static_cast<const int8_t*>(part.weight) + offset,
+                      scale_.data() + at, bias_.data() + at, output_min_,
+                      output_max_, output + at);
   } else {
     kernels_.dense_f32(rows, inputs_, count, outputs_, input,
-                       static_cast<const float*>(weights_.get()) + offset,
-                       bias_.data() + first, output_min_, output_max_,
-                       output + first);
+                       static_cast<const float*>(part.weight) + offset,
+                       bias_.data() + at, output_min_, output_max_,
+                       output + at);
   }
 }
 
@@ -102,26 +133,30 @@ void DenseLayer::Run(size_t rows, const float* input, float* output,
                      pthreadpool_t threads) const {
   const size_t workers =
       threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
-  if (workers <= 1 || outputs_ <= kernels::kDenseBlock) {
-    RunBlocks(rows, input, output, 0, outputs_);
-    return;
+  for (const Part& part : parts_) {
+    if (workers <= 1 || part.outputs <= kernels::kDenseBlock) {
+      RunBlocks(part, rows, input, output, 0, part.outputs);
+      continue;
+    }
+    // One piece of whole blocks per thread.
+    const size_t blocks =
+        (part.outputs + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
+    const size_t piece =
+        (blocks + workers - 1) / workers * kernels::kDenseBlock;
+    Task task{this, &part, rows, input, output};
+    HappensBefore(&task);
+    pthreadpool_parallelize_1d_tile_1d(
+        threads,
+        [](void* context, size_t first, size_t count) {
+          HappensAfter(context);
+          const Task& t = *static_cast<const Task*>(context);
+          t.layer->RunBlocks(*static_cast<const Part*>(t.part), t.rows, t.input,
+                             t.output, first, count);
+          HappensBefore(context);
+        },
+        &task, part.outputs, piece, /*flags=*/0);
+    HappensAfter(&task);
   }
-  // One piece of whole blocks per thread.
-  const size_t blocks =
-      (outputs_ + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
-  const size_t piece = (blocks + workers - 1) / workers * kernels::kDenseBlock;
-  Task task{this, rows, input, output};
-  HappensBefore(&task);
-  pthreadpool_parallelize_1d_tile_1d(
-      threads,
-      [](void* context, size_t first, size_t count) {
-        HappensAfter(context);
-        const Task& t = *static_cast<const Task*>(context);
-        t.layer->RunBlocks(t.rows, t.input, t.output, first, count);
-        HappensBefore(context);
-      },
-      &task, outputs_, piece, /*flags=*/0);
-  HappensAfter(&task);
 }
 
 }  // namespace tarn

@@ -1,5 +1,6 @@
 // Dense (fully-connected) layers: y = W x + b for a batch of rows, on tarn's
-// dense kernels (kernels/dense) over weights packed once per model.
+// dense kernels (kernels/dense) over packed weights: a model file's own
+// (used in place) or a copy packed once at load (older files).
 
 #ifndef TARN_RUNTIME_SRC_DENSE_H_
 #define TARN_RUNTIME_SRC_DENSE_H_
@@ -22,6 +23,16 @@ class DenseLayer {
  public:
   enum class Storage { kF32, kF16, kI8 };
 
+  // One slice of a layer's outputs whose weights are already in the kernels'
+  // packed layout (kernels::PackDense), for example straight from a mapped
+  // file. weight: kernels::PackedDenseSize(inputs, outputs) elements of the
+  // layer's storage; scale: kI8 only, [outputs], else nullptr.
+  struct PackedPart {
+    const void* weight;
+    const float* scale;
+    size_t outputs;
+  };
+
   // weight [outputs][inputs] (f32, IEEE binary16 for kF16, int8 for kI8
   // with scale [outputs], W[o][i] = scale[o] * q[o][i]; scale is nullptr
   // otherwise) and bias [outputs] are copied: weight packed into kernels'
@@ -34,6 +45,16 @@ class DenseLayer {
               float output_min = -std::numeric_limits<float>::infinity(),
               float output_max = std::numeric_limits<float>::infinity());
 
+  // The same over weights already packed, used in place: the parts' weights
+  // are not copied and must outlive the layer (a model's mapped file or the
+  // caller's buffer does). The parts stack their outputs in order (the
+  // layer has the sum of their outputs); scales and bias [outputs] are
+  // copied. Each output is computed as by Init, so the bits are the same.
+  Status InitPacked(size_t inputs, Storage storage,
+                    const std::vector<PackedPart>& parts, const float* bias,
+                    float output_min = -std::numeric_limits<float>::infinity(),
+                    float output_max = std::numeric_limits<float>::infinity());
+
   // output [rows][outputs] = input [rows][inputs] W^T + b. With a thread
   // pool the outputs are split into whole blocks of kernels::kDenseBlock;
   // every output is the same chain of operations whatever the split (see
@@ -44,22 +65,32 @@ class DenseLayer {
 
   size_t inputs() const { return inputs_; }
   size_t outputs() const { return outputs_; }
-  bool initialized() const { return weights_ != nullptr; }
+  bool initialized() const { return !parts_.empty(); }
   // Bytes of packed weights (what a step streams).
   size_t weight_bytes() const { return weight_bytes_; }
+  // Bytes of packed weights this layer holds a copy of (0 when in place).
+  size_t owned_bytes() const { return owned_bytes_; }
 
  private:
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
+  // Outputs [first, first + outputs) of the layer, weights packed.
+  struct Part {
+    const void* weight;
+    size_t first;
+    size_t outputs;
+  };
 
-  // Runs outputs [first, first + count) for all rows.
-  void RunBlocks(size_t rows, const float* input, float* output, size_t first,
-                 size_t count) const;
+  // Runs outputs [first, first + count) of `part` for all rows.
+  void RunBlocks(const Part& part, size_t rows, const float* input,
+                 float* output, size_t first, size_t count) const;
 
   const kernels::KernelTable& kernels_ = kernels::Kernels();
-  std::unique_ptr<void, Free> weights_;  // packed, 64-byte aligned
+  std::unique_ptr<void, Free> owned_;  // Init's packed copy, 64-byte aligned
+  std::vector<Part> parts_;
   size_t weight_bytes_ = 0;
+  size_t owned_bytes_ = 0;
   Storage storage_ = Storage::kF32;
   std::vector<float> scale_;  // kI8: [outputs]
   std::vector<float> bias_;   // [outputs]

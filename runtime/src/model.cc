@@ -17,7 +17,7 @@ namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 2;
+constexpr uint16_t kSchemaMinor = 3;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.
@@ -304,18 +304,54 @@ const char* Name(OutputDistribution distribution) {
   return "?";
 }
 
+namespace {
+
+size_t ElementBytes(schema::DType dtype) {
+  return dtype == schema::DType::F16 ? 2 : dtype == schema::DType::I8 ? 1 : 4;
+}
+
+// t's bytes row-major: a DenseBlocked16 tensor unpacked.
+std::vector<uint8_t> RowMajorBytes(const TensorView& t) {
+  const auto* data = static_cast<const uint8_t*>(t.data);
+  if (t.layout == schema::TensorLayout::RowMajor) {
+    return std::vector<uint8_t>(data, data + t.bytes);
+  }
+  const size_t element = ElementBytes(t.dtype);
+  const size_t outputs = static_cast<size_t>(t.shape[0]);
+  const size_t inputs = static_cast<size_t>(t.shape[1]);
+  std::vector<uint8_t> rows(t.elements * element);
+  for (size_t o = 0; o < outputs; ++o) {
+    const size_t block = kernels::PackedDenseOffset(inputs, o);
+    const size_t lane = o % kernels::kDenseBlock;
+    for (size_t i = 0; i < inputs; ++i) {
+      std::memcpy(&rows[(o * inputs + i) * element],
+                  data + (block + i * kernels::kDenseBlock + lane) * element,
+                  element);
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
 void WidenToFloat(const TensorView& t, float* out) {
+  std::vector<uint8_t> unpacked;
+  const void* data = t.data;
+  if (t.layout != schema::TensorLayout::RowMajor) {
+    unpacked = RowMajorBytes(t);
+    data = unpacked.data();
+  }
   if (t.dtype == schema::DType::F16) {
     kernels::Kernels().f16_to_f32(t.elements,
-                                  static_cast<const uint16_t*>(t.data), out);
+                                  static_cast<const uint16_t*>(data), out);
   } else if (t.dtype == schema::DType::I8) {
-    const auto* q = static_cast<const int8_t*>(t.data);
+    const auto* q = static_cast<const int8_t*>(data);
     const size_t columns = t.elements / static_cast<size_t>(t.shape[0]);
     for (size_t i = 0; i < t.elements; ++i) {
       out[i] = t.scale[i / columns] * static_cast<float>(q[i]);
     }
   } else {
-    std::memcpy(out, t.data, t.bytes);
+    std::memcpy(out, data, t.elements * sizeof(float));
   }
 }
 
@@ -571,7 +607,21 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
         return Invalid("tensor '" + name + "' is implausibly large");
       }
     }
-    view.bytes = view.elements * element_bytes;
+    view.layout = t->layout();
+    size_t stored_elements = view.elements;
+    if (view.layout == schema::TensorLayout::DenseBlocked16) {
+      if (view.shape.size() != 2) {
+        return Invalid("tensor '" + name + "' " + ShapeString(view.shape) +
+                       " is dense_blocked16, which needs a 2-D shape");
+      }
+      stored_elements =
+          kernels::PackedDenseSize(static_cast<size_t>(view.shape[1]),
+                                   static_cast<size_t>(view.shape[0]));
+    } else if (view.layout != schema::TensorLayout::RowMajor) {
+      return Invalid("tensor '" + name + "' has an unknown layout " +
+                     std::to_string(static_cast<int>(view.layout)));
+    }
+    view.bytes = stored_elements * element_bytes;
     if (t->buffer() >= buffers.size() ||
         buffers[t->buffer()]->data() == nullptr) {
       return Invalid("tensor '" + name + "' refers to buffer " +
@@ -581,6 +631,9 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     const auto* data = buffers[t->buffer()]->data();
     if (data->size() != view.bytes) {
       return Invalid("tensor '" + name + "' " + ShapeString(view.shape) +
+                     (view.layout == schema::TensorLayout::DenseBlocked16
+                          ? " (dense_blocked16)"
+                          : "") +
                      " needs " + std::to_string(view.bytes) +
                      " bytes, its buffer holds " +
                      std::to_string(data->size()));
@@ -628,6 +681,12 @@ Status Model::Impl::CheckTensorSet() {
                      ShapeString(shape) + ", found " +
                      ShapeString(found->second.shape));
     }
+    if (found->second.layout != schema::TensorLayout::RowMajor &&
+        !IsDenseWeight(name)) {
+      return Invalid("tensor '" + name +
+                     "' is dense_blocked16, but only dense-layer weights may "
+                     "be");
+    }
     const schema::DType dtype = found->second.dtype;
     if (dtype == schema::DType::I8) {
       if (!IsDenseWeight(name)) {
@@ -668,8 +727,9 @@ Status Model::Impl::AttachScale(const std::string& name, TensorView* weight) {
                    "' " + ShapeString(shape));
   }
   const TensorView& scale = found->second;
-  if (scale.dtype != schema::DType::F32) {
-    return Invalid("tensor '" + scale_name + "' must be f32");
+  if (scale.dtype != schema::DType::F32 ||
+      scale.layout != schema::TensorLayout::RowMajor) {
+    return Invalid("tensor '" + scale_name + "' must be f32, row-major");
   }
   if (scale.shape != shape) {
     return Invalid("tensor '" + scale_name + "': expected shape " +
@@ -692,8 +752,8 @@ Status Model::Impl::PrepareWeights() {
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
-  // Dense weights keep the file's dtype (f16 stays f16, i8 stays i8, packed
-  // once).
+  // Dense weights keep the file's dtype (f16 stays f16, i8 stays i8), used
+  // in place when the file stores them blocked, else packed once here.
   auto storage = [](const TensorView& w) {
     return w.dtype == schema::DType::F16  ? DenseLayer::Storage::kF16
            : w.dtype == schema::DType::I8 ? DenseLayer::Storage::kI8
@@ -708,6 +768,12 @@ Status Model::Impl::PrepareWeights() {
                    std::unique_ptr<DenseLayer>* layer) {
     const TensorView& w = tensors.at(name + ".weight");
     *layer = std::make_unique<DenseLayer>();
+    if (w.layout == schema::TensorLayout::DenseBlocked16) {
+      return (*layer)->InitPacked(
+          w.shape[1], storage(w),
+          {{w.data, w.scale, static_cast<size_t>(w.shape[0])}},
+          f32(name + ".bias"), clamp_for(fused));
+    }
     return (*layer)->Init(w.shape[1], w.shape[0], storage(w), w.data, w.scale,
                           f32(name + ".bias"), clamp_for(fused));
   };
@@ -737,29 +803,45 @@ Status Model::Impl::PrepareWeights() {
     }
     const schema::DType shared = parts[0]->dtype;
     const bool same = parts[1]->dtype == shared && parts[2]->dtype == shared;
-    std::vector<uint8_t> qkv_weight;  // the stacked weights, in their dtype
-    std::vector<float> qkv_scale;
+    bool blocked = same;
     for (const TensorView* part : parts) {
-      if (same) {
-        const auto* data = static_cast<const uint8_t*>(part->data);
-        qkv_weight.insert(qkv_weight.end(), data, data + part->bytes);
-        if (part->scale != nullptr) {
-          qkv_scale.insert(qkv_scale.end(), part->scale,
-                           part->scale + part->shape[0]);
-        }
-      } else {
-        std::vector<float> weight = ToFloat(*part);
-        const auto* data = reinterpret_cast<const uint8_t*>(weight.data());
-        qkv_weight.insert(qkv_weight.end(), data,
-                          data + weight.size() * sizeof(float));
-      }
+      blocked = blocked && part->layout == schema::TensorLayout::DenseBlocked16;
     }
     w.qkv = std::make_unique<DenseLayer>();
-    status = w.qkv->Init(c.d_model, qkv_bias.size(),
-                         same ? storage(*parts[0]) : DenseLayer::Storage::kF32,
-                         qkv_weight.data(),
-                         qkv_scale.empty() ? nullptr : qkv_scale.data(),
-                         qkv_bias.data());
+    if (blocked) {
+      // In place: three parts whose outputs stack as above; each output is
+      // the same chain of operations as in one stacked layer.
+      std::vector<DenseLayer::PackedPart> packed;
+      for (const TensorView* part : parts) {
+        packed.push_back(
+            {part->data, part->scale, static_cast<size_t>(part->shape[0])});
+      }
+      status = w.qkv->InitPacked(c.d_model, storage(*parts[0]), packed,
+                                 qkv_bias.data());
+    } else {
+      std::vector<uint8_t> qkv_weight;  // the stacked weights, in their dtype
+      std::vector<float> qkv_scale;
+      for (const TensorView* part : parts) {
+        if (same) {
+          const std::vector<uint8_t> data = RowMajorBytes(*part);
+          qkv_weight.insert(qkv_weight.end(), data.begin(), data.end());
+          if (part->scale != nullptr) {
+            qkv_scale.insert(qkv_scale.end(), part->scale,
+                             part->scale + part->shape[0]);
+          }
+        } else {
+          std::vector<float> weight = ToFloat(*part);
+          const auto* data = reinterpret_cast<const uint8_t*>(weight.data());
+          qkv_weight.insert(qkv_weight.end(), data,
+                            data + weight.size() * sizeof(float));
+        }
+      }
+      status = w.qkv->Init(
+          c.d_model, qkv_bias.size(),
+          same ? storage(*parts[0]) : DenseLayer::Storage::kF32,
+          qkv_weight.data(), qkv_scale.empty() ? nullptr : qkv_scale.data(),
+          qkv_bias.data());
+    }
     if (status.ok())
       status = dense(p + "attention.out_projection", Activation::kNone, &w.out);
     if (status.ok()) status = dense(p + "linear1", c.activation, &w.linear1);

@@ -28,15 +28,19 @@ namespace tarn {
 struct TensorView {
   const void* data = nullptr;
   schema::DType dtype = schema::DType::F32;
-  std::vector<int64_t> shape;
-  size_t elements = 0;
-  size_t bytes = 0;
+  // DenseBlocked16: data is kernels::PackDense's layout of the logical
+  // [shape[0]][shape[1]] (schema TensorLayout), which DenseLayer reads in
+  // place.
+  schema::TensorLayout layout = schema::TensorLayout::RowMajor;
+  std::vector<int64_t> shape;  // logical, whatever the layout
+  size_t elements = 0;         // logical: the product of shape
+  size_t bytes = 0;            // of data, as stored
   const float* scale =
       nullptr;  // I8: one per row (shape[0]), the NAME.scale tensor
 };
 
-// out [t.elements] = t's values as f32: f16 widened, int8 times its row's
-// scale.
+// out [t.elements] = t's values as f32, row-major whatever t's layout: f16
+// widened, int8 times its row's scale.
 void WidenToFloat(const TensorView& t, float* out);
 
 // One encoder layer's weights, as Engine::Forward runs them. Two fusions are

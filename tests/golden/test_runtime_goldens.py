@@ -172,6 +172,45 @@ def test_scales_of_a_weight_that_is_not_i8(tmp_path):
     assert "tensor 'layers.0.linear1.weight.scale' that its configuration does not use" in result.stderr
 
 
+def rewritten(case: str, tmp_path: Path, name: str, blocked: bool = True) -> Path:
+    """A golden's model written again with its dense weights blocked (as the
+    converter writes them) or row-major (as files before schema 1.3)."""
+    from converter.reader import read_tarn
+    from converter.writer import _build
+
+    f = read_tarn(GOLDENS / case / "model.tarn")
+    path = tmp_path / name
+    path.write_bytes(_build(f.config, dict(f.tensors), f.labels, f.audio, f.metadata, blocked)[0])
+    return path
+
+
+@pytest.mark.parametrize("case", ["tokens", "tokens_f16", "tokens_i8", "speech", "relu"])
+def test_row_major_and_blocked_files_give_the_same_bits(case, tmp_path):
+    """Blocked dense weights are used in place, row-major ones packed at load
+    (files before schema 1.3): the same kernels over the same bytes."""
+    from converter.reader import read_tarn
+
+    assert "blocked" in read_tarn(GOLDENS / case / "model.tarn").layouts.values()
+    golden = GOLDENS / case
+    outputs = []
+    for blocked in (True, False):
+        out = tmp_path / str(blocked)
+        out.mkdir()
+        run_ok(rewritten(case, tmp_path, f"{blocked}.tarn", blocked), golden / "input.npy", out)
+        outputs.append((out / "output.npy").read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_blocked_only_in_dense_layers(tmp_path, monkeypatch):
+    import converter.writer
+
+    monkeypatch.setattr(converter.writer, "is_dense_weight", lambda name, array: array.ndim == 2)
+    path = rewritten("tokens", tmp_path, "embedding_blocked.tarn")
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tensor 'token_embedding.weight' is dense_blocked16, but only dense-layer weights may be" in result.stderr
+
+
 def test_bidirectional_model_refuses_to_step(tmp_path):
     golden = GOLDENS / "bidirectional"
     result = tarn_run(golden / "model.tarn", golden / "input.npy", tmp_path)

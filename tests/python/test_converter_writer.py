@@ -57,7 +57,7 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (1, 2)
+    assert f.schema_version == (1, 3)
     assert_same_config(f.config, config)
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():
@@ -97,7 +97,7 @@ def test_buffers_are_64_byte_aligned_in_the_file(config, tmp_path):
     f = read_tarn(path)
     for name, tensor in model.state_dict().items():
         # Found in the raw bytes, independently of the reader...
-        raw = tensor.numpy().astype("<f4").tobytes()
+        raw = stored_bytes(name, tensor.numpy())
         offset = blob.find(raw)
         assert offset >= 0 and offset % 64 == 0, (name, offset)
         # ...and where the reader says it is.
@@ -110,9 +110,54 @@ def test_checksum_is_xxh64_of_the_buffers_in_order(tmp_path, small_config, small
     f = read_tarn(path)
     expected = xxhash.xxh64(seed=0)
     for name in expected_shapes(small_config):  # buffer i holds tensor i
-        expected.update(small_state_dict[name].numpy().astype("<f4").tobytes())
+        expected.update(stored_bytes(name, small_state_dict[name].numpy()))
     assert f.weight_checksum == expected.intdigest()
     assert f.checksum_ok
+
+
+def pack_blocked16(w):
+    """The schema's DenseBlocked16, element by element as the schema states
+    it (independently of the writer's numpy reshapes)."""
+    outputs, inputs = w.shape
+    blocks = -(-outputs // 16)
+    packed = np.zeros(blocks * 16 * inputs, dtype=w.dtype)
+    for o in range(outputs):
+        for i in range(inputs):
+            packed[((o // 16) * inputs + i) * 16 + o % 16] = w[o, i]
+    return packed
+
+
+def stored_bytes(name, array):
+    """A tensor's f32 bytes as a file stores them: dense weights blocked."""
+    array = array.astype("<f4")
+    if converter.writer.is_dense_weight(name, array):
+        array = pack_blocked16(array)
+    return array.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i8"])
+@pytest.mark.parametrize("dense_layout", ["blocked", "row-major"])
+def test_dense_weights_round_trip_in_either_layout(tmp_path, small_config, small_state_dict, dtype, dense_layout):
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path, dtype=dtype, dense_layout=dense_layout)
+    f = read_tarn(path)
+    reference = tmp_path / "reference.tarn"
+    convert_state_dict(small_state_dict, small_config, reference, dtype=dtype, dense_layout="row-major")
+    g = read_tarn(reference)
+    assert f.checksum_ok
+    for name, values in g.tensors.items():
+        assert np.array_equal(f.tensors[name], values), name
+        blocked = dense_layout == "blocked" and converter.writer.is_dense_weight(name, values)
+        assert f.layouts[name] == ("blocked" if blocked else "row-major"), name
+    assert any(layout == "blocked" for layout in f.layouts.values()) == (dense_layout == "blocked")
+
+
+@pytest.mark.parametrize("outputs", [1, 15, 16, 17, 33])
+def test_blocked_layout_pads_rows_with_zeros(outputs):
+    w = np.arange(outputs * 3, dtype=np.float32).reshape(outputs, 3) + 1
+    packed = converter.writer.pack_dense(w)
+    assert np.array_equal(packed, pack_blocked16(w))
+    assert np.array_equal(converter.writer.unpack_dense(packed, outputs, 3), w)
 
 
 def test_damaged_weights_fail_the_checksum(tmp_path, small_config, small_state_dict):

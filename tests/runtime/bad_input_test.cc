@@ -333,6 +333,48 @@ void RenameTensor(AlignedBytes& bytes, const std::string& from,
   std::copy(to.begin(), to.end(), tensor->mutable_name()->data());
 }
 
+// Dense weights stored blocked (schema 1.3, the kernels' layout) are used in
+// place, so their byte count and layout are checked as strictly as any.
+TEST(BadModel, BlockedTensorOfWrongShape) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  schema::Tensor* weight = FindTensor(bytes, "layers.0.linear1.weight");
+  ASSERT_NE(weight, nullptr);
+  ASSERT_EQ(weight->layout(), schema::TensorLayout::DenseBlocked16);
+  const int64_t inputs = weight->shape()->Get(1);
+  weight->mutable_shape()->Mutate(1, inputs + 1);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'layers.0.linear1.weight'"));
+  EXPECT_THAT(status.message(), HasSubstr("(dense_blocked16) needs"));
+  EXPECT_THAT(status.message(), HasSubstr("its buffer holds"));
+}
+
+TEST(BadModel, BlockedTensorOfWrongSize) {
+  // The speech model's head has 29 outputs (its labels): blocked, its
+  // buffer holds 32 rows, which a row-major [29][d_model] cannot.
+  AlignedBytes bytes(GoldenModelPath("speech"));
+  schema::Tensor* head = FindTensor(bytes, "head.weight");
+  ASSERT_NE(head, nullptr);
+  ASSERT_NE(head->shape()->Get(0) % 16, 0);
+  ASSERT_TRUE(head->mutate_layout(schema::TensorLayout::RowMajor));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'head.weight'"));
+  EXPECT_THAT(status.message(), HasSubstr("its buffer holds"));
+}
+
+TEST(BadModel, TensorLayoutFromTheFuture) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  schema::Tensor* weight = FindTensor(bytes, "layers.0.linear2.weight");
+  ASSERT_NE(weight, nullptr);
+  ASSERT_TRUE(weight->mutate_layout(static_cast<schema::TensorLayout>(7)));
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("tensor 'layers.0.linear2.weight' has an unknown "
+                        "layout 7"));
+}
+
 TEST(BadModel, MissingTensor) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   RenameTensor(bytes, "layers.1.norm2.bias", "layers.1.norm2.bia_");

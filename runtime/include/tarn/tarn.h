@@ -159,7 +159,7 @@ typedef enum tarn_input_kind {
  * tarn_model_free(). */
 tarn_status tarn_model_load(const char* path, tarn_model** model);
 /* The same from bytes in memory: 64-byte aligned, alive and unchanged until
- * the model is freed. */
+ * the model is freed (its weights are read there, in place). */
 tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
                                         tarn_model** model);
 /* Frees a model (NULL is fine). Free its sessions and batches first. */
