@@ -78,7 +78,7 @@ namespace tarn {
 
 inline constexpr uint32_t kMaxCtcBeamWidth = 256;
 // The boost per label of a hotword that names none, in nats.
-inline constexpr float kDefaultHotwordBoost = 2.0f;
+inline constexpr float kDefaultHotwordBoost = 1.0f;
 
 struct CtcHotword {
   // Words separated by spaces (runs of white space count as one), spelled
