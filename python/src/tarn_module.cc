@@ -12,6 +12,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -419,7 +420,9 @@ class PyRecognizer {
   PyRecognizer(const PyModel& model, uint32_t beam_width,
                std::vector<std::string> words, uint32_t endpoint_silence_ms,
                uint32_t max_utterance_ms, uint32_t reset_after_silence_ms,
-               int num_threads, float beam_prune)
+               int num_threads, float beam_prune,
+               std::vector<std::pair<std::string, float>> hotwords,
+               float hotword_boost)
       : model_(model.Get()) {
     tarn::RecognizerOptions options;
     options.beam_width = beam_width;
@@ -429,6 +432,10 @@ class PyRecognizer {
     options.reset_after_silence_ms = reset_after_silence_ms;
     options.num_threads = num_threads;
     options.beam_prune = beam_prune;
+    for (auto& [phrase, boost] : hotwords) {
+      options.hotwords.push_back({std::move(phrase), boost});
+    }
+    options.hotword_boost = hotword_boost;
     tarn::Status status;
     {
       nb::gil_scoped_release release;
@@ -583,12 +590,14 @@ NB_MODULE(_tarn, m) {
            "out"_a)
       .def_prop_ro("max_streams", &PyBatch::max_streams);
 
+  m.attr("DEFAULT_HOTWORD_BOOST") = tarn::kDefaultHotwordBoost;
   nb::class_<PyRecognizer>(m, "Recognizer")
       .def(nb::init<const PyModel&, uint32_t, std::vector<std::string>,
-                    uint32_t, uint32_t, uint32_t, int, float>(),
+                    uint32_t, uint32_t, uint32_t, int, float,
+                    std::vector<std::pair<std::string, float>>, float>(),
            "model"_a, "beam_width"_a, "words"_a, "endpoint_silence_ms"_a,
            "max_utterance_ms"_a, "reset_after_silence_ms"_a, "num_threads"_a,
-           "beam_prune"_a)
+           "beam_prune"_a, "hotwords"_a, "hotword_boost"_a)
       .def("accept_float", &PyRecognizer::AcceptFloat, "samples"_a)
       .def("accept_int16", &PyRecognizer::AcceptInt16, "samples"_a)
       .def("pop_result", &PyRecognizer::PopResult)

@@ -372,6 +372,21 @@ class Result:
 
 #: Beam width with a word list when none is given (as `tarn transcribe`).
 DEFAULT_WORD_LIST_BEAM = 8
+DEFAULT_HOTWORD_BOOST = _tarn.DEFAULT_HOTWORD_BOOST  # nats per label
+
+
+def _hotword_list(hotwords) -> List[Tuple[str, float]]:
+    """[(phrase, boost)] from a list of phrases or pairs, or a dict."""
+    if hotwords is None:
+        return []
+    if isinstance(hotwords, str):
+        raise InvalidArgumentError("hotwords: give a list of phrases (or a dict phrase -> boost), not one string")
+    items = hotwords.items() if isinstance(hotwords, dict) else hotwords
+    out = []
+    for item in items:
+        phrase, boost = (item, None) if isinstance(item, str) else item
+        out.append((str(phrase), 0.0 if boost is None else float(boost)))
+    return out
 
 
 class Recognizer:
@@ -385,8 +400,12 @@ class Recognizer:
         print(recognizer.final_result().text)
 
     words: a list of words the beam search is constrained to (beam defaults
-    to 8 with words, greedy without). An utterance ends (an endpoint) after
-    endpoint_ms of non-speech following speech, or at max_utterance_ms.
+    to 8 with words, greedy without). hotwords: phrases the beam search
+    favours without forbidding other words (beam defaults to 8 with them):
+    a list of phrases, of (phrase, boost) pairs, or a dict phrase -> boost;
+    boosts in nats per label, 0 or None for hotword_boost. An utterance ends
+    (an endpoint) after endpoint_ms of non-speech following speech, or at
+    max_utterance_ms.
     """
 
     def __init__(
@@ -399,14 +418,18 @@ class Recognizer:
         reset_after_silence_ms: int = 2000,
         threads: int = 1,
         beam_prune: float = 20.0,
+        hotwords: Optional[Union[Sequence[Union[str, Tuple[str, float]]], Dict[str, float]]] = None,
+        hotword_boost: float = DEFAULT_HOTWORD_BOOST,
     ):
         words = [str(w) for w in words] if words is not None else []
-        if words and beam in (0, 1):
+        phrases = _hotword_list(hotwords)
+        if (words or phrases) and beam in (0, 1):
+            what = "words" if words else "hotwords"
             raise InvalidArgumentError(
-                f"words need the beam search: give beam 2 or more (or leave it out for {DEFAULT_WORD_LIST_BEAM})"
+                f"{what} need the beam search: give beam 2 or more (or leave it out for {DEFAULT_WORD_LIST_BEAM})"
             )
         if beam is None:
-            beam = DEFAULT_WORD_LIST_BEAM if words else 0
+            beam = DEFAULT_WORD_LIST_BEAM if words or phrases else 0
         self._model = model
         self._native = _call(
             _tarn.Recognizer,
@@ -418,6 +441,8 @@ class Recognizer:
             reset_after_silence_ms,
             threads,
             beam_prune,
+            phrases,
+            float(hotword_boost),
         )
 
     @property
@@ -524,6 +549,8 @@ def transcribe(
     audio: Union[PathLike, np.ndarray],
     *,
     words: Optional[Sequence[str]] = None,
+    hotwords: Optional[Union[Sequence[Union[str, Tuple[str, float]]], Dict[str, float]]] = None,
+    hotword_boost: float = DEFAULT_HOTWORD_BOOST,
     beam: Optional[int] = None,
     chunk_ms: int = 100,
     endpoint_ms: int = 500,
@@ -532,13 +559,21 @@ def transcribe(
 ) -> Result:
     """Transcribes a WAV file (a path) or samples (int16 or float32 numpy at
     the model's rate) as `tarn transcribe` does, with its defaults: fed in
-    chunks of chunk_ms, greedy decoding (beam 8 with words), endpoints
+    chunks of chunk_ms, greedy decoding (beam 8 with words or hotwords,
+    as Recognizer takes them), endpoints
     after 500 ms. The result's text is the utterances joined by spaces, its
     words every word with times, its duration the seconds of audio."""
     if not 10 <= chunk_ms <= 100:
         raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
     recognizer = Recognizer(
-        model, words=words, beam=beam, endpoint_ms=endpoint_ms, max_utterance_ms=max_utterance_ms, threads=threads
+        model,
+        words=words,
+        hotwords=hotwords,
+        hotword_boost=hotword_boost,
+        beam=beam,
+        endpoint_ms=endpoint_ms,
+        max_utterance_ms=max_utterance_ms,
+        threads=threads,
     )
     rate = recognizer.sample_rate
     if isinstance(audio, (str, os.PathLike)):

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -38,6 +39,8 @@ struct TranscribeOptions {
   int chunk_ms = 100;
   int beam = -1;  // -1: greedy, or 8 with a word list
   std::string words_path;
+  std::string hotwords_path;
+  float hotword_boost = kDefaultHotwordBoost;
   bool json = false;
   bool stats = false;
   bool quiet = false;
@@ -235,6 +238,55 @@ std::vector<std::string> ReadWords(const std::string& path,
   return words;
 }
 
+// A hotword file: one phrase per line, optionally ending in ` :BOOST` (a
+// positive number of nats per label); blank lines are skipped. *lines gets
+// each phrase's line number.
+std::vector<CtcHotword> ReadHotwords(const std::string& path,
+                                     std::vector<size_t>* lines,
+                                     std::string* error) {
+  std::ifstream in(path);
+  std::vector<CtcHotword> hotwords;
+  if (!in) {
+    *error = "cannot read the hotword file " + path;
+    return hotwords;
+  }
+  std::string line;
+  for (size_t number = 1; std::getline(in, line); ++number) {
+    const char* space = " \t\r";
+    size_t end = line.find_last_not_of(space);
+    if (end == std::string::npos) continue;
+    CtcHotword hotword;
+    const size_t token = line.find_last_of(space, end);
+    const size_t token_begin = token == std::string::npos ? 0 : token + 1;
+    if (line[token_begin] == ':') {
+      const std::string value = line.substr(token_begin + 1, end - token_begin);
+      char* parsed_end = nullptr;
+      const float boost = std::strtof(value.c_str(), &parsed_end);
+      if (value.empty() || *parsed_end != '\0' || !std::isfinite(boost) ||
+          !(boost > 0)) {
+        *error = path + ":" + std::to_string(number) +
+                 ": the boost \":" + value + "\" is not a positive number";
+        return hotwords;
+      }
+      hotword.boost = boost;
+      end = token_begin == 0 ? std::string::npos
+                             : line.find_last_not_of(space, token_begin - 1);
+      if (end == std::string::npos) {
+        *error =
+            path + ":" + std::to_string(number) + ": a boost without a phrase";
+        return hotwords;
+      }
+    }
+    const size_t begin = line.find_first_not_of(space);
+    hotword.phrase = line.substr(begin, end - begin + 1);
+    hotwords.push_back(std::move(hotword));
+    lines->push_back(number);
+  }
+  if (hotwords.empty())
+    *error = "the hotword file " + path + " holds no phrases";
+  return hotwords;
+}
+
 // CPU seconds of this process (all its threads): unlike wall time, not
 // inflated when other processes share the cores.
 double CpuSeconds() {
@@ -288,6 +340,20 @@ CLI::App* AddTranscribe(CLI::App* app) {
                    "a word list, one word per line: the beam search only "
                    "forms these words")
       ->check(CLI::ExistingFile);
+  command
+      ->add_option("--hotwords", o.hotwords_path,
+                   "phrases the beam search favours without forbidding other "
+                   "words: one per line, e.g. `turn on the light`, "
+                   "optionally ending in ` :BOOST` (nats per label, e.g. "
+                   "`call home :3`); needs the beam search (default 8 with "
+                   "this); works with --words too")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--hotword-boost", o.hotword_boost,
+                   "the boost of the phrases of --hotwords that give none, "
+                   "in nats per label")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_flag("--json", o.json,
                     "print a JSON object (text, words with start/end "
                     "seconds) instead of the plain transcript");
@@ -321,15 +387,22 @@ int RunTranscribe() {
   if (!status.ok()) return Fail(status.message());
 
   RecognizerOptions options;
-  if (!o.words_path.empty()) {
+  std::vector<size_t> hotword_lines;
+  if (!o.hotwords_path.empty()) {
     std::string error;
-    options.words = ReadWords(o.words_path, &error);
+    options.hotwords = ReadHotwords(o.hotwords_path, &hotword_lines, &error);
+    if (!error.empty()) return Fail(error);
+    options.hotword_boost = o.hotword_boost;
+  }
+  if (!o.words_path.empty() || !o.hotwords_path.empty()) {
+    std::string error;
+    if (!o.words_path.empty()) options.words = ReadWords(o.words_path, &error);
     if (!error.empty()) return Fail(error);
     if (o.beam == 0 || o.beam == 1) {
-      return Fail(
-          "--words needs the beam search: give --beam 2 or more (or "
-          "leave --beam out for " +
-          std::to_string(kDefaultWordListBeam) + ")");
+      return Fail(std::string(o.words_path.empty() ? "--hotwords" : "--words") +
+                  " needs the beam search: give --beam 2 or more (or "
+                  "leave --beam out for " +
+                  std::to_string(kDefaultWordListBeam) + ")");
     }
     options.beam_width =
         o.beam < 0 ? kDefaultWordListBeam : static_cast<uint32_t>(o.beam);
@@ -341,6 +414,31 @@ int RunTranscribe() {
   options.num_threads = o.threads;
   std::unique_ptr<Recognizer> recognizer;
   status = Recognizer::Create(*model, options, &recognizer);
+  if (!status.ok() && !options.hotwords.empty()) {
+    // Name the line of the phrase the decoder refused, if it was one.
+    CtcDecoderOptions one;
+    one.beam_width = 2;
+    one.max_labels = 1;
+    one.hotword_boost = options.hotword_boost;
+    std::unique_ptr<CtcDecoder> decoder;
+    for (size_t i = 0; i < options.hotwords.size(); ++i) {
+      one.hotwords.assign(1, options.hotwords[i]);
+      const Status phrase =
+          CtcDecoder::Create(model->config().labels, one, &decoder);
+      if (!phrase.ok() && CtcDecoder::Create(model->config().labels,
+                                             CtcDecoderOptions(), &decoder)
+                              .ok()) {
+        // The decoder names the phrase by its index in this one-phrase list.
+        std::string message = phrase.message();
+        const std::string index = "hotword 0 ";
+        if (message.compare(0, index.size(), index) == 0) {
+          message = "hotword " + message.substr(index.size());
+        }
+        return Fail(o.hotwords_path + ":" + std::to_string(hotword_lines[i]) +
+                    ": " + message);
+      }
+    }
+  }
   if (!status.ok()) return Fail(status.message());
 
   const uint32_t rate = recognizer->sample_rate();

@@ -32,7 +32,7 @@ tarn::Status Invalid(const std::string& message) {
 constexpr size_t kOptionsFirst =
     TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
 constexpr size_t kOptionsKnown =
-    TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
+    TARN_OPTIONS_END(tarn_recognizer_options, hotword_boost);
 
 const tarn::Model* Cpp(const tarn_model* model) {
   return reinterpret_cast<const tarn::Model*>(model);
@@ -70,6 +70,10 @@ tarn_recognizer_options tarn_recognizer_options_default(void) {
   options.reset_after_silence_ms = cpp.reset_after_silence_ms;
   options.num_threads = cpp.num_threads;
   options.beam_prune = cpp.beam_prune;
+  options.hotwords = nullptr;
+  options.hotword_boosts = nullptr;
+  options.hotword_count = 0;
+  options.hotword_boost = cpp.hotword_boost;
   return options;
 }
 
@@ -102,6 +106,19 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
     cpp.reset_after_silence_ms = given.reset_after_silence_ms;
     cpp.num_threads = given.num_threads;
     cpp.beam_prune = given.beam_prune;
+    if (given.hotword_count > 0 && given.hotwords == nullptr) {
+      return Invalid("options.hotwords is null but options.hotword_count is " +
+                     std::to_string(given.hotword_count));
+    }
+    for (size_t i = 0; i < given.hotword_count; ++i) {
+      if (given.hotwords[i] == nullptr) {
+        return Invalid("options.hotwords[" + std::to_string(i) + "] is null");
+      }
+      cpp.hotwords.push_back({given.hotwords[i], given.hotword_boosts != nullptr
+                                                     ? given.hotword_boosts[i]
+                                                     : 0.0f});
+    }
+    cpp.hotword_boost = given.hotword_boost;
     auto handle = std::make_unique<tarn_recognizer>();
     status = tarn::Recognizer::Create(*Cpp(model), cpp, &handle->recognizer);
     if (!status.ok()) return status;

@@ -64,22 +64,74 @@ Status MakeLabelSet(const std::vector<std::string>& labels, LabelSet* set) {
   return Status::Ok();
 }
 
+namespace {
+
+// Spells words with a label set's text labels, longest label first.
+class Speller {
+ public:
+  explicit Speller(const LabelSet& set) : lower_(!HasCapitals(set.labels)) {
+    for (size_t i = 0; i < set.labels.size(); ++i) {
+      const int id = static_cast<int>(i);
+      if (id == set.blank || id == set.separator || set.labels[i].empty()) {
+        continue;
+      }
+      spelling_.emplace(set.labels[i], id);
+      longest_ = std::max(longest_, set.labels[i].size());
+    }
+  }
+
+  // Lowers ASCII capitals when the labels have none.
+  void Normalise(std::string* word) const {
+    if (!lower_) return;
+    for (char& ch : *word) {
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    }
+  }
+
+  // Appends the labels of `word` to *out. Fails, returning the character
+  // (the whole UTF-8 sequence) that no label spells and its byte in *at.
+  std::string Spell(const std::string& word, std::vector<int32_t>* out,
+                    size_t* at) const {
+    size_t pos = 0;
+    while (pos < word.size()) {
+      int32_t label = -1;
+      size_t length = std::min(longest_, word.size() - pos);
+      for (; length > 0; --length) {
+        auto it = spelling_.find(word.substr(pos, length));
+        if (it != spelling_.end()) {
+          label = it->second;
+          break;
+        }
+      }
+      if (label < 0) {
+        const unsigned char lead = static_cast<unsigned char>(word[pos]);
+        const size_t bytes = lead >= 0xf0   ? 4
+                             : lead >= 0xe0 ? 3
+                             : lead >= 0xc0 ? 2
+                                            : 1;
+        *at = pos;
+        return word.substr(pos, bytes);
+      }
+      out->push_back(label);
+      pos += length;
+    }
+    return "";
+  }
+
+ private:
+  std::map<std::string, int32_t> spelling_;
+  size_t longest_ = 0;
+  bool lower_ = false;
+};
+
+}  // namespace
+
 Status WordTrie::Build(const LabelSet& set,
                        const std::vector<std::string>& words) {
-  // Text labels by spelling, for a greedy longest match.
-  std::map<std::string, int32_t> spelling;
-  size_t longest = 0;
-  for (size_t i = 0; i < set.labels.size(); ++i) {
-    const int id = static_cast<int>(i);
-    if (id == set.blank || id == set.separator || set.labels[i].empty()) {
-      continue;
-    }
-    spelling.emplace(set.labels[i], id);
-    longest = std::max(longest, set.labels[i].size());
-  }
-  const bool lower = !HasCapitals(set.labels);
+  const Speller speller(set);
   std::vector<std::map<int32_t, int32_t>> children(1);
   std::vector<uint8_t> is_word(1, 0);
+  std::vector<int32_t> spelled;
   word_count_ = 0;
   for (const std::string& raw : words) {
     std::string word = Trim(raw);
@@ -88,36 +140,18 @@ Status WordTrie::Build(const LabelSet& set,
       return Invalid("word list: \"" + word +
                      "\" holds a space; give one word per entry");
     }
-    if (lower) {
-      for (char& ch : word) {
-        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-      }
+    speller.Normalise(&word);
+    spelled.clear();
+    size_t at = 0;
+    const std::string missing = speller.Spell(word, &spelled, &at);
+    if (!missing.empty()) {
+      return Invalid("word list: \"" + word +
+                     "\" cannot be spelled with "
+                     "the model's labels (no label for \"" +
+                     missing + "\" at byte " + std::to_string(at) + ")");
     }
     int32_t node = 0;
-    size_t pos = 0;
-    while (pos < word.size()) {
-      int32_t label = -1;
-      size_t length = std::min(longest, word.size() - pos);
-      for (; length > 0; --length) {
-        auto it = spelling.find(word.substr(pos, length));
-        if (it != spelling.end()) {
-          label = it->second;
-          break;
-        }
-      }
-      if (label < 0) {
-        // Name the whole UTF-8 character, not its first byte.
-        const unsigned char lead = static_cast<unsigned char>(word[pos]);
-        const size_t bytes = lead >= 0xf0   ? 4
-                             : lead >= 0xe0 ? 3
-                             : lead >= 0xc0 ? 2
-                                            : 1;
-        return Invalid("word list: \"" + word +
-                       "\" cannot be spelled with "
-                       "the model's labels (no label for \"" +
-                       word.substr(pos, bytes) + "\" at byte " +
-                       std::to_string(pos) + ")");
-      }
+    for (const int32_t label : spelled) {
       auto [it, added] =
           children[node].emplace(label, static_cast<int32_t>(children.size()));
       if (added) {
@@ -125,7 +159,6 @@ Status WordTrie::Build(const LabelSet& set,
         is_word.push_back(0);
       }
       node = it->second;
-      pos += length;
     }
     if (!is_word[node]) ++word_count_;
     is_word[node] = 1;
@@ -142,6 +175,98 @@ Status WordTrie::Build(const LabelSet& set,
     edge_begin_[n + 1] = static_cast<uint32_t>(edge_label_.size());
   }
   is_word_ = std::move(is_word);
+  return Status::Ok();
+}
+
+Status ContextGraph::Build(const LabelSet& set,
+                           const std::vector<CtcHotword>& hotwords,
+                           float default_boost) {
+  if (!std::isfinite(default_boost) || !(default_boost > 0)) {
+    return Invalid("the hotword boost " + std::to_string(default_boost) +
+                   " is not a positive number");
+  }
+  const Speller speller(set);
+  const int32_t separator = set.separator;
+  // The prefix tree: state 0 is the root, before any separator.
+  std::vector<std::map<int32_t, int32_t>> children(1);
+  std::vector<double> edge_boost(1, 0.0);  // [states] of the label into it
+  std::vector<uint8_t> complete(1, 0);     // [states]
+  std::vector<int32_t> spelled;
+  for (size_t i = 0; i < hotwords.size(); ++i) {
+    const CtcHotword& hotword = hotwords[i];
+    const std::string name =
+        "hotword " + std::to_string(i) + " (\"" + hotword.phrase + "\")";
+    if (!std::isfinite(hotword.boost) || hotword.boost < 0) {
+      return Invalid(name + ": its boost " + std::to_string(hotword.boost) +
+                     " is not a positive number");
+    }
+    const double boost = hotword.boost > 0 ? hotword.boost : default_boost;
+    spelled.assign(1, separator);
+    size_t start = 0;
+    const char* space = " \t\r\n\f\v";
+    for (;;) {
+      start = hotword.phrase.find_first_not_of(space, start);
+      if (start == std::string::npos) break;
+      size_t end = hotword.phrase.find_first_of(space, start);
+      if (end == std::string::npos) end = hotword.phrase.size();
+      std::string word = hotword.phrase.substr(start, end - start);
+      speller.Normalise(&word);
+      size_t at = 0;
+      const std::string missing = speller.Spell(word, &spelled, &at);
+      if (!missing.empty()) {
+        return Invalid(name +
+                       " cannot be spelled with the model's labels (no label "
+                       "for \"" +
+                       missing + "\" in \"" + word + "\")");
+      }
+      spelled.push_back(separator);
+      start = end;
+    }
+    if (spelled.size() == 1) return Invalid(name + " is empty");
+    int32_t state = 0;
+    for (size_t k = 0; k < spelled.size(); ++k) {
+      auto [it, added] = children[state].emplace(
+          spelled[k], static_cast<int32_t>(children.size()));
+      if (added) {
+        children.emplace_back();
+        edge_boost.push_back(0.0);
+        complete.push_back(0);
+      }
+      state = it->second;
+      // The leading separator earns nothing: it is no part of the phrase.
+      if (k > 0) edge_boost[state] = std::max(edge_boost[state], boost);
+    }
+    complete[state] = 1;
+  }
+  // Breadth first, so that a state's failure state (shallower) is done:
+  // the failure state of a child of s along c is Next(fail(s), c).
+  const size_t states = children.size();
+  vocab_ = set.labels.size();
+  next_.assign(states * vocab_, 0);
+  reached_.assign(states, 0.0);
+  at_risk_.assign(states, 0.0);
+  std::vector<int32_t> fail(states, 0);
+  std::vector<int32_t> queue(1, 0);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const int32_t s = queue[q];
+    for (size_t c = 0; c < vocab_; ++c) {
+      const auto it = children[s].find(static_cast<int32_t>(c));
+      int32_t& to = next_[static_cast<size_t>(s) * vocab_ + c];
+      if (it == children[s].end()) {
+        to = s == 0 ? 0 : next_[static_cast<size_t>(fail[s]) * vocab_ + c];
+        continue;
+      }
+      const int32_t child = it->second;
+      to = child;
+      fail[child] =
+          s == 0 ? 0 : next_[static_cast<size_t>(fail[s]) * vocab_ + c];
+      reached_[child] = at_risk_[s] + edge_boost[child];
+      at_risk_[child] = complete[child] ? 0.0 : reached_[child];
+      queue.push_back(child);
+    }
+  }
+  separator_ = separator;
+  start_ = Next(0, separator);
   return Status::Ok();
 }
 
@@ -304,6 +429,11 @@ Status CtcDecoder::Create(const std::vector<std::string>& labels,
                     "a word list needs the beam search (beam width >= 2); "
                     "greedy decoding cannot be constrained");
     }
+    if (!options.hotwords.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "hotwords need the beam search (beam width >= 2); "
+                    "greedy decoding cannot favour phrases");
+    }
     *decoder = ctc::MakeGreedyDecoder(std::move(set), options);
     return Status::Ok();
   }
@@ -318,7 +448,19 @@ Status CtcDecoder::Create(const std::vector<std::string>& labels,
     status = trie->Build(set, options.words);
     if (!status.ok()) return status;
   }
-  *decoder = ctc::MakeBeamDecoder(std::move(set), std::move(trie), options);
+  std::unique_ptr<ctc::ContextGraph> context;
+  if (!options.hotwords.empty()) {
+    if (set.separator < 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "hotwords need a word separator label (\" \"); the "
+                    "model's labels have none");
+    }
+    context = std::make_unique<ctc::ContextGraph>();
+    status = context->Build(set, options.hotwords, options.hotword_boost);
+    if (!status.ok()) return status;
+  }
+  *decoder = ctc::MakeBeamDecoder(std::move(set), std::move(trie),
+                                  std::move(context), options);
   return Status::Ok();
 }
 

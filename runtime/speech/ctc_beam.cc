@@ -23,6 +23,13 @@
 // in, the most probable alignments emit it now: the entry moves to a copy of
 // its node stamped with this step, whose parent is the parent prefix's
 // current node (the old node stays, with its time, for its children).
+//
+// Hotwords: a node also holds its prefix's state in the hotwords' automaton
+// and the bonus its labels earned (both functions of the label sequence, so
+// merged prefixes agree). Candidates are ranked by lse(pb, pnb) + bonus;
+// pb and pnb themselves never include it. Without hotwords the bonus is 0
+// and the ranking is lse(pb, pnb) exactly. The final result is chosen as if
+// the utterance ended with a separator (see BestEntry).
 
 #include <algorithm>
 #include <cmath>
@@ -51,9 +58,11 @@ uint64_t ExtendHash(uint64_t hash, int32_t label) {
 class BeamDecoder final : public CtcDecoder {
  public:
   BeamDecoder(LabelSet set, std::unique_ptr<WordTrie> trie,
+              std::unique_ptr<ContextGraph> context,
               const CtcDecoderOptions& options)
       : set_(std::move(set)),
         trie_(std::move(trie)),
+        context_(std::move(context)),
         width_(options.beam_width),
         max_labels_(options.max_labels),
         prune_(options.beam_prune),
@@ -75,7 +84,8 @@ class BeamDecoder final : public CtcDecoder {
   void Result(bool final, CtcHypothesis* hypothesis) const override;
 
   void Reset() override {
-    nodes_[0] = Node{-1, -1, 0, 0, 0, kRootHash};
+    nodes_[0] =
+        Node{-1, -1, 0, 0, 0, kRootHash, context_ ? context_->start() : 0, 0.0};
     node_count_ = 1;
     beam_[0] = Entry{0, 0.0, kNegInf};
     beam_size_ = 1;
@@ -94,20 +104,24 @@ class BeamDecoder final : public CtcDecoder {
     uint32_t length;  // labels in the prefix
     uint64_t step;    // the step its label was emitted at (see Times)
     uint64_t hash;    // of the label sequence: a prefix's identity
+    int32_t context;  // hotwords' automaton state; 0 without hotwords
+    double bonus;     // hotwords' bonus earned by the labels
   };
   struct Entry {
     int32_t node;
     double pb, pnb;
   };
   struct Candidate {
-    int32_t entry;  // the beam entry it comes from
-    int32_t label;  // -1: that entry's prefix itself; else the extension
-    int32_t trie;   // extensions: the new prefix's trie node
+    int32_t entry;    // the beam entry it comes from
+    int32_t label;    // -1: that entry's prefix itself; else the extension
+    int32_t trie;     // extensions: the new prefix's trie node
+    int32_t context;  // the prefix's hotwords state
+    double bonus;     // and its bonus
     double pb, pnb;
     double carried;      // beam prefixes: lse(pb, pnb) before merges
     double fresh;        // beam prefixes: merged emissions at this step
     int32_t fresh_from;  // the entry those emissions extend
-    double total;
+    double total;        // lse(pb, pnb) + bonus: the rank
   };
 
   // May prefix `node` be extended by `label`? Sets *trie to the new
@@ -119,7 +133,8 @@ class BeamDecoder final : public CtcDecoder {
   int BestEntry(bool final) const;
 
   const LabelSet set_;
-  const std::unique_ptr<WordTrie> trie_;  // null: unconstrained
+  const std::unique_ptr<WordTrie> trie_;         // null: unconstrained
+  const std::unique_ptr<ContextGraph> context_;  // null: no hotwords
   const uint32_t width_;
   const uint32_t max_labels_;
   const double prune_;
@@ -188,6 +203,8 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
     c.entry = static_cast<int32_t>(j);
     c.label = -1;
     c.trie = node.trie;
+    c.context = node.context;
+    c.bonus = node.bonus;
     c.pb = LogAdd(e.pb, e.pnb) + y[blank];
     c.pnb = node.parent >= 0 ? e.pnb + y[node.label] : kNegInf;
     c.carried = LogAdd(c.pb, c.pnb);
@@ -230,6 +247,12 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
       n.entry = static_cast<int32_t>(i);
       n.label = c;
       n.trie = trie;
+      n.context = node.context;
+      n.bonus = node.bonus;
+      if (context_) {
+        n.context = context_->Next(node.context, c);
+        n.bonus += context_->Gain(node.context, n.context);
+      }
       n.pb = kNegInf;
       n.pnb = p;
       n.carried = n.fresh = kNegInf;
@@ -240,7 +263,7 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
   size_t live = 0;
   for (size_t k = 0; k < count; ++k) {
     Candidate& c = candidates_[k];
-    c.total = LogAdd(c.pb, c.pnb);
+    c.total = LogAdd(c.pb, c.pnb) + c.bonus;
     if (c.total > kNegInf) order_[live++] = static_cast<int32_t>(k);
   }
   const size_t keep = std::min<size_t>(live, width_);
@@ -268,9 +291,10 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
     int32_t node_index = beam_[c.entry].node;
     if (c.label >= 0) {
       const Node& parent = nodes_[node_index];
-      nodes_[node_count_] = Node{
-          node_index,        c.label,      c.trie,
-          parent.length + 1, steps_taken_, ExtendHash(parent.hash, c.label)};
+      nodes_[node_count_] = Node{node_index,   c.label,
+                                 c.trie,       parent.length + 1,
+                                 steps_taken_, ExtendHash(parent.hash, c.label),
+                                 c.context,    c.bonus};
       node_index = static_cast<int32_t>(node_count_++);
     } else if (c.fresh > c.carried) {
       Node retimed = nodes_[node_index];
@@ -323,7 +347,27 @@ void BeamDecoder::Compact(size_t selected) {
 }
 
 int BeamDecoder::BestEntry(bool final) const {
-  if (!final || !trie_) return 0;
+  if (!final) return 0;
+  if (context_) {
+    // The utterance ends as if with a separator: a phrase that lacks only
+    // its closing separator completes, and unfinished matches give their
+    // bonus back.
+    int best = -1;
+    double best_rank = kNegInf;
+    for (size_t i = 0; i < beam_size_; ++i) {
+      const Entry& e = beam_[i];
+      const Node& node = nodes_[e.node];
+      if (trie_ && node.trie != 0 && !trie_->IsWord(node.trie)) continue;
+      const double rank =
+          LogAdd(e.pb, e.pnb) + node.bonus + context_->EndGain(node.context);
+      if (best < 0 || rank > best_rank) {
+        best = static_cast<int>(i);
+        best_rank = rank;
+      }
+    }
+    return best;
+  }
+  if (!trie_) return 0;
   for (size_t i = 0; i < beam_size_; ++i) {
     const Node& node = nodes_[beam_[i].node];
     if (node.trie == 0 || trie_->IsWord(node.trie)) return static_cast<int>(i);
@@ -353,11 +397,11 @@ void BeamDecoder::Result(bool final, CtcHypothesis* hypothesis) const {
 
 }  // namespace
 
-std::unique_ptr<CtcDecoder> MakeBeamDecoder(LabelSet set,
-                                            std::unique_ptr<WordTrie> trie,
-                                            const CtcDecoderOptions& options) {
+std::unique_ptr<CtcDecoder> MakeBeamDecoder(
+    LabelSet set, std::unique_ptr<WordTrie> trie,
+    std::unique_ptr<ContextGraph> context, const CtcDecoderOptions& options) {
   return std::make_unique<BeamDecoder>(std::move(set), std::move(trie),
-                                       options);
+                                       std::move(context), options);
 }
 
 }  // namespace tarn::ctc

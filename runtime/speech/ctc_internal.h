@@ -1,5 +1,5 @@
-// What the CTC decoders share: the label set, the word trie, log-softmax,
-// and turning a label sequence into words.
+// What the CTC decoders share: the label set, the word trie, the hotwords'
+// automaton, log-softmax, and turning a label sequence into words.
 
 #ifndef TARN_RUNTIME_DECODE_CTC_INTERNAL_H_
 #define TARN_RUNTIME_DECODE_CTC_INTERNAL_H_
@@ -42,6 +42,49 @@ class WordTrie {
   size_t word_count_ = 0;
 };
 
+// The hotwords' Aho-Corasick automaton (tarn/ctc.hpp, Hotwords), as a dense
+// transition table. A hypothesis's bonus is the sum of the gains of the
+// transitions its labels took; Gain() of a transition is the new state's
+// bonus since the last completed phrase on its path, minus the old state's
+// bonus at risk, so a failed partial match gives its bonus back exactly and
+// a completed phrase (whose state has nothing at risk) keeps it.
+class ContextGraph {
+ public:
+  // Fails naming the first phrase (and its index) that is empty or that the
+  // labels cannot spell, or a boost that is negative or not finite.
+  Status Build(const LabelSet& set, const std::vector<CtcHotword>& hotwords,
+               float default_boost);
+  // The state of the empty prefix: just after a (virtual) separator.
+  int32_t start() const { return start_; }
+  // The state after `label` (not the blank) from `state`.
+  int32_t Next(int32_t state, int32_t label) const {
+    return next_[static_cast<size_t>(state) * vocab_ + label];
+  }
+  // The change of the bonus along state -> Next(state, label).
+  double Gain(int32_t state, int32_t next) const {
+    return reached_[next] - at_risk_[state];
+  }
+  // The change of the bonus when the utterance ends in `state`, as if with
+  // a separator: a phrase that lacks only that completes, anything still
+  // at risk after it is given back.
+  double EndGain(int32_t state) const {
+    const int32_t closed = Next(state, separator_);
+    return Gain(state, closed) - at_risk_[closed];
+  }
+  size_t size() const { return at_risk_.size(); }
+
+ private:
+  size_t vocab_ = 0;
+  int32_t start_ = 0;
+  int32_t separator_ = 0;
+  std::vector<int32_t> next_;  // [states * vocab]
+  // [states]: the boosts earned on the way to the state since the last
+  // completed phrase on its path, its own label's included.
+  std::vector<double> reached_;
+  // [states]: reached_, or 0 where a phrase is complete.
+  std::vector<double> at_risk_;
+};
+
 // out[i] = x[i] - logsumexp(x), in double; returns max_i out[i].
 double LogSoftmax(const float* x, size_t n, double* out);
 
@@ -56,9 +99,10 @@ void Assemble(const LabelSet& set, const int32_t* labels, const uint64_t* steps,
 
 std::unique_ptr<CtcDecoder> MakeGreedyDecoder(LabelSet set,
                                               const CtcDecoderOptions& options);
-std::unique_ptr<CtcDecoder> MakeBeamDecoder(LabelSet set,
-                                            std::unique_ptr<WordTrie> trie,
-                                            const CtcDecoderOptions& options);
+// `context` null: no hotwords.
+std::unique_ptr<CtcDecoder> MakeBeamDecoder(
+    LabelSet set, std::unique_ptr<WordTrie> trie,
+    std::unique_ptr<ContextGraph> context, const CtcDecoderOptions& options);
 
 }  // namespace tarn::ctc
 

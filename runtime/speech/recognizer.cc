@@ -123,6 +123,8 @@ Status Recognizer::Impl::Init() {
   decoding.beam_width = options_.beam_width;
   decoding.words = options_.words;
   decoding.beam_prune = options_.beam_prune;
+  decoding.hotwords = options_.hotwords;
+  decoding.hotword_boost = options_.hotword_boost;
   // A prefix gains at most one label per step.
   decoding.max_labels = static_cast<uint32_t>(
       max_steps > 0 ? std::min<uint64_t>(max_steps, 1u << 24)

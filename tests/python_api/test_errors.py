@@ -165,3 +165,19 @@ def test_one_session_in_two_threads_is_an_error_not_a_crash(models):
     for t in threads:
         t.join()
     assert all("in use by another thread" in e for e in errors)
+
+
+def test_hotwords():
+    model = tarn.Model(SPEECH_MODEL)
+    sample = next(s for s in SAMPLES if s.name == "slt_012603.wav")
+    assert tarn.transcribe(model, sample, beam=8).text == "six lige musig don go"
+    for hotwords in (["light music"], [("light music", 1.0)], {"light music": None}):
+        assert tarn.transcribe(model, sample, hotwords=hotwords).text == "six light music don go"
+    with pytest.raises(tarn.Error, match="beam"):
+        tarn.Recognizer(model, hotwords=["light music"], beam=1)
+    with pytest.raises(tarn.Error, match="\u00ef"):
+        tarn.Recognizer(model, hotwords=["na\u00efve"])
+    with pytest.raises(tarn.Error, match="boost"):
+        tarn.Recognizer(model, hotwords={"light": -1.0})
+    with pytest.raises(tarn.Error, match="list of phrases"):
+        tarn.Recognizer(model, hotwords="light music")

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "allocation_counter.h"
+#include "ctc_internal.h"
 #include "tarn/ctc.hpp"
 
 namespace tarn {
@@ -391,6 +392,228 @@ TEST(CtcDecoder, RefusesWhatItCannotDo) {
   step[3] = NAN;
   EXPECT_FALSE(decoder->Step(step.data(), step.size()).ok());
   EXPECT_EQ(decoder->steps(), 0u);
+}
+
+// Hotwords. The bonus along a label sequence, as the automaton adds it up.
+double Bonus(const ctc::ContextGraph& graph,
+             const std::vector<std::string>& labels, const std::string& text,
+             std::vector<double>* trace = nullptr) {
+  int32_t state = graph.start();
+  double bonus = 0;
+  for (char ch : text) {
+    const int32_t next = graph.Next(state, IndexOf(labels, std::string(1, ch)));
+    bonus += graph.Gain(state, next);
+    state = next;
+    if (trace) trace->push_back(bonus);
+  }
+  return bonus;
+}
+
+ctc::ContextGraph Graph(const std::vector<std::string>& labels,
+                        const std::vector<CtcHotword>& hotwords,
+                        float boost = 1.0f) {
+  ctc::LabelSet set;
+  EXPECT_TRUE(ctc::MakeLabelSet(labels, &set).ok());
+  ctc::ContextGraph graph;
+  Status status = graph.Build(set, hotwords, boost);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return graph;
+}
+
+// Each label of a phrase earns its boost (the leading separator nothing);
+// a failed partial match gives back exactly what it earned; a completed
+// phrase keeps its bonus; a match starts only at a word's start.
+TEST(CtcHotwords, PartialMatchGivesItsBonusBack) {
+  const auto labels = Letters();
+  const auto graph = Graph(labels, {{"turn on", 2.0f}, {"the light", 0}});
+  // "turn o" earns 2 x 6 (t u r n ' ' o); the f that breaks it, all back.
+  std::vector<double> trace;
+  EXPECT_EQ(Bonus(graph, labels, "turn of", &trace), 0.0);
+  EXPECT_EQ(trace[5], 12.0);
+  // "turn on " is complete: 2 x 8; "the l" earns 2 + 1 x 4 more (its t is
+  // also the t of "turn on", whose boost is larger), then fails.
+  trace.clear();
+  EXPECT_EQ(Bonus(graph, labels, "turn on the lamp", &trace), 16.0);
+  EXPECT_EQ(trace[7], 16.0);
+  EXPECT_EQ(trace[12], 22.0);
+  // Not from the middle of a word.
+  EXPECT_EQ(Bonus(graph, labels, "return on"), 0.0);
+  EXPECT_EQ(Bonus(graph, labels, "return on "), 0.0);
+  // A failure keeps the longest suffix that starts a phrase: after
+  // " a a a" the match of "a a b" restarts at the second a.
+  const auto repeat = Graph(labels, {{"a a b", 0}});
+  trace.clear();
+  EXPECT_EQ(Bonus(repeat, labels, "a a a b ", &trace), 6.0);
+  EXPECT_EQ(trace[3], 4.0);  // "a a " of "a a b"
+  EXPECT_EQ(trace[4], 3.0);  // " a a" again: the first a given back
+}
+
+// "cot" narrowly beats "cat" (o 0.6, a 0.3); the hotword "cat" turns it
+// round, and the reported score is still P(cat) without any bonus. Words
+// the scores make sure of are not forbidden.
+TEST(CtcHotwords, BoostedPhraseWinsWhereItNarrowlyLost) {
+  const auto labels = Letters();
+  std::vector<std::vector<float>> steps = {
+      Step(labels, {{"c", 0.9}}),
+      Step(labels, {{"<blank>", 0.9}}),
+      Step(labels, {{"o", 0.6}, {"a", 0.3}}),
+      Step(labels, {{"<blank>", 0.9}}),
+      Step(labels, {{"t", 0.9}}),
+      Step(labels, {{"<blank>", 0.9}})};
+  auto plain = Make(labels, 8);
+  EXPECT_EQ(Decode(*plain, steps).text, "cot");
+  CtcDecoderOptions options;
+  options.beam_width = 8;
+  options.hotwords = {{"cat", 0}};
+  std::unique_ptr<CtcDecoder> boosted;
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &boosted).ok());
+  const CtcHypothesis h = Decode(*boosted, steps);
+  EXPECT_EQ(h.text, "cat");
+  // Up to what each beam let go of (the rest of the labels share 0.1).
+  auto only_cat = Make(labels, 8, {"cat"});
+  EXPECT_NEAR(h.log_score, Decode(*only_cat, steps).log_score, 1e-5);
+  // A boost too small to outweigh a factor of 2 over 4 labels.
+  options.hotwords = {{"cat", 0.1f}};
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &boosted).ok());
+  EXPECT_EQ(Decode(*boosted, steps).text, "cot");
+  // With a word list too.
+  options.hotwords = {{"cat", 0}};
+  options.words = {"cat", "cot", "dog"};
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &boosted).ok());
+  EXPECT_EQ(Decode(*boosted, steps).text, "cat");
+  options.words.clear();
+  // Clear speech of another word stays that word.
+  std::vector<std::vector<float>> dog;
+  for (const char* l : {"d", "o", "g"}) {
+    dog.push_back(Step(labels, {{l, 0.95}}));
+    dog.push_back(Step(labels, {{"<blank>", 0.95}}));
+  }
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &boosted).ok());
+  EXPECT_EQ(Decode(*boosted, dog).text, "dog");
+  // Partial results rank by the bonus so far; the final one gives back an
+  // unfinished match ("cat" of "catalog", too long to end in time).
+  options.hotwords = {{"catalog", 2.0f}};
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &boosted).ok());
+  EXPECT_EQ(Decode(*boosted, steps).text, "cot");
+}
+
+// Phrases' total bonus when the text ends (as if with a separator), by an
+// independent definition: scanning the words left to right, each place
+// where a phrase's words begin earns boost x (its labels + 1), and the scan
+// skips past it. Valid for phrases none of which can overlap another.
+double ReferenceBonus(const std::string& text,
+                      const std::vector<CtcHotword>& hotwords) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char ch : text + " ") {
+    if (ch == ' ') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word += ch;
+    }
+  }
+  double bonus = 0;
+  for (size_t i = 0; i < words.size();) {
+    size_t advance = 1;
+    for (const CtcHotword& h : hotwords) {
+      std::string joined;
+      size_t k = i;
+      for (; k < words.size() && joined.size() < h.phrase.size(); ++k) {
+        joined += (joined.empty() ? "" : " ") + words[k];
+      }
+      if (joined == h.phrase) {
+        bonus += h.boost * (h.phrase.size() + 1);
+        advance = k - i;
+        break;
+      }
+    }
+    i += advance;
+  }
+  return bonus;
+}
+
+// A beam wide enough to hold every prefix picks the labelling that
+// maximises log P + bonus (prefixes merge as they go), over every
+// labelling the beam can form (no leading or doubled separator).
+TEST(CtcHotwords, WideBeamMatchesBruteForce) {
+  const std::vector<CtcHotword> hotwords = {{"ab", 1.0f}, {"b a", 0.7f}};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 1.5f);
+  CtcDecoderOptions options;
+  options.beam_width = kMaxCtcBeamWidth;
+  options.hotwords = hotwords;
+  std::unique_ptr<CtcDecoder> beam;
+  ASSERT_TRUE(CtcDecoder::Create(kAb, options, &beam).ok());
+  int changed = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<std::vector<float>> steps(5, std::vector<float>(4));
+    for (auto& step : steps) {
+      for (float& s : step) s = normal(rng);
+    }
+    double best_rank = -INFINITY, best_p = 0;
+    std::vector<int> best, most_probable;
+    double most_p = -1;
+    for (const auto& [labelling, p] : BruteForce(steps, 0)) {
+      bool formable = labelling.empty() || labelling[0] != 1;
+      for (size_t i = 1; i < labelling.size(); ++i) {
+        formable &= !(labelling[i] == 1 && labelling[i - 1] == 1);
+      }
+      if (!formable) continue;
+      const double rank =
+          std::log(p) + ReferenceBonus(Text(kAb, labelling), hotwords);
+      if (rank > best_rank) {
+        best_rank = rank;
+        best = labelling;
+        best_p = p;
+      }
+      if (p > most_p) {
+        most_p = p;
+        most_probable = labelling;
+      }
+    }
+    changed += best != most_probable;
+    std::string expected = Text(kAb, best);
+    while (!expected.empty() && expected.back() == ' ') expected.pop_back();
+    const CtcHypothesis h = Decode(*beam, steps);
+    EXPECT_EQ(h.text, expected) << "trial " << trial;
+    EXPECT_NEAR(std::exp(h.log_score), best_p, 1e-6) << "trial " << trial;
+  }
+  EXPECT_GT(changed, 0);  // the hotwords mattered somewhere
+}
+
+TEST(CtcHotwords, RefusesWhatItCannotDo) {
+  const auto labels = Letters();
+  std::unique_ptr<CtcDecoder> decoder;
+  CtcDecoderOptions options;
+  options.hotwords = {{"turn on", 0}};
+  Status s = CtcDecoder::Create(labels, options, &decoder);  // greedy
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("beam"), std::string::npos) << s.message();
+  options.beam_width = 4;
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotwords = {{"turn on", 0}, {"caf\xc3\xa9 au lait", 0}};
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("hotword 1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("\"\xc3\xa9\""), std::string::npos) << s.message();
+  options.hotwords = {{"  \t", 0}};
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_NE(s.message().find("empty"), std::string::npos) << s.message();
+  options.hotwords = {{"on", -1.0f}};
+  EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotwords = {{"on", NAN}};
+  EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotwords = {{"on", 0}};
+  options.hotword_boost = 0;
+  EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotword_boost = INFINITY;
+  EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotword_boost = 1;
+  EXPECT_FALSE(  // no separator
+      CtcDecoder::Create({"<blank>", "o", "n"}, options, &decoder).ok());
+  options.hotwords = {{"Turn  ON", 0}};  // lowered, spaces collapsed
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
 }
 
 }  // namespace

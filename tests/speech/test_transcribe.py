@@ -113,6 +113,27 @@ def test_transcribe_outputs_inputs_and_options():
     bad_words = FIXTURES / "bad_words.txt"
     bad_words.write_text("hello\nna\u00efve\n")
     error_case("--words with an unspellable word", [random_model, speech, "--words", bad_words], "na\u00efve", "\u00ef")
+    hotwords = FIXTURES / "hotwords.txt"
+    hotwords.write_text("hello world\n\n  open the door :2.5\nthe\t:0.5\n")
+    r = transcribe(random_model, speech, "--hotwords", hotwords, "-q")
+    check("--hotwords runs (beam 8)", r.returncode == 0, r.stderr.decode())
+    r = transcribe(random_model, speech, "--hotwords", hotwords, "--words", words, "--hotword-boost", "3", "-q")
+    check("--hotwords with --words: only listed words",
+          r.returncode == 0 and set(last_line(r).split()) <= listed, stdout(r) + r.stderr.decode())
+    error_case("--hotwords with --beam 1", [random_model, speech, "--hotwords", hotwords, "--beam", "1"], "--beam")
+    error_case("--hotword-boost 0", [random_model, speech, "--hotwords", hotwords, "--hotword-boost", "0"],
+               "hotword-boost")
+    for name, text, needles in [
+        ("an unspellable hotword: file, line, phrase, character", "hello\n\nna\u00efve world\n",
+         ["hotwords_bad.txt:3", "na\u00efve world", "\u00ef"]),
+        ("a bad boost", "hello :x\n", ["hotwords_bad.txt:1", ":x"]),
+        ("a negative boost", "hello\nworld :-1\n", ["hotwords_bad.txt:2", ":-1"]),
+        ("a boost without a phrase", ":2\n", ["hotwords_bad.txt:1", "without a phrase"]),
+        ("an empty hotword file", "\n  \n", ["holds no phrases"]),
+    ]:
+        bad = FIXTURES / "hotwords_bad.txt"
+        bad.write_text(text)
+        error_case(f"--hotwords with {name}", [random_model, speech, "--hotwords", bad], *needles)
     error_case("--chunk-ms below 10", [energy, speech, "--chunk-ms", "5"], "chunk-ms")
     error_case("--chunk-ms above 100", [energy, speech, "--chunk-ms", "150"], "chunk-ms")
 

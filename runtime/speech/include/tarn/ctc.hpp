@@ -30,6 +30,26 @@
 // extend a prefix of a listed word, a separator may only end a listed word;
 // the final result keeps complete words only, like Vosk's grammars.
 //
+// Hotwords (soft biasing, beam search only). Phrases of one or more words
+// are favoured without forbidding anything else, through an Aho-Corasick
+// automaton (a prefix tree with failure links) over their spellings, each
+// phrase spelled as separator, words joined by separators, separator: so a
+// phrase only matches from the start of a word and is complete only when the
+// separator after its last word is emitted. A prefix's state in the
+// automaton is a function of its labels (the empty prefix starts after a
+// virtual separator), so prefixes that merge share it. Each label that
+// extends a partial match earns the phrase's boost (nats per label; the
+// leading separator earns nothing); when a match fails, the bonus of the
+// partial match is given back, keeping only that of the longest suffix that
+// is itself the start of a phrase; a completed phrase keeps its bonus for
+// good. A label shared by phrases of different boosts earns the largest.
+// Matches of a phrase inside a longer phrase's partial match are not
+// credited. The bonus enters the beam's ranking and pruning only: a
+// hypothesis's reported log_score stays its probability without the bonus.
+// The final result is ranked as if a separator followed the last label: a
+// phrase that lacks only its closing separator is complete, and an
+// unfinished match gives its bonus back.
+//
 // Times. Steps are counted from creation or Reset(); a word's first and
 // last steps are those at which its first and last labels were emitted (for
 // the beam search: the latest step at which emitting that label carried
@@ -57,6 +77,18 @@
 namespace tarn {
 
 inline constexpr uint32_t kMaxCtcBeamWidth = 256;
+// The boost per label of a hotword that names none, in nats.
+inline constexpr float kDefaultHotwordBoost = 1.0f;
+
+struct CtcHotword {
+  // Words separated by spaces (runs of white space count as one), spelled
+  // with the model's text labels; ASCII letters are lowered when the labels
+  // have no capitals.
+  std::string phrase;
+  // Added to a hypothesis's log-probability per label of the phrase it
+  // matches, in nats; 0: CtcDecoderOptions::hotword_boost.
+  float boost = 0;
+};
 
 struct CtcDecoderOptions {
   // 0 or 1: greedy; 2 .. kMaxCtcBeamWidth: prefix beam search.
@@ -70,6 +102,11 @@ struct CtcDecoderOptions {
   // Beam search: at each step, labels whose log-probability is below the
   // step's best by more than this are not tried as extensions.
   float beam_prune = 20.0f;
+  // Beam search only: phrases to favour (see Hotwords above); with or
+  // without a word list.
+  std::vector<CtcHotword> hotwords;
+  // The boost of the hotwords that give none: finite and positive.
+  float hotword_boost = kDefaultHotwordBoost;
 };
 
 struct CtcWord {
@@ -81,15 +118,18 @@ struct CtcWord {
 struct CtcHypothesis {
   std::string text;  // the words joined by single spaces
   std::vector<CtcWord> words;
-  // Log-probability: of the best path (greedy), of the prefix (beam).
+  // Log-probability: of the best path (greedy), of the prefix (beam; any
+  // hotword bonus excluded).
   double log_score = 0;
 };
 
 class CtcDecoder {
  public:
   // Fails for fewer than 2 labels, a beam width above kMaxCtcBeamWidth, a
-  // word list with greedy decoding or without a separator label, or a word
-  // that the labels cannot spell (the message names it).
+  // word list or hotwords with greedy decoding or without a separator
+  // label, a word or hotword that the labels cannot spell (the message names
+  // it and the character), an empty hotword, or a boost that is negative or
+  // not finite.
   static Status Create(const std::vector<std::string>& labels,
                        const CtcDecoderOptions& options,
                        std::unique_ptr<CtcDecoder>* decoder);

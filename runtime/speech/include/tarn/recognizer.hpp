@@ -80,6 +80,12 @@ struct RecognizerOptions {
   int num_threads = 1;
   // Beam search pruning, as CtcDecoderOptions::beam_prune.
   float beam_prune = 20.0f;
+  // Phrases the beam search favours without forbidding other words, and the
+  // boost (nats per label) of those that give none: as
+  // CtcDecoderOptions::hotwords and hotword_boost (tarn/ctc.hpp, Hotwords).
+  // Need beam_width >= 2; work with or without a word list.
+  std::vector<CtcHotword> hotwords;
+  float hotword_boost = kDefaultHotwordBoost;
 };
 
 struct RecognizedWord {

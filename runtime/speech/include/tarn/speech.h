@@ -65,6 +65,17 @@ typedef struct tarn_recognizer_options {
   /* Beam search pruning: hypotheses this far (natural log) below the best
    * are dropped. */
   float beam_prune;
+  /* Added after the first version (a smaller struct_size leaves them at
+   * their defaults). Phrases the beam search (beam_width >= 2) favours
+   * without forbidding other words, e.g. "turn on the light"
+   * (tarn/ctc.hpp, Hotwords): hotword_count strings, borrowed for
+   * tarn_recognizer_create() only; NULL/0: none. hotword_boosts: NULL, or
+   * hotword_count boosts in nats per label, 0 for hotword_boost. */
+  const char* const* hotwords;
+  const float* hotword_boosts;
+  size_t hotword_count;
+  /* The boost of the phrases that give none, nats per label; default 1. */
+  float hotword_boost;
 } tarn_recognizer_options;
 
 typedef struct tarn_recognized_word {
@@ -82,7 +93,8 @@ typedef struct tarn_recognition_result {
 } tarn_recognition_result;
 
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
- * 2 s without speech, one thread, beam_prune 20; struct_size set. */
+ * 2 s without speech, one thread, beam_prune 20, no hotwords (boost 1);
+ * struct_size set. */
 tarn_recognizer_options tarn_recognizer_options_default(void);
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's
