@@ -8,7 +8,7 @@ set -euo pipefail
 
 # The core library, the speech library and the `tarn` command.
 demo_packages=(
-  cmake g++ pkg-config
+  cmake make g++ pkg-config
   libflatbuffers-dev flatbuffers-compiler
   libpthreadpool-dev libcpuinfo-dev libxxhash-dev
   libkissfft-dev
