@@ -40,7 +40,8 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
                         const void* weight, const float* scale,
                         const float* bias, float output_min, float output_max) {
   assert((storage == Storage::kI8) == (scale != nullptr));
-  const size_t element = storage == Storage::kF16  ? sizeof(uint16_t)
+  const bool half = storage == Storage::kF16 || storage == Storage::kBf16;
+  const size_t element = half                      ? sizeof(uint16_t)
                          : storage == Storage::kI8 ? sizeof(int8_t)
                                                    : sizeof(float);
   const size_t bytes = kernels::PackedDenseSize(inputs, outputs) * element;
@@ -55,7 +56,7 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
                       std::to_string(inputs) + "->" + std::to_string(outputs) +
                       " dense layer");
   }
-  if (storage == Storage::kF16) {
+  if (half) {
     kernels::PackDense(inputs, outputs, static_cast<const uint16_t*>(weight),
                        static_cast<uint16_t*>(weights_.get()));
   } else if (storage == Storage::kI8) {
@@ -85,6 +86,11 @@ void DenseLayer::RunBlocks(size_t rows, const float* input, float* output,
                        static_cast<const uint16_t*>(weights_.get()) + offset,
                        bias_.data() + first, output_min_, output_max_,
                        output + first);
+  } else if (storage_ == Storage::kBf16) {
+    kernels_.dense_bf16(rows, inputs_, count, outputs_, input,
+                        static_cast<const uint16_t*>(weights_.get()) + offset,
+                        bias_.data() + first, output_min_, output_max_,
+                        output + first);
   } else if (storage_ == Storage::kI8) {
     kernels_.dense_i8(rows, inputs_, count, outputs_, input,
                       static_cast<const int8_t*>(weights_.get()) + offset,

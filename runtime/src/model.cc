@@ -17,7 +17,7 @@ namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 2;
+constexpr uint16_t kSchemaMinor = 3;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.
@@ -223,7 +223,8 @@ bool IsDenseWeight(const std::string& name) {
          name == "head.weight";
 }
 
-// Matrices may be stored in f16; vectors the step reads directly must be f32.
+// Matrices may be stored in f16 or bf16; vectors the step reads directly must
+// be f32.
 bool MayBeHalf(const std::string& name) {
   return IsDenseWeight(name) || EndsWith(name, "embedding.weight");
 }
@@ -308,6 +309,9 @@ void WidenToFloat(const TensorView& t, float* out) {
   if (t.dtype == schema::DType::F16) {
     kernels::Kernels().f16_to_f32(t.elements,
                                   static_cast<const uint16_t*>(t.data), out);
+  } else if (t.dtype == schema::DType::BF16) {
+    kernels::Kernels().bf16_to_f32(t.elements,
+                                   static_cast<const uint16_t*>(t.data), out);
   } else if (t.dtype == schema::DType::I8) {
     const auto* q = static_cast<const int8_t*>(t.data);
     const size_t columns = t.elements / static_cast<size_t>(t.shape[0]);
@@ -540,7 +544,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     size_t element_bytes;
     if (view.dtype == schema::DType::F32) {
       element_bytes = 4;
-    } else if (view.dtype == schema::DType::F16) {
+    } else if (view.dtype == schema::DType::F16 ||
+               view.dtype == schema::DType::BF16) {
       element_bytes = 2;
     } else if (view.dtype == schema::DType::I8) {
       element_bytes = 1;
@@ -692,12 +697,13 @@ Status Model::Impl::PrepareWeights() {
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
-  // Dense weights keep the file's dtype (f16 stays f16, i8 stays i8, packed
+  // Dense weights keep the file's dtype (f16, bf16 and i8 stay so, packed
   // once).
   auto storage = [](const TensorView& w) {
-    return w.dtype == schema::DType::F16  ? DenseLayer::Storage::kF16
-           : w.dtype == schema::DType::I8 ? DenseLayer::Storage::kI8
-                                          : DenseLayer::Storage::kF32;
+    return w.dtype == schema::DType::F16    ? DenseLayer::Storage::kF16
+           : w.dtype == schema::DType::BF16 ? DenseLayer::Storage::kBf16
+           : w.dtype == schema::DType::I8   ? DenseLayer::Storage::kI8
+                                            : DenseLayer::Storage::kF32;
   };
   // A relu after a dense layer is fused into it as its output clamp at 0.
   const float kNoMin = -std::numeric_limits<float>::infinity();
