@@ -122,7 +122,7 @@ StepBytes CountStepBytes(const Model& model) {
     m += size_t{c.output_dim} * d;
     v += c.output_dim;
   }
-  // f16 files hold about 2 bytes a parameter, i8 files about 1 (their
+  // f16 and bf16 files hold about 2 bytes a parameter, i8 files about 1 (their
   // embeddings f16, a small share).
   const double per_parameter = static_cast<double>(model.weight_bytes()) /
                                static_cast<double>(model.parameter_count());

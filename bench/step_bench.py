@@ -5,7 +5,7 @@
         --json step_bench.json
 
 For each shape (random weights, seeded) it writes the model with the
-converter in f32, f16 and i8 (int8 dense weights), runs tarn_step_bench on each (ms/step for 1 and 2
+converter in f32, f16, bf16 and i8 (int8 dense weights), runs tarn_step_bench on each (ms/step for 1 and 2
 threads, the weight bytes streamed per step, the read bandwidth the same
 program measures for a buffer that size, and a profile), and in the same run
 steps the same model with PyTorch eager: the reference model's step() (a
@@ -16,7 +16,7 @@ for CIFAR-10) beside the paper's CPU figures, and writes every figure to
 --json.
 
 PyTorch has no f16 matrix product on the CPU (torch 1.13: addmm is not
-implemented for Half), so the f16 and i8 rows compare with the f32 PyTorch
+implemented for Half), so the f16, bf16 and i8 rows compare with the f32 PyTorch
 model; their outputs are checked against the reference holding the file's
 values (tests.goldens.model_as_stored).
 Timing, for a shared machine: --rounds rounds, each running tarn and then
@@ -212,7 +212,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench/step_bench.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default=str(REPO / "build" / "bench" / "tarn_step_bench"), help="the tarn_step_bench executable")
     p.add_argument("--shapes", default="mnist,cifar", type=lambda s: s.split(","), help="mnist,cifar")
-    p.add_argument("--dtypes", default="f32,f16,i8", type=lambda s: s.split(","), help="f32,f16,i8")
+    p.add_argument("--dtypes", default="f32,f16,bf16,i8", type=lambda s: s.split(","), help="f32,f16,bf16,i8")
     p.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")], help="thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of tarn then PyTorch, pooled (default 3)")
     p.add_argument("--steps", type=int, default=200, help="timed tarn steps per round (default 200)")
@@ -390,7 +390,7 @@ def print_summary(report: dict, args):
                 )
     print(
         "ms/step: median wall time of one step; best: fastest step; cpu ms: median CPU time of the stepping thread (1 thread only).\n"
-        "f16 and i8 rows: the floor counts the file's bytes (2 or 1 per matrix weight, and i8's scales), whatever the runtime\n"
+        "f16, bf16 and i8 rows: the floor counts the file's bytes (2 or 1 per matrix weight, and i8's scales), whatever the runtime\n"
         "does with them."
     )
     for dtype in (d for d in args.dtypes if d != "f32" and "f32" in args.dtypes):

@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         "--arch", choices=sorted(ARCHITECTURES), default="tarn", help="naming of the checkpoint (default tarn)"
     )
     convert.add_argument("--config", help="model config: a JSON file or JSON text")
-    convert.add_argument("--dtype", choices=DTYPES, default="f32", help="f16 stores matrices and embeddings in f16; i8 stores the dense layers' weights in int8 (a scale per row) and embeddings in f16")
+    convert.add_argument("--dtype", choices=DTYPES, default="f32", help="f16 (bf16) stores matrices and embeddings in f16 (bfloat16); i8 stores the dense layers' weights in int8 (a scale per row) and embeddings in f16")
     convert.add_argument("--labels", help="output labels: one per line, or a .json list")
     convert.add_argument("--audio", help="speech front-end recipe: a JSON file or JSON text")
     convert.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="extra provenance (repeatable)")
@@ -99,7 +99,7 @@ def _inspect(args) -> int:
     print(f"tensors ({len(f.tensors)}, {total} bytes):")
     width = max((len(n) for n in f.tensors), default=0)
     for name, t in f.tensors.items():
-        dtype = {1: "i8", 2: "f16"}.get(t.dtype.itemsize, "f32")
+        dtype = {"int8": "i8", "float16": "f16", "uint16": "bf16"}.get(t.dtype.name, "f32")
         shape = "x".join(map(str, t.shape))
         layout = "  blocked" if f.layouts[name] == "blocked" else ""
         print(f"  {name:<{width}}  {dtype}  {shape:<12} {t.nbytes:>10} bytes  @ {f.tensor_offsets[name]}{layout}")

@@ -12,7 +12,7 @@ import math
 from .errors import ConversionError
 from .reference import ModelConfig
 
-SCHEMA_VERSION = (1, 3)
+SCHEMA_VERSION = (1, 4)
 
 # config field -> (schema enum, {config string: enum member})
 _ACTIVATION = ("Activation", {"none": "None_", "relu": "Relu", "gelu": "Gelu"})

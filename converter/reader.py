@@ -16,13 +16,14 @@ from .reference import ModelConfig
 from .schema_code import schema
 from .writer import FILE_IDENTIFIER, unpack_dense
 
-_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I8": np.dtype("i1")}
+# BF16 tensors come back as np.uint16 bits (writer.from_bf16 gives the values).
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I8": np.dtype("i1"), "BF16": np.dtype("<u2")}
 
 
 @dataclasses.dataclass
 class TarnFile:
     config: ModelConfig
-    tensors: Dict[str, np.ndarray]  # as stored: float32, float16 or int8 (with NAME.scale), row-major
+    tensors: Dict[str, np.ndarray]  # as stored: float32, float16, int8 (with NAME.scale) or uint16 (bf16 bits), row-major
     layouts: Dict[str, str]  # "row-major" or "blocked" (schema TensorLayout), as stored
     metadata: Dict[str, str]
     labels: Optional[List[str]]

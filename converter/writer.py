@@ -23,7 +23,10 @@ from .version import CONVERTER_VERSION
 
 ALIGNMENT = 64
 MAX_FILE_BYTES = 2**31 - 2**20  # one FlatBuffer addresses 2 GiB, less room for the tables
-DTYPES = ("f32", "f16", "i8")
+DTYPES = ("f32", "f16", "i8", "bf16")
+# A bfloat16 tensor is held, before and after the file, as np.uint16 arrays of
+# its bits (numpy has no bfloat16): the top 16 bits of each f32.
+BF16 = np.dtype(np.uint16)
 FILE_IDENTIFIER = b"TARN"
 
 
@@ -65,12 +68,29 @@ def storage_dtype(name: str, array: np.ndarray, dtype: str) -> np.dtype:
     streams the former and gathers one row of the latter. LayerNorm
     parameters, biases, favor+'s omega and the depthwise conv weights stay
     f32: they are small, and their rounding would show in every output (omega
-    sits inside an exp)."""
+    sits inside an exp). bf16 files store what f16 files store in bf16
+    (BF16: the bits of each value rounded to bfloat16)."""
+    matrix = name.endswith(".weight") and array.ndim == 2 and ".conv." not in name
     if dtype == "i8" and name.endswith(DENSE_WEIGHTS):
         return np.dtype(np.int8)
-    if dtype in ("f16", "i8") and name.endswith(".weight") and array.ndim == 2 and ".conv." not in name:
+    if dtype == "bf16" and matrix:
+        return BF16
+    if dtype in ("f16", "i8") and matrix:
         return np.dtype(np.float16)
     return np.dtype(np.float32)
+
+
+def to_bf16(array: np.ndarray) -> np.ndarray:
+    """The bits of each f32 rounded to the nearest bfloat16, ties to even (as
+    torch's .to(torch.bfloat16)): np.uint16, the top half of an f32."""
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def from_bf16(bits: np.ndarray) -> np.ndarray:
+    """The f32 values of bfloat16 bits (exact)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def quantize_rows(w: np.ndarray):
@@ -85,9 +105,11 @@ def quantize_rows(w: np.ndarray):
 
 
 def stored_values(name: str, array: np.ndarray, dtype: str) -> np.ndarray:
-    """The f32 values a file of `dtype` holds for this tensor: rounded to f16,
-    or int8 times its row's scale (as the runtime widens them)."""
+    """The f32 values a file of `dtype` holds for this tensor: rounded to f16
+    or bf16, or int8 times its row's scale (as the runtime widens them)."""
     storage = storage_dtype(name, array, dtype)
+    if storage == BF16:
+        return from_bf16(to_bf16(array))
     if storage == np.int8:
         q, scale = quantize_rows(array)
         return q.astype(np.float32) * scale[:, None]
@@ -148,6 +170,11 @@ def _check_finite(name: str, array: np.ndarray) -> None:
 
 def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     _check_finite(name, array)
+    if dtype == BF16:
+        out = to_bf16(array)
+        if not np.all(np.isfinite(from_bf16(out))):
+            raise ConversionError(f"tensor {name} overflows bf16 (max |x| = {np.abs(array).max():g}); use --dtype f32")
+        return out.astype(BF16.newbyteorder("<"))
     with np.errstate(over="ignore"):  # detected just below, with a better message
         out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
     if not np.all(np.isfinite(out)):
@@ -201,7 +228,8 @@ def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: 
         shape_offset = b.CreateNumpyVector(np.array(array.shape, dtype="<i8"))
         s.TensorStart(b)
         s.TensorAddName(b, name_offset)
-        s.TensorAddDtype(b, {np.dtype(np.float16): s.DType.F16, np.dtype(np.int8): s.DType.I8}.get(array.dtype, s.DType.F32))
+        kinds = {np.dtype(np.float16): s.DType.F16, np.dtype(np.int8): s.DType.I8, BF16: s.DType.BF16}
+        s.TensorAddDtype(b, kinds.get(array.dtype, s.DType.F32))
         s.TensorAddShape(b, shape_offset)
         s.TensorAddBuffer(b, index)
         s.TensorAddLayout(b, layouts[name])

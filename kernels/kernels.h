@@ -157,6 +157,18 @@ struct KernelTable {
   void (*depthwise_conv)(size_t n, size_t k, const float* x, const float* ring,
                          size_t oldest, const float* weight, const float* bias,
                          float* y);
+  // dense_f32 with W stored as bfloat16 (the top 16 bits of an f32), widened
+  // exactly to f32 by a 16-bit shift as it is loaded: the arithmetic is f32,
+  // the same FMA chain as dense_f32, so again every variant, row count and
+  // block split gives the same bits. (AVX512-BF16's vdpbf16ps would round x
+  // to bf16 too and sum pairs of products: see docs/decisions.md.) Packed
+  // like dense_f16 (PackDense of uint16_t); the rest as dense_f32.
+  void (*dense_bf16)(size_t rows, size_t inputs, size_t outputs,
+                     size_t y_stride, const float* x, const uint16_t* w,
+                     const float* bias, float y_min, float y_max, float* y);
+  // y = float(x) for n bfloat16 values: x[i] << 16, exact, NaNs and
+  // subnormals kept bit for bit. x: [n]; y: [n].
+  void (*bf16_to_f32)(size_t n, const uint16_t* x, float* y);
 };
 
 // The packed layout of a dense layer's W [outputs][inputs]: blocks of

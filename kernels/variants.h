@@ -41,10 +41,20 @@
   void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,  \
                      size_t oldest, const float* weight, const float* bias,  \
                      float* y);                                              \
+  void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t ystride, \
+                 const float* x, const uint16_t* w, const float* bias,       \
+                 float y_min, float y_max, float* y);                        \
+  void Bf16ToF32(size_t n, const uint16_t* x, float* y);                     \
   }
 
 namespace tarn {
 namespace kernels {
+
+// A packed bfloat16 weight, a type of its own so that the dense traits widen
+// it by a shift where they would convert a binary16 (uint16_t).
+struct Bf16 {
+  uint16_t bits;
+};
 
 TARN_KERNELS_DECLARE_VARIANT(scalar)
 #if TARN_KERNELS_X86

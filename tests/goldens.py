@@ -18,7 +18,8 @@ Outputs come from the f32 reference: with --dtype f16 only the model file's
 matrices are rounded, so a test compares with an f16 tolerance. With --dtype
 i8, output.npy comes from the model the file holds (model_as_stored: int8
 weights times their scales, f16 embeddings), so a test compares with the f32
-tolerance, and output_f32.npy from the f32 reference shows what int8 costs.
+tolerance, and output_f32.npy from the f32 reference shows what int8 costs;
+--dtype bf16 likewise (matrices rounded to bf16 by round_bf16).
 Nothing here is committed: ctest runs this at test time (the `goldens`
 fixture of tests/CMakeLists.txt). Run from the repository root (PYTHONPATH=.).
 """
@@ -244,13 +245,32 @@ def quantize_per_row(w: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return q, scale
 
 
+def round_bf16(w: np.ndarray) -> np.ndarray:
+    """The tests' own rounding of f32 to bfloat16, written from the format
+    (the top 16 bits of an f32, rounded to nearest, ties to even) and sharing
+    no code with the converter's: keep the top half, add one to it when the
+    dropped half is over 0x8000, or exactly 0x8000 and the kept half odd.
+    Returns the bits (uint16) of each rounded value."""
+    bits = np.ascontiguousarray(w, dtype=np.float32).view(np.uint32)
+    upper = (bits >> np.uint32(16)).astype(np.uint32)
+    lower = bits & np.uint32(0xFFFF)
+    up = (lower > 0x8000) | ((lower == 0x8000) & ((upper & 1) == 1))
+    return (upper + up.astype(np.uint32)).astype(np.uint16)
+
+
+def bf16_values(bits: np.ndarray) -> np.ndarray:
+    """The f32 values of bfloat16 bits."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
 def model_as_stored(model: LinearTransformer, dtype: str) -> LinearTransformer:
     """A copy of `model` holding, in f32, the values a file of `dtype` holds,
     as the format documents them (docs/decisions.md) rather than as the
     converter computes them, so that goldens check the converter too: f16
     files round the dense layers' and embeddings' weights to f16; i8 files
     hold the dense layers' weights as quantize_per_row gives them (q times
-    scale) and the embeddings in f16; everything else stays f32."""
+    scale) and the embeddings in f16; bf16 files round what f16 files round
+    to bf16 instead (round_bf16); everything else stays f32."""
     import copy
 
     if dtype not in DTYPES:
@@ -261,6 +281,8 @@ def model_as_stored(model: LinearTransformer, dtype: str) -> LinearTransformer:
             if isinstance(module, torch.nn.Linear) and dtype == "i8":
                 q, scale = quantize_per_row(module.weight.numpy())
                 module.weight.copy_(torch.from_numpy(q.astype(np.float32) * scale[:, None]))
+            elif isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and dtype == "bf16":
+                module.weight.copy_(torch.from_numpy(bf16_values(round_bf16(module.weight.numpy()))))
             elif isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and dtype != "f32":
                 module.weight.copy_(module.weight.half().float())
     return stored
@@ -298,7 +320,7 @@ def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dt
 
     arrays = {"input": inputs}
     with torch.no_grad():
-        if dtype == "i8":
+        if dtype in ("i8", "bf16"):
             arrays["output_f32"] = run(model)[0]
             model_output = model_as_stored(model, dtype)
         else:

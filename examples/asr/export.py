@@ -2,7 +2,7 @@
 """Converts the trained speech checkpoint into the bundled .tarn: weights,
 CTC labels and the exact feature recipe (with its normalisation statistics).
 
-    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn] [--dtype f32|f16|i8]
+    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn] [--dtype f32|f16|bf16|i8]
 """
 
 import argparse

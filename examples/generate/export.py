@@ -3,7 +3,7 @@
 the image layout `tarn generate` reads from its metadata (image_height,
 image_width, image_start_token).
 
-    /usr/bin/python3 examples/generate/export.py [model/fashion.pt] [model/fashion.tarn] [--dtype f32|f16|i8]
+    /usr/bin/python3 examples/generate/export.py [model/fashion.pt] [model/fashion.tarn] [--dtype f32|f16|bf16|i8]
 """
 
 import argparse

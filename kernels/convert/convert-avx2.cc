@@ -31,6 +31,21 @@ void F16ToF32(size_t n, const uint16_t* x, float* y) {
   }
 }
 
+// bf16 is the top half of an f32: zero-extend to 32 bits, shift up.
+void Bf16ToF32(size_t n, const uint16_t* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  for (; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &bits, sizeof bits);
+  }
+}
+
 }  // namespace avx2
 }  // namespace kernels
 }  // namespace tarn

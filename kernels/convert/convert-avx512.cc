@@ -30,6 +30,21 @@ void F16ToF32(size_t n, const uint16_t* x, float* y) {
   }
 }
 
+// bf16 is the top half of an f32: zero-extend to 32 bits, shift up.
+void Bf16ToF32(size_t n, const uint16_t* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    _mm512_storeu_si512(y + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  for (; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &bits, sizeof bits);
+  }
+}
+
 }  // namespace avx512
 }  // namespace kernels
 }  // namespace tarn

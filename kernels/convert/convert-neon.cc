@@ -29,6 +29,20 @@ void F16ToF32(size_t n, const uint16_t* x, float* y) {
   }
 }
 
+// bf16 is the top half of an f32: shift each 16-bit lane up into 32.
+void Bf16ToF32(size_t n, const uint16_t* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    vst1q_u32(reinterpret_cast<uint32_t*>(y + i),
+              vshll_n_u16(vld1_u16(x + i), 16));
+  }
+  for (; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &bits, sizeof bits);
+  }
+}
+
 }  // namespace neon
 }  // namespace kernels
 }  // namespace tarn

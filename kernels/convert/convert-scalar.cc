@@ -1,4 +1,4 @@
-// IEEE binary16 -> binary32 conversion, scalar reference.
+// IEEE binary16 and bfloat16 -> binary32 conversion, scalar reference.
 #include <cassert>
 #include <cstring>
 
@@ -36,6 +36,15 @@ float HalfToFloat(uint16_t h) {
 void F16ToF32(size_t n, const uint16_t* x, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
   for (size_t i = 0; i < n; ++i) y[i] = HalfToFloat(x[i]);
+}
+
+// bf16 is the top half of an f32.
+void Bf16ToF32(size_t n, const uint16_t* x, float* y) {
+  assert(n == 0 || (x != nullptr && y != nullptr));
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &bits, sizeof bits);
+  }
 }
 
 }  // namespace scalar

@@ -29,6 +29,13 @@ struct DenseTraits : Vec {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 8 * part))));
   }
+  // bf16 is the top half of an f32: zero-extend to 32 bits, shift up.
+  static V Weights(const Bf16* row, int part) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 8 * part))),
+        16));
+  }
   static constexpr int Blocks(int rows) {
     return rows == 1 ? 4 : rows == 2 ? 2 : 1;
   }

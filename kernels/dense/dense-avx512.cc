@@ -27,6 +27,13 @@ struct DenseTraits : Vec {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(row))));
   }
+  // bf16 is the top half of an f32: zero-extend to 32 bits, shift up.
+  static V Weights(const Bf16* row, int) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row))),
+        16));
+  }
   static constexpr int Blocks(int rows) { return rows == 1 ? 8 : 4; }
   static constexpr bool kWidenI8AtFma = false;
 };

@@ -1,10 +1,11 @@
 // Internal to kernels/: the driver of the SIMD dense kernels (dense_f32,
-// dense_f16, dense_i8 of kernels.h), written once over a variant's traits.
+// dense_f16, dense_i8, dense_bf16 of kernels.h), written once over a variant's
+// traits.
 //
 // D, the traits, is the variant's Vec (driver.h) plus
 //   Weights(row, part): lanes [part * kLanes, (part + 1) * kLanes) of one
-//     block row (kDenseBlock packed weights of type float, uint16_t or
-//     int8_t), widened exactly to f32;
+//     block row (kDenseBlock packed weights of type float, uint16_t (f16),
+//     int8_t or Bf16), widened exactly to f32;
 //   Blocks(rows): how many blocks of outputs a tile of `rows` rows (1 to 4)
 //     keeps in flight, within the variant's registers;
 //   kWidenI8AtFma: whether a one-row int8 tile widens each weight vector just
@@ -166,8 +167,8 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
 }  // namespace kernels
 }  // namespace tarn
 
-// Defines DenseF32, DenseF16 and DenseI8 (variants.h) in the enclosing
-// namespace, a variant's, from its dense traits D.
+// Defines DenseF32, DenseF16, DenseI8 and DenseBf16 (variants.h) in the
+// enclosing namespace, a variant's, from its dense traits D.
 #define TARN_KERNELS_DEFINE_DENSE(D)                                           \
   void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
                 const float* x, const float* w, const float* bias,             \
@@ -186,6 +187,14 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
                const float* bias, float y_min, float y_max, float* y) {        \
     ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, scale, bias, \
                                      y_min, y_max, y, y_stride);               \
+  }                                                                            \
+  void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
+                 const float* x, const uint16_t* w, const float* bias,         \
+                 float y_min, float y_max, float* y) {                         \
+    ::tarn::kernels::dense::Dense<D>(                                          \
+        rows, inputs, outputs, x,                                              \
+        reinterpret_cast<const ::tarn::kernels::Bf16*>(w), nullptr, bias,      \
+        y_min, y_max, y, y_stride);                                            \
   }
 
 #endif  // TARN_KERNELS_DENSE_DENSE_DRIVER_H_

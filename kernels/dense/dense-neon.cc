@@ -30,6 +30,11 @@ struct DenseTraits : Vec {
     return vcvtq_f32_s32(
         vmovl_s16(part % 2 == 0 ? vget_low_s16(half) : vget_high_s16(half)));
   }
+  // bf16 is the top half of an f32: shift each 16-bit lane up into 32.
+  static V Weights(const Bf16* row, int part) {
+    return vreinterpretq_f32_u32(vshll_n_u16(
+        vld1_u16(reinterpret_cast<const uint16_t*>(row) + 4 * part), 16));
+  }
   static constexpr int Blocks(int rows) { return rows <= 2 ? 2 : 1; }
   static constexpr bool kWidenI8AtFma = false;
 };

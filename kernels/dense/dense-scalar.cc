@@ -4,6 +4,7 @@
 // CPU has one).
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/kernels.h"
@@ -23,6 +24,13 @@ inline float Widen(uint16_t w) {
   return f;
 }
 inline float Widen(int8_t w) { return static_cast<float>(w); }
+// bf16 is the top half of an f32.
+inline float Widen(Bf16 w) {
+  const uint32_t bits = static_cast<uint32_t>(w.bits) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 // int8 weights carry a scale per output row, applied once to the sum.
 template <typename T>
@@ -108,6 +116,13 @@ void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
              const float* x, const int8_t* w, const float* scale,
              const float* bias, float y_min, float y_max, float* y) {
   Dense(rows, inputs, outputs, x, w, scale, bias, y_min, y_max, y, y_stride);
+}
+
+void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
+               const float* x, const uint16_t* w, const float* bias,
+               float y_min, float y_max, float* y) {
+  Dense(rows, inputs, outputs, x, reinterpret_cast<const Bf16*>(w), nullptr,
+        bias, y_min, y_max, y, y_stride);
 }
 
 }  // namespace scalar

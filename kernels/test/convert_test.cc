@@ -1,4 +1,4 @@
-// f16_to_f32, exhaustively over all 65536 binary16 values.
+// f16_to_f32 and bf16_to_f32, exhaustively over all 65536 16-bit values.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -81,6 +81,52 @@ TEST_P(ConvertSimd, MatchesScalarBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ConvertSimd, ::testing::ValuesIn(SimdIsas()),
+                         IsaParamName);
+
+// The value of a bfloat16 from its definition (sign, 8-bit exponent, 7-bit
+// mantissa), in double.
+double Bf16Value(uint16_t h) {
+  const int sign = (h & 0x8000) ? -1 : 1;
+  const int exponent = (h >> 7) & 0xff;
+  const int mantissa = h & 0x7f;
+  if (exponent == 0xff) return mantissa ? std::nan("") : sign * HUGE_VAL;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -133);
+  return sign * std::ldexp(128 + mantissa, exponent - 134);
+}
+
+// Every variant against the definition at every size and start, and NaNs
+// kept bit for bit (the top half of an f32, payload and all).
+class ConvertBf16 : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(ConvertBf16, AllValuesExactAtEverySize) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const std::vector<uint16_t> h = AllHalves();
+  std::vector<float> y(h.size());
+  k->bf16_to_f32(h.size(), h.data(), y.data());
+  for (size_t i = 0; i < h.size(); ++i) {
+    const double v = Bf16Value(h[i]);
+    if (std::isnan(v)) {
+      ASSERT_EQ(Bits(y[i]), static_cast<uint32_t>(h[i]) << 16) << i;
+    } else {
+      ASSERT_EQ(static_cast<double>(y[i]), v) << i;
+      ASSERT_EQ(std::signbit(y[i]), (h[i] & 0x8000) != 0) << i;
+    }
+  }
+  for (size_t n : Sizes()) {
+    for (size_t start : {size_t{0}, size_t{3}, size_t{32640 - n}}) {
+      Guarded out(n, start % 3);
+      k->bf16_to_f32(n, h.data() + start, out.get());
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(Bits(out[i]), Bits(y[start + i])) << n << " " << start;
+      }
+      EXPECT_TRUE(out.Intact()) << "wrote out of bounds";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ConvertBf16,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2,
+                                           Isa::kAvx512, Isa::kNeon),
                          IsaParamName);
 
 }  // namespace

@@ -1,9 +1,9 @@
-// dense_f32, dense_f16 and dense_i8 (kernels/dense): packing, the scalar chain
-// against double precision (and dense_i8's against the contract's chain, bit
-// for bit), every SIMD variant against scalar bit for bit, over row counts
-// around each variant's row tile, output counts around the 16-wide block and
-// its groups, odd input counts, strided and clamped outputs, and outputs split
-// into blocks the way the runtime splits them across threads.
+// dense_f32, dense_f16, dense_i8 and dense_bf16 (kernels/dense): packing, the
+// scalar chain against double precision (and dense_i8's against the contract's
+// chain, bit for bit), every SIMD variant against scalar bit for bit, over row
+// counts around each variant's row tile, output counts around the 16-wide block
+// and its groups, odd input counts, strided and clamped outputs, and outputs
+// split into blocks the way the runtime splits them across threads.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -36,8 +36,21 @@ uint16_t ToHalf(float f) {
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
+// Round to nearest (ties to even) bfloat16, the top 16 bits of an f32.
+uint16_t ToBf16(float f) {
+  const uint32_t b = Bits(f);
+  return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+float FromBf16(uint16_t h) {
+  const uint32_t b = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
 // The weight types of the dense kernels.
-enum class Dtype { kF32, kF16, kI8 };
+enum class Dtype { kF32, kF16, kI8, kBf16 };
 
 const char* DtypeName(Dtype t) {
   switch (t) {
@@ -47,11 +60,14 @@ const char* DtypeName(Dtype t) {
       return "f16";
     case Dtype::kI8:
       return "i8";
+    case Dtype::kBf16:
+      return "bf16";
   }
   return "?";
 }
 
-constexpr Dtype kDtypes[] = {Dtype::kF32, Dtype::kF16, Dtype::kI8};
+constexpr Dtype kDtypes[] = {Dtype::kF32, Dtype::kF16, Dtype::kI8,
+                             Dtype::kBf16};
 
 struct Layer {
   size_t inputs, outputs;
@@ -65,11 +81,15 @@ struct Layer {
   std::vector<int8_t> q;
   std::vector<float> scale;
   std::vector<int8_t> packed_q;
+  // w rounded to bfloat16, the values it stands for, and packed.
+  std::vector<uint16_t> b;
+  std::vector<float> wb;
+  std::vector<uint16_t> packed_b;
 };
 
 Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
   std::mt19937 rng(seed);
-  Layer l{inputs, outputs, {}, {}, {}, {}, {}, {}, {}, {}};
+  Layer l{inputs, outputs, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   l.w = Uniform(inputs * outputs, -1.0f, 1.0f, rng);
   l.h.resize(l.w.size());
   const KernelTable* s = KernelsFor(Isa::kScalar);
@@ -92,6 +112,12 @@ Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
   for (size_t o = 3; o < outputs; o += 7) l.scale[o] = 0.0f;
   l.packed_q.assign(PackedDenseSize(inputs, outputs), 0x77);
   PackDense(inputs, outputs, l.q.data(), l.packed_q.data());
+  for (float v : l.w) {
+    l.b.push_back(ToBf16(v));
+    l.wb.push_back(FromBf16(l.b.back()));
+  }
+  l.packed_b.assign(PackedDenseSize(inputs, outputs), 0x7777);
+  PackDense(inputs, outputs, l.b.data(), l.packed_b.data());
   return l;
 }
 
@@ -121,6 +147,8 @@ TEST(DensePack, Layout) {
                 << b << " " << i << " " << j;
             EXPECT_EQ(l.packed_h[at + j], half) << b << " " << i << " " << j;
             EXPECT_EQ(l.packed_q[at + j], level) << b << " " << i << " " << j;
+            EXPECT_EQ(l.packed_b[at + j], o < outputs ? l.b[o * inputs + i] : 0)
+                << b << " " << i << " " << j;
           }
         }
       }
@@ -128,9 +156,10 @@ TEST(DensePack, Layout) {
   }
 }
 
-// Runs one variant's dense_f32, dense_f16 or dense_i8 on `l` and returns
-// y [rows][outputs]; y is written with a row stride of outputs + gap into a
-// buffer of sentinels, and every sentinel outside the outputs must survive.
+// Runs one variant's dense_f32, dense_f16, dense_i8 or dense_bf16 on `l` and
+// returns y [rows][outputs]; y is written with a row stride of outputs + gap
+// into a buffer of sentinels, and every sentinel outside the outputs must
+// survive.
 std::vector<float> RunDense(const KernelTable& k, Dtype t, const Layer& l,
                             size_t rows, const std::vector<float>& x,
                             bool with_bias, float lo, float hi,
@@ -150,6 +179,10 @@ std::vector<float> RunDense(const KernelTable& k, Dtype t, const Layer& l,
     case Dtype::kI8:
       k.dense_i8(rows, l.inputs, l.outputs, stride, NonNull(x),
                  NonNull(l.packed_q), l.scale.data(), bias, lo, hi, y.get());
+      break;
+    case Dtype::kBf16:
+      k.dense_bf16(rows, l.inputs, l.outputs, stride, NonNull(x),
+                   NonNull(l.packed_b), bias, lo, hi, y.get());
       break;
   }
   EXPECT_TRUE(y.Intact()) << "wrote out of bounds";
@@ -186,8 +219,9 @@ TEST(DenseScalar, MatchesDoubleWithinTheFmaChainBound) {
             double exact = l.bias[o], magnitude = std::fabs(l.bias[o]);
             for (size_t i = 0; i < inputs; ++i) {
               const double weight =
-                  t == Dtype::kI8 ? double{l.scale[o]} * l.q[o * inputs + i]
-                                  : l.w[o * inputs + i];
+                  t == Dtype::kI8     ? double{l.scale[o]} * l.q[o * inputs + i]
+                  : t == Dtype::kBf16 ? l.wb[o * inputs + i]
+                                      : l.w[o * inputs + i];
               const double term = double{x[r * inputs + i]} * weight;
               exact += term;
               magnitude += std::fabs(term);
@@ -346,6 +380,10 @@ TEST_P(DenseSimd, MatchesScalarBitForBit) {
             RunDense(*k, Dtype::kI8, l, rows, x, false, -0.5f, 0.25f),
             RunDense(*s, Dtype::kI8, l, rows, x, false, -0.5f, 0.25f),
             "y (i8, no bias, clamped)");
+        ExpectBitsEqual(
+            RunDense(*k, Dtype::kBf16, l, rows, x, false, -0.5f, 0.25f),
+            RunDense(*s, Dtype::kBf16, l, rows, x, false, -0.5f, 0.25f),
+            "y (bf16, no bias, clamped)");
       }
     }
   }
@@ -425,6 +463,11 @@ TEST_P(DenseSplit, PiecesOfBlocksMatchTheWhole) {
                         l.packed_q.data() + offset, l.scale.data() + first,
                         l.bias.data() + first, -kInf, kInf, y.data() + first);
             break;
+          case Dtype::kBf16:
+            k->dense_bf16(rows, inputs, count, outputs, x.data(),
+                          l.packed_b.data() + offset, l.bias.data() + first,
+                          -kInf, kInf, y.data() + first);
+            break;
         }
       }
       ExpectBitsEqual(y, whole, "y");
@@ -445,6 +488,10 @@ TEST_P(DenseSplit, NoRowsOrNoOutputsWriteNothing) {
               l.bias.data(), -kInf, kInf, y.get());
   k->dense_i8(1, 4, 0, 16, x.data(), l.packed_q.data(), l.scale.data(),
               l.bias.data(), -kInf, kInf, y.get());
+  k->dense_bf16(0, 4, 16, 16, x.data(), l.packed_b.data(), nullptr, -kInf, kInf,
+                y.get());
+  k->dense_bf16(1, 4, 0, 16, x.data(), l.packed_b.data(), nullptr, -kInf, kInf,
+                y.get());
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ(Bits(y[i]), Guarded::kSentinel);
   EXPECT_TRUE(y.Intact());
 }
@@ -470,6 +517,33 @@ TEST_P(DenseSplit, NanSumsBecomeYMin) {
         EXPECT_EQ(Bits(y[3 * outputs + o]), Bits(lo)) << "y[3][" << o << "]";
       }
       ExpectBitsEqual(y, RunDense(*s, t, l, rows, x, true, lo, 0.75f), "y");
+    }
+  }
+}
+
+// bf16 weights that are subnormal, infinite, NaN or zero of either sign are
+// widened as they are, so every variant still matches scalar bit for bit.
+TEST_P(DenseSimd, Bf16SpecialWeightsMatchScalar) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  Layer l = RandomLayer(19, 37, 17);
+  const uint16_t special[] = {0x0001, 0x807f, 0x0000, 0x8000, 0x7f80,
+                              0xff80, 0x7fc1, 0x3f80, 0x0080, 0x7f7f};
+  for (size_t i = 0; i < l.b.size(); i += 3) {
+    l.b[i] = special[(i / 3) % (sizeof special / sizeof special[0])];
+  }
+  PackDense(l.inputs, l.outputs, l.b.data(), l.packed_b.data());
+  std::mt19937 rng(17);
+  for (size_t rows : {1, 2, 5}) {
+    const std::vector<float> x = Uniform(rows * l.inputs, -1.0f, 1.0f, rng);
+    const std::vector<float> y =
+        RunDense(*k, Dtype::kBf16, l, rows, x, true, -kInf, kInf);
+    const std::vector<float> ys =
+        RunDense(*s, Dtype::kBf16, l, rows, x, true, -kInf, kInf);
+    ASSERT_EQ(y.size(), ys.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_EQ(Bits(y[i]), Bits(ys[i]))
+          << "rows " << rows << ", y[" << i << "]";
     }
   }
 }

@@ -67,7 +67,7 @@ def convert(
     names them), or a state_dict (a mapping of tensors or numpy arrays,
     named as tarn.converter.reference names them; `config` then required).
     config, audio: a dict, JSON text or the path of a JSON file. dtype:
-    "f32", "f16" or "i8". Returns the converter's result (config, checksum).
+    "f32", "f16", "bf16" or "i8". Returns the converter's result (config, checksum).
     Needs torch for .pt checkpoints and state_dicts of tensors.
     """
     from .converter.errors import ConversionError as _ConverterError

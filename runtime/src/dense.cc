@@ -40,7 +40,9 @@ struct Task {
 namespace {
 
 size_t ElementBytes(DenseLayer::Storage storage) {
-  return storage == DenseLayer::Storage::kF16  ? sizeof(uint16_t)
+  return storage == DenseLayer::Storage::kF16 ||
+                 storage == DenseLayer::Storage::kBf16
+             ? sizeof(uint16_t)
          : storage == DenseLayer::Storage::kI8 ? sizeof(int8_t)
                                                : sizeof(float);
 }
@@ -53,6 +55,7 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
   assert((storage == Storage::kI8) == (scale != nullptr));
   const size_t bytes =
       kernels::PackedDenseSize(inputs, outputs) * ElementBytes(storage);
+  const bool half = storage == Storage::kF16 || storage == Storage::kBf16;
   const size_t allocated =
       (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
   owned_.reset(allocated > 0 ? std::aligned_alloc(kWeightAlignment, allocated)
@@ -64,7 +67,7 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
                       std::to_string(inputs) + "->" + std::to_string(outputs) +
                       " dense layer");
   }
-  if (storage == Storage::kF16) {
+  if (half) {
     kernels::PackDense(inputs, outputs, static_cast<const uint16_t*>(weight),
                        static_cast<uint16_t*>(owned_.get()));
   } else if (storage == Storage::kI8) {
@@ -116,6 +119,11 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
                        static_cast<const uint16_t*>(part.weight) + offset,
                        bias_.data() + at, output_min_, output_max_,
                        output + at);
+  } else if (storage_ == Storage::kBf16) {
+    kernels_.dense_bf16(rows, inputs_, count, outputs_, input,
+                        static_cast<const uint16_t*>(part.weight) + offset,
+                        bias_.data() + at, output_min_, output_max_,
+                        output + at);
   } else if (storage_ == Storage::kI8) {
     kernels_.dense_i8(rows, inputs_, count, outputs_, input,
                       static_cast<const int8_t*>(part.weight) + offset,

@@ -21,7 +21,7 @@ namespace tarn {
 
 class DenseLayer {
  public:
-  enum class Storage { kF32, kF16, kI8 };
+  enum class Storage { kF32, kF16, kI8, kBf16 };
 
   // One slice of a layer's outputs whose weights are already in the kernels'
   // packed layout (kernels::PackDense), for example straight from a mapped
@@ -33,13 +33,13 @@ class DenseLayer {
     size_t outputs;
   };
 
-  // weight [outputs][inputs] (f32, IEEE binary16 for kF16, int8 for kI8
-  // with scale [outputs], W[o][i] = scale[o] * q[o][i]; scale is nullptr
-  // otherwise) and bias [outputs] are copied: weight packed into kernels'
-  // layout and kept in its own dtype (f16 and int8 stream half and a quarter
-  // of the bytes a step reads), so none needs to outlive the call. Outputs
-  // are clamped to [output_min, output_max], which fuses a following relu
-  // for free.
+  // weight [outputs][inputs] (f32, IEEE binary16 for kF16, bfloat16 for
+  // kBf16, int8 for kI8 with scale [outputs], W[o][i] = scale[o] * q[o][i];
+  // scale is nullptr otherwise) and bias [outputs] are copied: weight packed
+  // into kernels' layout and kept in its own dtype (f16 and int8 stream half
+  // and a quarter of the bytes a step reads), so none needs to outlive the
+  // call. Outputs are clamped to [output_min, output_max], which fuses a
+  // following relu for free.
   Status Init(size_t inputs, size_t outputs, Storage storage,
               const void* weight, const float* scale, const float* bias,
               float output_min = -std::numeric_limits<float>::infinity(),

@@ -45,6 +45,8 @@ void Engine::EmbedToken(int32_t token, float* x) const {
   if (table.dtype == schema::DType::F32) {
     std::memcpy(x, static_cast<const float*>(table.data) + row,
                 width * sizeof(float));
+  } else if (table.dtype == schema::DType::BF16) {
+    k_.bf16_to_f32(width, static_cast<const uint16_t*>(table.data) + row, x);
   } else {
     k_.f16_to_f32(width, static_cast<const uint16_t*>(table.data) + row, x);
   }
@@ -117,8 +119,12 @@ void Engine::Embed(const Rows& rows, float* x) {
         k_.add(d, row, static_cast<const float*>(table.data) + offset, row);
       } else {
         float* row_f32 = at(scratch_.branch);
-        k_.f16_to_f32(d, static_cast<const uint16_t*>(table.data) + offset,
-                      row_f32);
+        const auto* bits = static_cast<const uint16_t*>(table.data) + offset;
+        if (table.dtype == schema::DType::BF16) {
+          k_.bf16_to_f32(d, bits, row_f32);
+        } else {
+          k_.f16_to_f32(d, bits, row_f32);
+        }
         k_.add(d, row, row_f32, row);
       }
     }

@@ -17,7 +17,7 @@ namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 3;
+constexpr uint16_t kSchemaMinor = 4;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.
@@ -223,7 +223,8 @@ bool IsDenseWeight(const std::string& name) {
          name == "head.weight";
 }
 
-// Matrices may be stored in f16; vectors the step reads directly must be f32.
+// Matrices may be stored in f16 or bf16; vectors the step reads directly must
+// be f32.
 bool MayBeHalf(const std::string& name) {
   return IsDenseWeight(name) || EndsWith(name, "embedding.weight");
 }
@@ -307,7 +308,9 @@ const char* Name(OutputDistribution distribution) {
 namespace {
 
 size_t ElementBytes(schema::DType dtype) {
-  return dtype == schema::DType::F16 ? 2 : dtype == schema::DType::I8 ? 1 : 4;
+  return dtype == schema::DType::F16 || dtype == schema::DType::BF16 ? 2
+         : dtype == schema::DType::I8                                ? 1
+                                                                     : 4;
 }
 
 // t's bytes row-major: a DenseBlocked16 tensor unpacked.
@@ -344,6 +347,9 @@ void WidenToFloat(const TensorView& t, float* out) {
   if (t.dtype == schema::DType::F16) {
     kernels::Kernels().f16_to_f32(t.elements,
                                   static_cast<const uint16_t*>(data), out);
+  } else if (t.dtype == schema::DType::BF16) {
+    kernels::Kernels().bf16_to_f32(t.elements,
+                                   static_cast<const uint16_t*>(data), out);
   } else if (t.dtype == schema::DType::I8) {
     const auto* q = static_cast<const int8_t*>(data);
     const size_t columns = t.elements / static_cast<size_t>(t.shape[0]);
@@ -576,7 +582,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     size_t element_bytes;
     if (view.dtype == schema::DType::F32) {
       element_bytes = 4;
-    } else if (view.dtype == schema::DType::F16) {
+    } else if (view.dtype == schema::DType::F16 ||
+               view.dtype == schema::DType::BF16) {
       element_bytes = 2;
     } else if (view.dtype == schema::DType::I8) {
       element_bytes = 1;
@@ -752,12 +759,13 @@ Status Model::Impl::PrepareWeights() {
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
-  // Dense weights keep the file's dtype (f16 stays f16, i8 stays i8), used
-  // in place when the file stores them blocked, else packed once here.
+  // Dense weights keep the file's dtype (f16, bf16 and i8 stay so), used in
+  // place when the file stores them blocked, else packed once here.
   auto storage = [](const TensorView& w) {
-    return w.dtype == schema::DType::F16  ? DenseLayer::Storage::kF16
-           : w.dtype == schema::DType::I8 ? DenseLayer::Storage::kI8
-                                          : DenseLayer::Storage::kF32;
+    return w.dtype == schema::DType::F16    ? DenseLayer::Storage::kF16
+           : w.dtype == schema::DType::BF16 ? DenseLayer::Storage::kBf16
+           : w.dtype == schema::DType::I8   ? DenseLayer::Storage::kI8
+                                            : DenseLayer::Storage::kF32;
   };
   // A relu after a dense layer is fused into it as its output clamp at 0.
   const float kNoMin = -std::numeric_limits<float>::infinity();

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.goldens import build_model, quantize_per_row, scaled_error
+from tests.goldens import bf16_values, build_model, quantize_per_row, round_bf16, scaled_error
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
@@ -37,6 +37,12 @@ F16_TOLERANCE = 1e-3
 # tokens_i8 (2,000 steps): 5.7e-3 (and 6.5e-7 against PyTorch holding the
 # file's values). The bound is about 3x that.
 I8_TOLERANCE = 1.5e-2
+# bf16 weights round every matrix and embedding to 8 significant bits
+# (relative error up to 2^-8 = 3.9e-3 per weight, 8x f16's 2^-11); the
+# arithmetic stays f32. Measured max scaled |tarn bf16 - PyTorch f32| on tokens_bf16
+# (2,000 steps): 2.5e-3 (and 5.2e-7 against PyTorch holding the file's
+# values). The bound is one bf16 ulp at 1 (2^-7), about 3x the measured error.
+BF16_TOLERANCE = 2.0**-7
 
 
 def tarn_run(model: Path, inputs: Path, out_dir: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -118,6 +124,67 @@ def test_i8_file_holds_the_independent_quantisation():
         assert np.array_equal(stored[f"{name}.weight.scale"], scale), name
     embedding = model.token_embedding.weight.detach().numpy()
     assert np.array_equal(stored["token_embedding.weight"], embedding.astype(np.float16))
+
+
+def test_bf16_weights_match_the_model_the_file_holds(tmp_path):
+    """bf16 weights: tarn against the reference holding the tests' own
+    bf16 rounding of the weights (tests.goldens.round_bf16), to the f32 bound;
+    and how far bf16 moves the outputs from the f32 model, to BF16_TOLERANCE."""
+    golden = GOLDENS / "tokens_bf16"
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
+    output = np.load(tmp_path / "output.npy")
+    error = scaled_error(output, np.load(golden / "output.npy"))
+    rounding = scaled_error(output, np.load(golden / "output_f32.npy"))
+    print(f"bf16 weights: max scaled |tarn bf16 - pytorch with the file's weights| = {error:.2e}, "
+          f"|tarn bf16 - pytorch f32| = {rounding:.2e}")
+    assert error <= TOLERANCE
+    assert rounding <= BF16_TOLERANCE
+
+
+def test_bf16_file_holds_the_independent_rounding():
+    """Every matrix and embedding of tokens_bf16 is stored as BF16 holding
+    the bits of the tests' own rounding and of torch's (round to nearest
+    even), which agree; the vectors stay f32, unrounded."""
+    import torch
+
+    from converter.reader import read_tarn
+    from converter.reference import ModelConfig
+
+    golden = GOLDENS / "tokens_bf16"
+    case = json.loads((golden / "case.json").read_text())
+    model = build_model(ModelConfig.from_dict(case["config"]), case["seed"])
+    stored = read_tarn(golden / "model.tarn").tensors
+    matrices = 0
+    for name, value in model.state_dict().items():
+        value = value.detach().numpy()
+        if name.endswith(".weight") and value.ndim == 2 and ".conv." not in name:
+            bits = round_bf16(value)
+            by_torch = torch.from_numpy(value).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+            assert np.array_equal(bits, by_torch), name
+            assert stored[name].dtype == np.uint16, name
+            assert np.array_equal(stored[name], bits), name
+            assert np.all(np.abs(bf16_values(bits) - value) <= np.abs(value) * 2.0**-8), name
+            matrices += 1
+        elif name in stored:
+            assert stored[name].dtype == np.float32, name
+            assert np.array_equal(stored[name], value), name
+    assert matrices == 6 * model.config.num_layers + 2  # and head, token embedding
+
+
+def test_bf16_only_where_f16_may_be(tmp_path):
+    """A LayerNorm weight (a vector the step reads directly) in bf16 is a
+    load error naming it."""
+    from converter.reader import read_tarn
+    from converter.writer import _build
+
+    f = read_tarn(GOLDENS / "tokens_bf16" / "model.tarn")
+    tensors = dict(f.tensors)
+    tensors["layers.0.norm1.weight"] = round_bf16(tensors["layers.0.norm1.weight"])
+    path = tmp_path / "edited.tarn"
+    path.write_bytes(_build(f.config, tensors, f.labels, f.audio, f.metadata)[0])
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tensor 'layers.0.norm1.weight' must be f32" in result.stderr
 
 
 def rewritten_i8(tmp_path: Path, edit) -> Path:

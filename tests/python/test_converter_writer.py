@@ -57,7 +57,7 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (1, 3)
+    assert f.schema_version == (1, 4)
     assert_same_config(f.config, config)
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():
@@ -193,6 +193,40 @@ def test_f16_overflow_is_an_error(tmp_path, small_config, small_state_dict):
     small_state_dict["head.weight"][0, 0] = 1e6
     with pytest.raises(ConversionError, match=r"head\.weight overflows float16"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="f16")
+
+
+def test_bf16_stores_matrices_and_embeddings_only(tmp_path, small_config, small_state_dict):
+    """bf16 files store what f16 files store, as bfloat16 bits: those of
+    torch's round-to-nearest-even (an independent rounding), ties and the
+    largest finite values included."""
+    weight = small_state_dict["layers.0.linear1.weight"]
+    # Ties, both ways: 1 + 2^-8 rounds down to 1 (even), 1 + 3 * 2^-8 up.
+    weight[0, :4] = torch.tensor([1 + 2.0**-8, 1 + 3 * 2.0**-8, -(1 + 2.0**-8), 3.0e38])
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path, dtype="bf16")
+    f = read_tarn(path)
+    bf16 = {n for n, t in f.tensors.items() if t.dtype == np.uint16}
+    assert bf16 == {n for n in f.tensors if n.endswith(".weight") and f.tensors[n].ndim == 2 and ".conv." not in n}
+    assert "token_embedding.weight" in bf16 and "head.weight" in bf16
+    for kept in ("layers.0.conv.weight", "layers.0.attention.feature_map.omega", "layers.0.norm1.weight", "head.bias"):
+        assert f.tensors[kept].dtype == np.float32, kept
+    for name, tensor in small_state_dict.items():
+        if name in bf16:
+            expected = tensor.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+        else:
+            expected = tensor.numpy()
+        np.testing.assert_array_equal(f.tensors[name], expected, err_msg=name)
+    values = converter.writer.from_bf16(f.tensors["layers.0.linear1.weight"][0, :4])
+    np.testing.assert_array_equal(values[:3], np.float32([1, 1 + 2.0**-6, -1]))
+    assert f.checksum_ok
+    convert_state_dict(small_state_dict, small_config, tmp_path / "f32.tarn")
+    assert path.stat().st_size < 0.7 * (tmp_path / "f32.tarn").stat().st_size
+
+
+def test_bf16_overflow_is_an_error(tmp_path, small_config, small_state_dict):
+    small_state_dict["head.weight"][0, 0] = 3.4e38  # rounds up past bf16's largest, 3.39e38
+    with pytest.raises(ConversionError, match=r"head\.weight overflows bf16"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="bf16")
 
 
 def test_i8_stores_dense_weights_with_a_scale_per_row(tmp_path, small_config, small_state_dict):

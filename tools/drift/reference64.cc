@@ -113,6 +113,16 @@ std::unique_ptr<Reference64> Reference64::Load(const std::string& path,
         std::memcpy(&f, data->data() + 4 * i, 4);
         values[i] = f;
       }
+    } else if (t->dtype() == schema::DType::BF16) {
+      values.resize(data->size() / 2);
+      for (size_t i = 0; i < values.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, data->data() + 2 * i, 2);
+        const uint32_t bits = static_cast<uint32_t>(h) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        values[i] = f;
+      }
     } else {
       values.resize(data->size() / 2);
       for (size_t i = 0; i < values.size(); ++i) {
