@@ -39,11 +39,16 @@ struct Task {
 Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
                         const void* weight, const float* scale,
                         const float* bias, float output_min, float output_max) {
-  assert((storage == Storage::kI8) == (scale != nullptr));
+  const bool scaled = storage == Storage::kI8 || storage == Storage::kQ8;
+  assert(scaled == (scale != nullptr));
+  assert(storage != Storage::kQ8 || inputs <= kernels::kDenseQ8MaxInputs);
   const size_t element = storage == Storage::kF16  ? sizeof(uint16_t)
                          : storage == Storage::kI8 ? sizeof(int8_t)
                                                    : sizeof(float);
-  const size_t bytes = kernels::PackedDenseSize(inputs, outputs) * element;
+  const size_t bytes =
+      storage == Storage::kQ8
+          ? kernels::PackedDenseQ8Bytes(inputs, outputs)
+          : kernels::PackedDenseSize(inputs, outputs) * element;
   const size_t allocated =
       (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
   weights_.reset(allocated > 0 ? std::aligned_alloc(kWeightAlignment, allocated)
@@ -61,6 +66,10 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
   } else if (storage == Storage::kI8) {
     kernels::PackDense(inputs, outputs, static_cast<const int8_t*>(weight),
                        static_cast<int8_t*>(weights_.get()));
+    scale_.assign(scale, scale + outputs);
+  } else if (storage == Storage::kQ8) {
+    kernels::PackDenseQ8(inputs, outputs, static_cast<const int8_t*>(weight),
+                         static_cast<int8_t*>(weights_.get()));
     scale_.assign(scale, scale + outputs);
   } else {
     kernels::PackDense(inputs, outputs, static_cast<const float*>(weight),
@@ -80,7 +89,13 @@ void DenseLayer::RunBlocks(size_t rows, const float* input, float* output,
                            size_t first, size_t count) const {
   assert(first % kernels::kDenseBlock == 0);
   const size_t offset = kernels::PackedDenseOffset(inputs_, first);
-  if (storage_ == Storage::kF16) {
+  if (storage_ == Storage::kQ8) {
+    kernels_.dense_q8(rows, inputs_, count, outputs_, input,
+                      static_cast<const int8_t*>(weights_.get()) +
+                          kernels::PackedDenseQ8Offset(inputs_, first),
+                      scale_.data() + first, bias_.data() + first, output_min_,
+                      output_max_, output + first);
+  } else if (storage_ == Storage::kF16) {
     kernels_.dense_f16(rows, inputs_, count, outputs_, input,
                        static_cast<const uint16_t*>(weights_.get()) + offset,
                        bias_.data() + first, output_min_, output_max_,

@@ -20,15 +20,17 @@ namespace tarn {
 
 class DenseLayer {
  public:
-  enum class Storage { kF32, kF16, kI8 };
+  // kQ8: int8 weights as kI8, computed on int8-quantised activations with
+  // integer dot products (kernels.h, dense_q8).
+  enum class Storage { kF32, kF16, kI8, kQ8 };
 
   // weight [outputs][inputs] (f32, IEEE binary16 for kF16, int8 for kI8
-  // with scale [outputs], W[o][i] = scale[o] * q[o][i]; scale is nullptr
-  // otherwise) and bias [outputs] are copied: weight packed into kernels'
-  // layout and kept in its own dtype (f16 and int8 stream half and a quarter
-  // of the bytes a step reads), so none needs to outlive the call. Outputs
-  // are clamped to [output_min, output_max], which fuses a following relu
-  // for free.
+  // and kQ8 with scale [outputs], W[o][i] = scale[o] * q[o][i]; scale is
+  // nullptr otherwise; kQ8 needs inputs <= kernels::kDenseQ8MaxInputs) and bias
+  // [outputs] are copied: weight packed into kernels' layout and kept in its
+  // own dtype (f16 and int8 stream half and a quarter of the bytes a step
+  // reads), so none needs to outlive the call. Outputs are clamped to
+  // [output_min, output_max], which fuses a following relu for free.
   Status Init(size_t inputs, size_t outputs, Storage storage,
               const void* weight, const float* scale, const float* bias,
               float output_min = -std::numeric_limits<float>::infinity(),
@@ -61,7 +63,7 @@ class DenseLayer {
   std::unique_ptr<void, Free> weights_;  // packed, 64-byte aligned
   size_t weight_bytes_ = 0;
   Storage storage_ = Storage::kF32;
-  std::vector<float> scale_;  // kI8: [outputs]
+  std::vector<float> scale_;  // kI8, kQ8: [outputs]
   std::vector<float> bias_;   // [outputs]
   size_t inputs_ = 0;
   size_t outputs_ = 0;

@@ -368,7 +368,7 @@ Status Model::Impl::Init(const void* data, size_t size,
   Status status = ReadConfig();
   if (status.ok()) status = ReadTensors(bytes, options.verify_checksum);
   if (status.ok()) status = CheckTensorSet();
-  if (status.ok()) status = PrepareWeights();
+  if (status.ok()) status = PrepareWeights(options.int8_compute);
   if (status.ok()) {
     PlanState();
     ComputeIdentity();
@@ -687,17 +687,23 @@ Status Model::Impl::AttachScale(const std::string& name, TensorView* weight) {
   return Status::Ok();
 }
 
-Status Model::Impl::PrepareWeights() {
+Status Model::Impl::PrepareWeights(Int8Compute int8_compute) {
   const ModelConfig& c = config;
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
   // Dense weights keep the file's dtype (f16 stays f16, i8 stays i8, packed
   // once).
-  auto storage = [](const TensorView& w) {
-    return w.dtype == schema::DType::F16  ? DenseLayer::Storage::kF16
-           : w.dtype == schema::DType::I8 ? DenseLayer::Storage::kI8
-                                          : DenseLayer::Storage::kF32;
+  // int8 layers with integer dot products where asked and wide enough.
+  auto storage = [&](const TensorView& w) {
+    if (w.dtype == schema::DType::I8) {
+      return int8_compute == Int8Compute::kIntegerDot &&
+                     w.shape[1] <= kernels::kDenseQ8MaxInputs
+                 ? DenseLayer::Storage::kQ8
+                 : DenseLayer::Storage::kI8;
+    }
+    return w.dtype == schema::DType::F16 ? DenseLayer::Storage::kF16
+                                         : DenseLayer::Storage::kF32;
   };
   // A relu after a dense layer is fused into it as its output clamp at 0.
   const float kNoMin = -std::numeric_limits<float>::infinity();
