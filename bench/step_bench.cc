@@ -86,6 +86,7 @@ struct Options {
   std::string json_path;
   std::vector<uint64_t> positions;  // --positions: time steps at these
   bool rounds_on_stdin = false;
+  bool int8_dot = false;  // --int8-dot: LoadOptions::int8_compute
 };
 
 // What one step reads from the model, by the file's dtypes.
@@ -761,7 +762,9 @@ int RunPositions(const Model& model, const Options& o, Json j) {
 
 int Run(const Options& o) {
   std::unique_ptr<Model> model;
-  Status status = Model::Load(o.model_path, &model);
+  LoadOptions load;
+  if (o.int8_dot) load.int8_compute = Int8Compute::kIntegerDot;
+  Status status = Model::Load(o.model_path, &model, load);
   if (!status.ok()) Fail("loading " + o.model_path, status);
   const ModelConfig& c = model->config();
   const StepBytes bytes = CountStepBytes(*model);
@@ -863,6 +866,8 @@ int main(int argc, char** argv) {
                  "instead: time --steps steps at each of these stream "
                  "positions (ascending), round-robin, with the RSS at each")
       ->delimiter(',');
+  app.add_flag("--int8-dot", o.int8_dot,
+               "int8 models: quantise activations, integer dot products");
   app.add_flag("--rounds-on-stdin", o.rounds_on_stdin,
                "with --positions: time one round per line read from stdin "
                "(its step count), one JSON line each on stdout");

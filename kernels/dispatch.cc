@@ -12,6 +12,10 @@
 #if TARN_KERNELS_HAVE_CPUINFO
 #include <cpuinfo.h>
 #endif
+#if TARN_KERNELS_ARM64 && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 namespace tarn {
 namespace kernels {
@@ -23,7 +27,7 @@ namespace {
         isa::CausalUpdate, isa::LayerNorm, isa::AddLayerNorm, isa::Add,       \
         isa::F16ToF32, isa::DenseF32, isa::DenseF16, isa::DenseI8,            \
         isa::FavorFeatures, isa::ReadOut, isa::DepthwiseConv, isa::DenseBf16, \
-        isa::Bf16ToF32                                                        \
+        isa::Bf16ToF32, /*dense_q8=*/nullptr                                  \
   }
 
 constexpr KernelTable kScalarTable = TARN_KERNELS_TABLE(scalar);
@@ -56,6 +60,9 @@ struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA + F16C
   bool avx512 = false;  // AVX-512F
   bool neon = false;
+  bool avx_vnni = false;     // AVX-VNNI (256-bit vpdpbusd, VEX-encoded)
+  bool avx512_vnni = false;  // AVX512-VNNI
+  bool neon_dot = false;     // FEAT_DotProd (sdot)
 };
 
 CpuFeatures DetectFeatures() {
@@ -84,12 +91,52 @@ CpuFeatures DetectFeatures() {
   f.neon = true;  // Advanced SIMD is mandatory in AArch64.
 #endif
 #endif
+  // The dot-product extensions, asked of the compiler's runtime and the
+  // kernel (this cpuinfo knows AVX512-VNNI but not AVX-VNNI).
+#if TARN_KERNELS_X86
+  __builtin_cpu_init();
+  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.avx_vnni = f.avx2 && __builtin_cpu_supports("avxvnni");
+#endif
+#if TARN_KERNELS_ARM64 && defined(__linux__)
+  f.neon_dot = f.neon && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
   return f;
 }
 
 [[maybe_unused]] const CpuFeatures& Features() {
   static const CpuFeatures features = DetectFeatures();
   return features;
+}
+
+// The best dot variant a table of this ISA may use: the table's own ISA
+// and what it implies, nothing the user's TARN_KERNELS excluded.
+DenseQ8Fn BestDot(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvx512Vnni)) return f;
+      [[fallthrough]];
+    case Isa::kAvx2:
+      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvxVnni)) return f;
+      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvx2)) return f;
+      break;
+    case Isa::kNeon:
+      if (DenseQ8Fn f = DenseQ8For(DotIsa::kNeonDot)) return f;
+      break;
+    case Isa::kScalar:
+      break;
+  }
+  return scalar::DenseQ8;
+}
+
+KernelTable WithDot(KernelTable table, Isa isa) {
+  table.dense_q8 = BestDot(isa);
+  return table;
+}
+
+const KernelTable* ScalarTable() {
+  static const KernelTable table = WithDot(kScalarTable, Isa::kScalar);
+  return &table;
 }
 
 struct Choice {
@@ -101,7 +148,7 @@ Choice Best() {
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
     if (const KernelTable* t = KernelsFor(isa)) return {isa, t};
   }
-  return {Isa::kScalar, &kScalarTable};
+  return {Isa::kScalar, ScalarTable()};
 }
 
 Choice Choose() {
@@ -114,13 +161,13 @@ Choice Choose() {
         "TARN_KERNELS=%s is not supported by this CPU or build; using scalar "
         "kernels",
         forced);
-    return {Isa::kScalar, &kScalarTable};
+    return {Isa::kScalar, ScalarTable()};
   }
   Warn(
       "TARN_KERNELS=%s is unknown (expected scalar, avx2, avx512 or neon); "
       "using scalar kernels",
       forced);
-  return {Isa::kScalar, &kScalarTable};
+  return {Isa::kScalar, ScalarTable()};
 }
 
 const Choice& Chosen() {
@@ -141,27 +188,81 @@ Isa ActiveIsa() { return Chosen().isa; }
 const KernelTable* KernelsFor(Isa isa) {
   switch (isa) {
     case Isa::kScalar:
-      return &kScalarTable;
+      return ScalarTable();
     case Isa::kAvx2:
 #if TARN_KERNELS_X86
-      return Features().avx2 ? &kAvx2Table : nullptr;
+      if (!Features().avx2) return nullptr;
+      static const KernelTable avx2 = WithDot(kAvx2Table, Isa::kAvx2);
+      return &avx2;
 #else
       return nullptr;
 #endif
     case Isa::kAvx512:
 #if TARN_KERNELS_X86
-      return Features().avx512 ? &kAvx512Table : nullptr;
+      if (!Features().avx512) return nullptr;
+      static const KernelTable avx512 = WithDot(kAvx512Table, Isa::kAvx512);
+      return &avx512;
 #else
       return nullptr;
 #endif
     case Isa::kNeon:
 #if TARN_KERNELS_ARM64
-      return Features().neon ? &kNeonTable : nullptr;
+      if (!Features().neon) return nullptr;
+      static const KernelTable neon = WithDot(kNeonTable, Isa::kNeon);
+      return &neon;
 #else
       return nullptr;
 #endif
   }
   return nullptr;
+}
+
+DenseQ8Fn DenseQ8For(DotIsa isa) {
+  switch (isa) {
+    case DotIsa::kScalar:
+      return scalar::DenseQ8;
+    case DotIsa::kAvx2:
+#if TARN_KERNELS_X86
+      return Features().avx2 ? avx2::DenseQ8 : nullptr;
+#else
+      return nullptr;
+#endif
+    case DotIsa::kAvxVnni:
+#if TARN_KERNELS_X86
+      return Features().avx_vnni ? avxvnni::DenseQ8 : nullptr;
+#else
+      return nullptr;
+#endif
+    case DotIsa::kAvx512Vnni:
+#if TARN_KERNELS_X86
+      return Features().avx512_vnni ? avx512vnni::DenseQ8 : nullptr;
+#else
+      return nullptr;
+#endif
+    case DotIsa::kNeonDot:
+#if TARN_KERNELS_ARM64
+      return Features().neon_dot ? neondot::DenseQ8 : nullptr;
+#else
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+const char* DotIsaName(DotIsa isa) {
+  switch (isa) {
+    case DotIsa::kScalar:
+      return "scalar";
+    case DotIsa::kAvx2:
+      return "avx2";
+    case DotIsa::kAvxVnni:
+      return "avxvnni";
+    case DotIsa::kAvx512Vnni:
+      return "avx512vnni";
+    case DotIsa::kNeonDot:
+      return "neondot";
+  }
+  return "unknown";
 }
 
 const char* IsaName(Isa isa) {

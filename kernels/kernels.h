@@ -169,6 +169,23 @@ struct KernelTable {
   // y = float(x) for n bfloat16 values: x[i] << 16, exact, NaNs and
   // subnormals kept bit for bit. x: [n]; y: [n].
   void (*bf16_to_f32)(size_t n, const uint16_t* x, float* y);
+  // dense_i8 on dynamically quantised activations, with integer dot
+  // products (VNNI's vpdpbusd, AVX2's vpmaddubsw, NEON's sdot). Each row of x
+  // is quantised on its own, symmetrically:
+  //   a = max_i |x[r][i]|,  inv = 127 / a,  sx = a / 127,
+  //   qx[i] = nearbyint(clamp(x[r][i] * inv, -127, 127))  (0 if NaN),
+  // each operation rounded once, ties to even. Then per output
+  //   sum = sum_i qx[i] q[o][i]   (int32, exact: inputs <= kDenseQ8MaxInputs)
+  //   y[r][o] = clamp(fma(float(sum), sx * scale[o], b[o] or 0))
+  // clamped as dense_f32. Integer sums are exact in any order and the
+  // epilogue is the same float operations everywhere, so every variant, row
+  // count and block split gives the same bits. x: [rows][inputs]; w: laid out
+  // by PackDenseQ8 (PackedDenseQ8Bytes(inputs, outputs) bytes); outputs
+  // [first, first + count) of a bigger layer: w + PackedDenseQ8Offset(inputs,
+  // first), scale, bias and y + first; the rest as dense_i8.
+  void (*dense_q8)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
+                   const float* x, const int8_t* w, const float* scale,
+                   const float* bias, float y_min, float y_max, float* y);
 };
 
 // The packed layout of a dense layer's W [outputs][inputs]: blocks of
@@ -191,7 +208,39 @@ void PackDense(size_t inputs, size_t outputs, const uint16_t* w,
                uint16_t* packed);
 void PackDense(size_t inputs, size_t outputs, const int8_t* w, int8_t* packed);
 
+// The layout of dense_q8's int8 weights W [outputs][inputs], built for dot
+// products of 4 consecutive inputs: blocks of kDenseBlock output rows, each
+//   int32 offset[16] = -128 * sum_i W[b * 16 + j][i]   (64 bytes; what
+//     VNNI's unsigned-times-signed product adds when activations are shifted
+//     by +128 into u8)
+//   int8  w[groups][16][4], w[g][j][k] = W[b * 16 + j][4 g + k]
+// with groups = ceil(inputs / 4), zero where an output or input is past the
+// end. Blocks are PackedDenseQ8Offset(inputs, kDenseBlock) bytes, a multiple
+// of 64.
+inline constexpr size_t kDenseQ8MaxInputs = 8192;
+inline constexpr size_t PackedDenseQ8Offset(size_t inputs, size_t first) {
+  return first / kDenseBlock * (64 + 64 * ((inputs + 3) / 4));
+}
+inline constexpr size_t PackedDenseQ8Bytes(size_t inputs, size_t outputs) {
+  return PackedDenseQ8Offset(inputs, outputs + kDenseBlock - 1);
+}
+// Packs w [outputs][inputs] into packed [PackedDenseQ8Bytes(inputs, outputs)],
+// inputs <= kDenseQ8MaxInputs.
+void PackDenseQ8(size_t inputs, size_t outputs, const int8_t* w,
+                 int8_t* packed);
+
 enum class Isa { kScalar, kAvx2, kAvx512, kNeon };
+
+// The integer dot-product variants of dense_q8, chosen apart from Isa (a
+// table's dense_q8 is the best one its ISA and the CPU allow): kAvx2 uses
+// vpmaddubsw, kAvxVnni and kAvx512Vnni vpdpbusd, kNeonDot sdot.
+enum class DotIsa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot };
+using DenseQ8Fn = decltype(KernelTable::dense_q8);
+// The dense_q8 of one dot variant, or nullptr if this CPU or build lacks it.
+// For tests and benchmarks.
+DenseQ8Fn DenseQ8For(DotIsa isa);
+// "scalar", "avx2", "avxvnni", "avx512vnni" or "neondot".
+const char* DotIsaName(DotIsa isa);
 
 // The process-wide table (see the top of this file). Thread-safe.
 const KernelTable& Kernels();

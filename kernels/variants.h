@@ -47,6 +47,15 @@
   void Bf16ToF32(size_t n, const uint16_t* x, float* y);                     \
   }
 
+// dense_q8 (kernels.h) has variants of its own, one per integer
+// dot-product instruction set (DotIsa); a table takes the best its ISA allows.
+#define TARN_KERNELS_DECLARE_DOT_VARIANT(isa)                               \
+  namespace isa {                                                           \
+  void DenseQ8(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
+               const float* x, const int8_t* w, const float* scale,         \
+               const float* bias, float y_min, float y_max, float* y);      \
+  }
+
 namespace tarn {
 namespace kernels {
 
@@ -57,17 +66,23 @@ struct Bf16 {
 };
 
 TARN_KERNELS_DECLARE_VARIANT(scalar)
+TARN_KERNELS_DECLARE_DOT_VARIANT(scalar)
 #if TARN_KERNELS_X86
 TARN_KERNELS_DECLARE_VARIANT(avx2)
+TARN_KERNELS_DECLARE_DOT_VARIANT(avx2)
 TARN_KERNELS_DECLARE_VARIANT(avx512)
+TARN_KERNELS_DECLARE_DOT_VARIANT(avxvnni)
+TARN_KERNELS_DECLARE_DOT_VARIANT(avx512vnni)
 #endif
 #if TARN_KERNELS_ARM64
 TARN_KERNELS_DECLARE_VARIANT(neon)
+TARN_KERNELS_DECLARE_DOT_VARIANT(neondot)
 #endif
 
 }  // namespace kernels
 }  // namespace tarn
 
 #undef TARN_KERNELS_DECLARE_VARIANT
+#undef TARN_KERNELS_DECLARE_DOT_VARIANT
 
 #endif  // TARN_KERNELS_VARIANTS_H_

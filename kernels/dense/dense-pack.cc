@@ -39,5 +39,26 @@ void PackDense(size_t inputs, size_t outputs, const int8_t* w, int8_t* packed) {
   Pack(inputs, outputs, w, packed);
 }
 
+void PackDenseQ8(size_t inputs, size_t outputs, const int8_t* w,
+                 int8_t* packed) {
+  assert(outputs == 0 || (w != nullptr || inputs == 0));
+  assert(inputs <= kDenseQ8MaxInputs);
+  const size_t blocks = (outputs + kDenseBlock - 1) / kDenseBlock;
+  for (size_t b = 0; b < blocks; ++b) {
+    int8_t* block = packed + PackedDenseQ8Offset(inputs, b * kDenseBlock);
+    std::memset(block, 0, PackedDenseQ8Offset(inputs, kDenseBlock));
+    for (size_t j = 0; j < kDenseBlock && b * kDenseBlock + j < outputs; ++j) {
+      const int8_t* row = w + (b * kDenseBlock + j) * inputs;
+      int32_t sum = 0;
+      for (size_t i = 0; i < inputs; ++i) {
+        block[64 + i / 4 * 64 + j * 4 + i % 4] = row[i];
+        sum += row[i];
+      }
+      const int32_t offset = -128 * sum;
+      std::memcpy(block + j * sizeof offset, &offset, sizeof offset);
+    }
+  }
+}
+
 }  // namespace kernels
 }  // namespace tarn

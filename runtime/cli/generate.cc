@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "image_files.h"
+#include "int8_option.h"
 #include "tarn/distribution.hpp"
 #include "tarn/sample.hpp"
 #include "tarn/tarn.hpp"
@@ -55,6 +56,7 @@ struct GenerateOptions {
   uint32_t top_k = 0;
   uint32_t scale = 2;
   int threads = 1;
+  Int8Compute int8_compute = Int8Compute::kExact;
   bool quiet = false;
 };
 
@@ -293,6 +295,7 @@ CLI::App* AddGenerate(CLI::App* app) {
       ->check(CLI::Range(1u, 16u));
   generate->add_option("--threads", o.threads, "threads for the dense layers")
       ->check(CLI::Range(1, 256));
+  AddInt8Option(generate, &o.int8_compute);
   generate->add_flag("--quiet", o.quiet, "no progress bar");
   return generate;
 }
@@ -306,7 +309,7 @@ int RunGenerate() {
   if (!status.ok()) return Fail(status.message());
 
   std::unique_ptr<Model> model;
-  status = Model::Load(o.model_path, &model);
+  status = Model::Load(o.model_path, &model, WithInt8(o.int8_compute));
   if (!status.ok()) return Fail(status.message());
   ImageModel image;
   status = ReadImageModel(*model, o.model_path, &image);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generate.h"
+#include "int8_option.h"
 #include "npy.h"
 #include "tarn/distribution.hpp"
 #include "tarn/tarn.hpp"
@@ -120,9 +121,9 @@ Status WriteLogProbabilities(const ModelConfig& c, size_t steps,
 int Run(const std::string& model_path, const std::string& input_path,
         const std::string& output_path, const std::string& state_dir,
         const std::string& log_probs_path, int threads, size_t prefill,
-        bool encode) {
+        bool encode, Int8Compute int8_compute) {
   std::unique_ptr<Model> model;
-  Status status = Model::Load(model_path, &model);
+  Status status = Model::Load(model_path, &model, WithInt8(int8_compute));
   if (!status.ok()) return Fail(status);
   if (!log_probs_path.empty() && model->config().output_distribution !=
                                      OutputDistribution::kLogisticMixture) {
@@ -235,6 +236,7 @@ int main(int argc, char** argv) {
   std::string model_path, input_path, output_path, state_dir, log_probs_path;
   int threads = 1;
   size_t prefill = 0;
+  tarn::Int8Compute int8_compute = tarn::Int8Compute::kExact;
   CLI::App* info = app.add_subcommand(
       "info", "Print a model's architecture, sizes and session memory");
   info->add_option("model", model_path, "a .tarn file")->required();
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
   run->add_option("--log-probs", log_probs_path,
                   ".npy output [steps, levels]: log P(level) of each step's "
                   "distribution (logistic-mixture models)");
+  tarn::cli::AddInt8Option(run, &int8_compute);
 
   CLI::App* encode =
       app.add_subcommand("encode",
@@ -266,6 +269,7 @@ int main(int argc, char** argv) {
       ->required();
   encode->add_option("--threads", threads, "threads for the dense layers")
       ->check(CLI::Range(1, 256));
+  tarn::cli::AddInt8Option(encode, &int8_compute);
 
   CLI::App* transcribe = tarn::cli::AddTranscribe(&app);
   CLI::App* generate = tarn::cli::AddGenerate(&app);
@@ -275,5 +279,6 @@ int main(int argc, char** argv) {
   if (*transcribe) return tarn::cli::RunTranscribe();
   if (*generate) return tarn::cli::RunGenerate();
   return tarn::cli::Run(model_path, input_path, output_path, state_dir,
-                        log_probs_path, threads, prefill, encode->parsed());
+                        log_probs_path, threads, prefill, encode->parsed(),
+                        int8_compute);
 }

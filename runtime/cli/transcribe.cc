@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "int8_option.h"
 #include "tarn/recognizer.hpp"
 #include "tarn/tarn.hpp"
 
@@ -48,6 +49,7 @@ struct TranscribeOptions {
   int endpoint_ms = 500;
   int max_utterance_ms = 30000;
   int threads = 1;
+  Int8Compute int8_compute = Int8Compute::kExact;
 };
 
 TranscribeOptions& Options() {
@@ -377,13 +379,14 @@ CLI::App* AddTranscribe(CLI::App* app) {
       ->capture_default_str();
   command->add_option("--threads", o.threads, "threads for the dense layers")
       ->check(CLI::Range(1, 256));
+  AddInt8Option(command, &o.int8_compute);
   return command;
 }
 
 int RunTranscribe() {
   const TranscribeOptions& o = Options();
   std::unique_ptr<Model> model;
-  Status status = Model::Load(o.model_path, &model);
+  Status status = Model::Load(o.model_path, &model, WithInt8(o.int8_compute));
   if (!status.ok()) return Fail(status.message());
 
   RecognizerOptions options;

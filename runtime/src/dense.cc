@@ -47,14 +47,27 @@ size_t ElementBytes(DenseLayer::Storage storage) {
                                                : sizeof(float);
 }
 
+bool Scaled(DenseLayer::Storage storage) {
+  return storage == DenseLayer::Storage::kI8 ||
+         storage == DenseLayer::Storage::kQ8;
+}
+
+// Bytes of outputs rows of weights packed as the kernels read them.
+size_t PackedBytes(DenseLayer::Storage storage, size_t inputs, size_t outputs) {
+  return storage == DenseLayer::Storage::kQ8
+             ? kernels::PackedDenseQ8Bytes(inputs, outputs)
+             : kernels::PackedDenseSize(inputs, outputs) *
+                   ElementBytes(storage);
+}
+
 }  // namespace
 
 Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
                         const void* weight, const float* scale,
                         const float* bias, float output_min, float output_max) {
-  assert((storage == Storage::kI8) == (scale != nullptr));
-  const size_t bytes =
-      kernels::PackedDenseSize(inputs, outputs) * ElementBytes(storage);
+  assert(Scaled(storage) == (scale != nullptr));
+  assert(storage != Storage::kQ8 || inputs <= kernels::kDenseQ8MaxInputs);
+  const size_t bytes = PackedBytes(storage, inputs, outputs);
   const bool half = storage == Storage::kF16 || storage == Storage::kBf16;
   const size_t allocated =
       (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
@@ -73,6 +86,9 @@ Status DenseLayer::Init(size_t inputs, size_t outputs, Storage storage,
   } else if (storage == Storage::kI8) {
     kernels::PackDense(inputs, outputs, static_cast<const int8_t*>(weight),
                        static_cast<int8_t*>(owned_.get()));
+  } else if (storage == Storage::kQ8) {
+    kernels::PackDenseQ8(inputs, outputs, static_cast<const int8_t*>(weight),
+                         static_cast<int8_t*>(owned_.get()));
   } else {
     kernels::PackDense(inputs, outputs, static_cast<const float*>(weight),
                        static_cast<float*>(owned_.get()));
@@ -91,13 +107,12 @@ Status DenseLayer::InitPacked(size_t inputs, Storage storage,
   weight_bytes_ = 0;
   size_t outputs = 0;
   for (const PackedPart& part : parts) {
-    assert((storage == Storage::kI8) == (part.scale != nullptr));
+    assert(Scaled(storage) == (part.scale != nullptr));
     parts_.push_back({part.weight, outputs, part.outputs});
     if (part.scale != nullptr) {
       scale_.insert(scale_.end(), part.scale, part.scale + part.outputs);
     }
-    weight_bytes_ +=
-        kernels::PackedDenseSize(inputs, part.outputs) * ElementBytes(storage);
+    weight_bytes_ += PackedBytes(storage, inputs, part.outputs);
     outputs += part.outputs;
   }
   storage_ = storage;
@@ -114,7 +129,13 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
   assert(first % kernels::kDenseBlock == 0);
   const size_t offset = kernels::PackedDenseOffset(inputs_, first);
   const size_t at = part.first + first;  // in the layer's outputs
-  if (storage_ == Storage::kF16) {
+  if (storage_ == Storage::kQ8) {
+    kernels_.dense_q8(rows, inputs_, count, outputs_, input,
+                      static_cast<const int8_t*>(part.weight) +
+                          kernels::PackedDenseQ8Offset(inputs_, first),
+                      scale_.data() + at, bias_.data() + at, output_min_,
+                      output_max_, output + at);
+  } else if (storage_ == Storage::kF16) {
     kernels_.dense_f16(rows, inputs_, count, outputs_, input,
                        static_cast<const uint16_t*>(part.weight) + offset,
                        bias_.data() + at, output_min_, output_max_,

@@ -21,7 +21,10 @@ namespace tarn {
 
 class DenseLayer {
  public:
-  enum class Storage { kF32, kF16, kI8, kBf16 };
+  // kQ8: int8 weights as kI8, computed on int8-quantised activations with
+  // integer dot products (kernels.h, dense_q8), in their own packed layout
+  // (kernels::PackDenseQ8), so always packed at load.
+  enum class Storage { kF32, kF16, kI8, kBf16, kQ8 };
 
   // One slice of a layer's outputs whose weights are already in the kernels'
   // packed layout (kernels::PackDense), for example straight from a mapped
@@ -34,8 +37,9 @@ class DenseLayer {
   };
 
   // weight [outputs][inputs] (f32, IEEE binary16 for kF16, bfloat16 for
-  // kBf16, int8 for kI8 with scale [outputs], W[o][i] = scale[o] * q[o][i];
-  // scale is nullptr otherwise) and bias [outputs] are copied: weight packed
+  // kBf16, int8 for kI8 and kQ8 with scale [outputs], W[o][i] = scale[o] *
+  // q[o][i]; scale is nullptr otherwise; kQ8 needs inputs <=
+  // kernels::kDenseQ8MaxInputs) and bias [outputs] are copied: weight packed
   // into kernels' layout and kept in its own dtype (f16 and int8 stream half
   // and a quarter of the bytes a step reads), so none needs to outlive the
   // call. Outputs are clamped to [output_min, output_max], which fuses a

@@ -410,7 +410,7 @@ Status Model::Impl::Init(const void* data, size_t size,
   Status status = ReadConfig();
   if (status.ok()) status = ReadTensors(bytes, options.verify_checksum);
   if (status.ok()) status = CheckTensorSet();
-  if (status.ok()) status = PrepareWeights();
+  if (status.ok()) status = PrepareWeights(options.int8_compute);
   if (status.ok()) {
     PlanState();
     ComputeIdentity();
@@ -754,17 +754,24 @@ Status Model::Impl::AttachScale(const std::string& name, TensorView* weight) {
   return Status::Ok();
 }
 
-Status Model::Impl::PrepareWeights() {
+Status Model::Impl::PrepareWeights(Int8Compute int8_compute) {
   const ModelConfig& c = config;
   auto f32 = [&](const std::string& name) {
     return static_cast<const float*>(tensors.at(name).data);
   };
   // Dense weights keep the file's dtype (f16, bf16 and i8 stay so), used in
-  // place when the file stores them blocked, else packed once here.
-  auto storage = [](const TensorView& w) {
+  // place when the file stores them blocked, else packed once here; int8
+  // layers with integer dot products where asked and narrow enough (their
+  // own layout, always packed here).
+  auto storage = [&](const TensorView& w) {
+    if (w.dtype == schema::DType::I8) {
+      return int8_compute == Int8Compute::kIntegerDot &&
+                     w.shape[1] <= kernels::kDenseQ8MaxInputs
+                 ? DenseLayer::Storage::kQ8
+                 : DenseLayer::Storage::kI8;
+    }
     return w.dtype == schema::DType::F16    ? DenseLayer::Storage::kF16
            : w.dtype == schema::DType::BF16 ? DenseLayer::Storage::kBf16
-           : w.dtype == schema::DType::I8   ? DenseLayer::Storage::kI8
                                             : DenseLayer::Storage::kF32;
   };
   // A relu after a dense layer is fused into it as its output clamp at 0.
@@ -776,13 +783,19 @@ Status Model::Impl::PrepareWeights() {
                    std::unique_ptr<DenseLayer>* layer) {
     const TensorView& w = tensors.at(name + ".weight");
     *layer = std::make_unique<DenseLayer>();
-    if (w.layout == schema::TensorLayout::DenseBlocked16) {
+    const DenseLayer::Storage kind = storage(w);
+    if (w.layout == schema::TensorLayout::DenseBlocked16 &&
+        kind != DenseLayer::Storage::kQ8) {
       return (*layer)->InitPacked(
-          w.shape[1], storage(w),
+          w.shape[1], kind,
           {{w.data, w.scale, static_cast<size_t>(w.shape[0])}},
           f32(name + ".bias"), clamp_for(fused));
     }
-    return (*layer)->Init(w.shape[1], w.shape[0], storage(w), w.data, w.scale,
+    // Row-major in the file, or blocked for kQ8's own layout: packed here.
+    std::vector<uint8_t> unpacked;
+    if (w.layout != schema::TensorLayout::RowMajor) unpacked = RowMajorBytes(w);
+    return (*layer)->Init(w.shape[1], w.shape[0], kind,
+                          unpacked.empty() ? w.data : unpacked.data(), w.scale,
                           f32(name + ".bias"), clamp_for(fused));
   };
   Status status;
@@ -811,7 +824,7 @@ Status Model::Impl::PrepareWeights() {
     }
     const schema::DType shared = parts[0]->dtype;
     const bool same = parts[1]->dtype == shared && parts[2]->dtype == shared;
-    bool blocked = same;
+    bool blocked = same && storage(*parts[0]) != DenseLayer::Storage::kQ8;
     for (const TensorView* part : parts) {
       blocked = blocked && part->layout == schema::TensorLayout::DenseBlocked16;
     }

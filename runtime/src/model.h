@@ -143,7 +143,7 @@ class Model::Impl {
   Status ReadTensors(const uint8_t* base, bool verify_checksum);
   Status CheckTensorSet();
   Status AttachScale(const std::string& name, TensorView* weight);
-  Status PrepareWeights();
+  Status PrepareWeights(Int8Compute int8_compute);
   void PlanState();
   void ComputeIdentity();
 };

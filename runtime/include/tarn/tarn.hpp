@@ -175,9 +175,25 @@ struct ModelConfig {
   uint32_t output_levels = 0;
 };
 
+// How dense layers with int8 weights compute (docs/decisions.md, "int8
+// weights").
+enum class Int8Compute {
+  // Activations stay f32; each int8 weight is widened to f32 (the error is
+  // the weights' rounding alone). The default: it keeps the f32 model's
+  // accuracy.
+  kExact,
+  // Each row of activations is quantised to int8 (symmetric, one scale per
+  // row) and multiplied by integer dot products (VNNI, AVX2, NEON sdot):
+  // faster, at the cost of the activations' rounding as well.
+  kIntegerDot,
+};
+
 struct LoadOptions {
   // Hash the weight bytes and compare with the checksum stored in the file.
   bool verify_checksum = true;
+  // Dense layers of an int8 file (the others ignore it). Layers wider than
+  // kernels' kDenseQ8MaxInputs (8192) inputs stay exact.
+  Int8Compute int8_compute = Int8Compute::kExact;
 };
 
 // Positions one prefill chunk processes at once unless SessionOptions says

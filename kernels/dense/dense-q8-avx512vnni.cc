@@ -1,0 +1,44 @@
+// dense_q8 (kernels.h) with AVX512-VNNI: one zmm of int32 sums per block of
+// 16 outputs, vpdpbusd on activations shifted into u8 (+128) times the signed
+// weights, each accumulator started from the block's offsets (-128 sum w) so
+// the sums are exactly those of signed bytes. The driver is
+// dense-q8-driver.h.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/dense/dense-q8-driver.h"
+#include "kernels/variants.h"
+#include "kernels/vector-avx512.h"
+
+namespace tarn {
+namespace kernels {
+namespace avx512vnni {
+namespace {
+
+struct DotTraits : avx512::Vec {
+  using A = __m512i;
+  using W = __m512i;
+  using X = __m512i;
+  static void PrepareRow(size_t n, int8_t* qx) {
+    for (size_t i = 0; i < n; ++i) qx[i] = static_cast<int8_t>(qx[i] ^ 0x80);
+  }
+  static A Start(const int8_t* offset) { return _mm512_loadu_si512(offset); }
+  static W LoadW(const int8_t* p) { return _mm512_loadu_si512(p); }
+  static X Broadcast(const int8_t* p) {
+    int32_t word;
+    std::memcpy(&word, p, sizeof word);
+    return _mm512_set1_epi32(word);
+  }
+  static A Dot(A acc, W w, X x) { return _mm512_dpbusd_epi32(acc, x, w); }
+  static V ToFloat(A acc) { return _mm512_cvtepi32_ps(acc); }
+  static constexpr int Blocks(int rows) { return rows == 1 ? 8 : 4; }
+};
+
+}  // namespace
+
+TARN_KERNELS_DEFINE_DENSE_Q8(DotTraits)
+
+}  // namespace avx512vnni
+}  // namespace kernels
+}  // namespace tarn

@@ -1,0 +1,44 @@
+// Internal to kernels/: dense_q8's quantisation of one row of activations
+// (kernels.h), the same C++ in every variant. Each step is an IEEE operation
+// rounded once (the product, nearbyint with the default round-to-nearest-
+// even mode), so every variant quantises to the same bytes whatever the
+// compiler vectorises.
+#ifndef TARN_KERNELS_DENSE_DENSE_Q8_QUANTIZE_H_
+#define TARN_KERNELS_DENSE_DENSE_Q8_QUANTIZE_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace tarn {
+namespace kernels {
+namespace {
+namespace dense_q8 {
+
+// Writes qx [padded] (zeros past n, padded >= n) and returns sx, the scale
+// with x[i] ~ sx * qx[i].
+inline float QuantizeRow(size_t n, const float* x, size_t padded, int8_t* qx) {
+  float a = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const float m = std::fabs(x[i]);
+    a = m > a ? m : a;  // NaNs are skipped
+  }
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    float v = x[i] * inv;
+    v = v < 127.0f ? v : 127.0f;
+    v = v > -127.0f ? v : -127.0f;  // a NaN becomes -127 here ...
+    v = x[i] == x[i] ? v : 0.0f;    // ... and 0 here
+    qx[i] = static_cast<int8_t>(std::nearbyint(v));
+  }
+  if (padded > n) std::memset(qx + n, 0, padded - n);
+  return a / 127.0f;
+}
+
+}  // namespace dense_q8
+}  // namespace
+}  // namespace kernels
+}  // namespace tarn
+
+#endif  // TARN_KERNELS_DENSE_DENSE_Q8_QUANTIZE_H_
