@@ -613,6 +613,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
   j["reps"] = o.profile_reps;
   j["kernels"] = kernels::IsaName(kernels::ActiveIsa());
   j["dtype"] = dtype;
+  j["int8_dot"] = dtype == "i8" && o.int8_dot;
   j["parts"] = parts;
   j["groups"] = groups;
   j["sum_us_median"] = sum_median;
@@ -679,7 +680,7 @@ void PrintReport(const Json& j) {
     }
     if (!p["rest_us"].is_null()) {
       std::printf("  %-46s %9.1f us  (step: %.1f us, %s)\n",
-                  "rest (embedding, position, bookkeeping)",
+                  "rest (thread pool, bookkeeping, overhead)",
                   p["rest_us"].get<double>(), p["step_us"].get<double>(),
                   p["step_basis"].get<std::string>().c_str());
     }
