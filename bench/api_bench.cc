@@ -11,8 +11,11 @@
 // beside the median and the wall time): on a shared machine a preempted
 // run's wall time says little, and the fastest run is the least disturbed.
 // Beside each figure: the dense layers' GFLOP/s (2 x matrix parameters per
-// position) and, for stepping, the weight bytes streamed per second. The ratios
-// use CPU time (one thread).
+// position) as a share of the FMA peak this program measures in the same run
+// (fma_peak.h: one core's FMA loop on the ISA the kernels chose, times
+// --threads), and, for stepping, the weight bytes streamed per second beside
+// the read bandwidth of a buffer that size (bandwidth.h). The ratios use CPU
+// time (one thread).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "bandwidth.h"
+#include "fma_peak.h"
+#include "kernels/kernels.h"
 #include "tarn/tarn.hpp"
 
 namespace {
@@ -111,6 +117,20 @@ int main(int argc, char** argv) {
       path.c_str(), c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_ff,
       model->weight_bytes() / 1e6, threads);
 
+  // The limits, measured before the figures they bound.
+  const tarn::kernels::Isa isa = tarn::kernels::ActiveIsa();
+  const double peak = threads * tarn::bench::FmaPeakGflops(isa);
+  tarn::bench::ReadBandwidthMeter meter(model->weight_bytes(), threads);
+  for (int i = 0; i < 21; ++i) meter.Pass();
+  std::printf(
+      "limits: FMA peak %.1f GFLOP/s (%d thread(s) x an f32 FMA loop of 12 "
+      "accumulators, %d lanes, kernels %s); read bandwidth %.1f GB/s (best of "
+      "%d passes over %.1f MB)\n\n",
+      peak, threads, tarn::bench::FmaPeakLanes(isa),
+      tarn::kernels::IsaName(isa), meter.best_gbs(), meter.passes(),
+      meter.bytes() / 1e6);
+  auto of_peak = [peak](double gflops) { return 100 * gflops / peak; };
+
   std::vector<int32_t> input(std::max(tokens, steps));
   for (size_t i = 0; i < input.size(); ++i)
     input[i] = static_cast<int32_t>((i * 7919 + 13) % c.vocab_size);
@@ -154,19 +174,22 @@ int main(int argc, char** argv) {
   const double step_ms = stepping.cpu_ms / tokens;
   std::printf(
       "%zu steps: %.1f ms (median %.1f, wall %.1f): %.3f ms/step, %.2f "
-      "GFLOP/s, %.1f GB/s of weights\n",
+      "GFLOP/s (%.0f%% of peak), %.1f GB/s of weights (%.0f%% of read "
+      "bandwidth)\n",
       tokens, stepping.cpu_ms, stepping.median_cpu_ms, stepping.wall_ms,
-      step_ms, 2 * macs / (step_ms * 1e6),
-      model->weight_bytes() / (step_ms * 1e6));
+      step_ms, 2 * macs / (step_ms * 1e6), of_peak(2 * macs / (step_ms * 1e6)),
+      model->weight_bytes() / (step_ms * 1e6),
+      100 * model->weight_bytes() / (step_ms * 1e6) / meter.best_gbs());
   std::printf("prefill of %zu tokens (no outputs) by chunk size:\n", tokens);
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Time& prefill = times[1 + i];
     options.max_prefill_chunk = chunks[i];
     std::printf(
-        "  chunk %4u: %6.1f ms (median %6.1f, wall %6.1f), %5.1f GFLOP/s, "
-        "%4.1fx steps (median %4.1fx); session %.2f MB\n",
+        "  chunk %4u: %6.1f ms (median %6.1f, wall %6.1f), %5.1f GFLOP/s "
+        "(%3.0f%% of peak), %4.1fx steps (median %4.1fx); session %.2f MB\n",
         chunks[i], prefill.cpu_ms, prefill.median_cpu_ms, prefill.wall_ms,
         2 * macs * tokens / (prefill.cpu_ms * 1e6),
+        of_peak(2 * macs * tokens / (prefill.cpu_ms * 1e6)),
         stepping.cpu_ms / prefill.cpu_ms,
         stepping.median_cpu_ms / prefill.median_cpu_ms,
         model->session_bytes(options) / 1e6);
@@ -222,12 +245,14 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < batches.size(); ++k) {
     const double per_ms = batches[k] * steps / times[k].cpu_ms;
     const double per_ms_median = batches[k] * steps / times[k].median_cpu_ms;
+    const double gflops = 2 * macs * per_ms / 1e6;
     std::printf(
-        "  B = %3u: %7.0f stream-steps/s, %.3f ms per stream-step, %5.2fx "
-        "(median %5.2fx) (cpu %.1f ms, median %.1f, wall %.1f)\n",
-        batches[k], per_ms * 1e3, 1 / per_ms, per_ms / first,
-        per_ms_median / first_median, times[k].cpu_ms, times[k].median_cpu_ms,
-        times[k].wall_ms);
+        "  B = %3u: %7.0f stream-steps/s, %.3f ms per stream-step, %6.1f "
+        "GFLOP/s (%3.0f%% of peak), %5.2fx (median %5.2fx) (cpu %.1f ms, "
+        "median %.1f, wall %.1f)\n",
+        batches[k], per_ms * 1e3, 1 / per_ms, gflops, of_peak(gflops),
+        per_ms / first, per_ms_median / first_median, times[k].cpu_ms,
+        times[k].median_cpu_ms, times[k].wall_ms);
   }
   return 0;
 }

@@ -23,8 +23,8 @@ against an independent computation before timing (the ONNX linear step
 against the reference's step(); the softmax step, eager and ONNX, against the
 softmax model's parallel causal form; tarn's outputs against the reference).
 
-Smaller weights, at the first position of each shape: tarn with its f16 and
-i8 files (each checked against the reference holding the file's values), and
+Smaller weights, at the first position of each shape: tarn with its f16, bf16
+and i8 files (each checked against the reference holding the file's values), and
 ONNX Runtime's own smaller forms of the linear step, made by its own tools
 (bench/peer_models.py reduced_precision_exports: all-float16, and int8
 dynamic quantisation; they need the onnx package). Each is listed with how far
@@ -91,11 +91,12 @@ VENV_HINT = (
 )
 ENGINES = ["tarn", "torch_linear", "ort_linear", "torch_softmax", "ort_softmax"]
 # Smaller weights: timed at the first position only.
-TARN_REDUCED = {"tarn_f16": "f16", "tarn_i8": "i8"}
+TARN_REDUCED = {"tarn_f16": "f16", "tarn_bf16": "bf16", "tarn_i8": "i8"}
 REDUCED = [*TARN_REDUCED, "ort_f16", "ort_int8"]
 LABELS = {
     "tarn": "tarn (linear)",
     "tarn_f16": "tarn, f16 weights",
+    "tarn_bf16": "tarn, bf16 weights",
     "tarn_i8": "tarn, int8 weights",
     "ort_f16": "ONNX Runtime, linear, float16",
     "ort_int8": "ONNX Runtime, linear, int8 dynamic",
@@ -532,14 +533,18 @@ def print_reduced(e: dict, first: str):
           + ", ".join(f"{LABELS[k]} {v:.2e}" for k, v in errors.items())
           + " (tarn vs the reference holding the file's values: "
           + ", ".join(f"{TARN_REDUCED[k]} {e[k]['max_abs_diff_vs_reference']:.2e}" for k in own) + ")")
-    pairs = [("ort_linear", "tarn", "f32"), ("ort_f16", "tarn_f16", "f16"), ("ort_int8", "tarn_i8", "int8")]
+    # ONNX Runtime's CPU provider has no bfloat16 MatMul (its graphs in bf16
+    # do not run there), so tarn's bf16 is set against its float16: the same
+    # bytes per weight.
+    pairs = [("ort_linear", "tarn", "f32"), ("ort_f16", "tarn_f16", "f16"), ("ort_f16", "tarn_bf16", "bf16 (ORT float16)"),
+             ("ort_int8", "tarn_i8", "int8")]
     cells = []
     for peer, own, label in pairs:
         a, b = engine_runs(e, peer).get(first), engine_runs(e, own).get(first)
         if a is None or b is None:
             continue
         r = {k: a[k] / b[k] for k in ("ms_per_step_median", "ms_per_step_best", "cpu_ms_per_step_median")}
-        e.setdefault("ratios_equal_precision", {})[peer] = r
+        e.setdefault("ratios_equal_precision", {})[peer if own != "tarn_bf16" else f"{peer}_vs_tarn_bf16"] = r
         cells.append(f"{label} {r['ms_per_step_median']:.2f}x / {r['ms_per_step_best']:.2f}x / {r['cpu_ms_per_step_median']:.2f}x")
     if cells:
         print("ONNX Runtime / tarn at equal weight precision (median / fastest / cpu): " + "; ".join(cells))

@@ -15,17 +15,21 @@
 // every matrix, bias and norm vector of the layers and the head, plus one row
 // of each embedding table, in the file's dtype.
 //
-// The profile times, in isolation and at the model's sizes, the parts of a
-// step: the feature map and rank-one kernels (kernels::Kernels(), one S per
-// layer), the norms, and the dense layers. The runtime computes its dense
-// layers with its own kernels (kernels.h, weights packed once per model in
-// the file's dtype); the profile does not call them: it times XNNPACK f32
-// fully-connected operators of the same shapes in their place (one per layer
-// and kind, own random weights, set up and run under a lock per call), a
-// stand-in that is f32 whatever the file's dtype. Set against the fastest
-// measured step, what is left is the rest (embedding, position, bookkeeping,
-// and parts that ran faster in isolation). Nothing is timed inside the
-// library.
+// Then it times as many steps again back to back, with no bandwidth pass
+// between them: the warm figure, a stream stepping on its own with its
+// weights as close to the core as their size allows. The cold figure (after
+// a pass over a buffer as large as the weights, which evicts them from the
+// caches they share) is what a step meets when other work runs between its
+// steps.
+//
+// The profile times, in isolation and at the model's sizes, the kernels a
+// step runs (kernels::Kernels(), the table the runtime uses): the dense
+// layers in the file's dtype (--dtype; one packed weight matrix per layer and
+// kind, own random weights, relu fused as the runtime does), the feature map
+// and rank-one kernels (one S per layer), the norms, and the embedding row.
+// Set against the fastest measured step, what is left is the rest (position,
+// bookkeeping, thread pool and call overhead, and parts that ran faster in
+// isolation). Nothing is timed inside the library.
 //
 // --json writes every figure (and every timed step) for the driver,
 // bench/step_bench.py, which also runs PyTorch on the same model.
@@ -38,7 +42,6 @@
 // with the peers it runs.
 
 #include <time.h>
-#include <xnnpack.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -52,7 +55,6 @@
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -87,6 +89,7 @@ struct Options {
   std::vector<uint64_t> positions;  // --positions: time steps at these
   bool rounds_on_stdin = false;
   bool int8_dot = false;  // --int8-dot: LoadOptions::int8_compute
+  std::string dtype;      // --dtype: the file's matrices; empty: guessed
 };
 
 // What one step reads from the model, by the file's dtypes.
@@ -98,7 +101,7 @@ struct StepBytes {
   size_t state = 0;           // S and z, read and written each step
 };
 
-StepBytes CountStepBytes(const Model& model) {
+StepBytes CountStepBytes(const Model& model, const std::string& dtype) {
   const ModelConfig& c = model.config();
   const size_t d = c.d_model, H = c.num_heads, dk = c.d_key, dv = c.d_value,
                C = c.feature_dim, ff = c.d_ff;
@@ -130,7 +133,11 @@ StepBytes CountStepBytes(const Model& model) {
   const size_t matrix_bytes = per_parameter < 1.5 ? 1
                               : per_parameter < 3 ? 2
                                                   : 4;
-  b.dtype = matrix_bytes == 1 ? "i8" : matrix_bytes == 2 ? "f16" : "f32";
+  // Byte counts cannot tell f16 from bf16: --dtype does.
+  b.dtype = !dtype.empty()      ? dtype.c_str()
+            : matrix_bytes == 1 ? "i8"
+            : matrix_bytes == 2 ? "f16"
+                                : "f32";
   if (matrix_bytes == 1) v += dense_outputs;  // a scale per output row
   b.matrix_params = m;
   b.vector_params = v;
@@ -230,7 +237,21 @@ Json TimeSteps(const Model& model, const Options& o, int threads,
     if (threads == 1) cpu_ms.push_back(ThreadCpuMilliseconds() - cpu_start);
     if (!status.ok()) Fail("step", status);
   }
+  // Warm: as many steps again, back to back.
+  std::vector<double> warm_ms, warm_cpu_ms;
+  const Clock::time_point warm_began = Clock::now();
+  for (size_t s = 0; s < wall_ms.size(); ++s) {
+    if (s >= 20 && MillisecondsSince(warm_began) > o.max_seconds * 1e3) break;
+    const double cpu_start = threads == 1 ? ThreadCpuMilliseconds() : 0;
+    const Clock::time_point start = Clock::now();
+    status = stepper.Step(stepper.TokenFor(i++));
+    warm_ms.push_back(MillisecondsSince(start));
+    if (threads == 1)
+      warm_cpu_ms.push_back(ThreadCpuMilliseconds() - cpu_start);
+    if (!status.ok()) Fail("step", status);
+  }
   const Summary t = Summarise(wall_ms);
+  const Summary warm = Summarise(warm_ms);
   const double gb = static_cast<double>(bytes.weights) / 1e9;
   const double floor_ms = gb / meter.best_gbs() * 1e3;
   Json j;
@@ -250,8 +271,17 @@ Json TimeSteps(const Model& model, const Options& o, int threads,
   j["floor_ms"] = floor_ms;
   j["fraction_of_floor_median"] = floor_ms / t.median;
   j["fraction_of_floor_best"] = floor_ms / t.best;
+  j["warm_steps_timed"] = warm_ms.size();
+  j["warm_ms_per_step_median"] = warm.median;
+  j["warm_ms_per_step_best"] = warm.best;
+  j["warm_cpu_ms_per_step_median"] =
+      warm_cpu_ms.empty() ? Json(nullptr) : Json(Median(warm_cpu_ms));
+  j["warm_fraction_of_floor_median"] = floor_ms / warm.median;
+  j["warm_fraction_of_floor_best"] = floor_ms / warm.best;
   j["step_ms"] = wall_ms;
   j["step_cpu_ms"] = cpu_ms;
+  j["warm_step_ms"] = warm_ms;
+  j["warm_step_cpu_ms"] = warm_cpu_ms;
   j["bandwidth_gbs_all"] = meter.all_gbs();
   return j;
 }
@@ -299,40 +329,106 @@ std::vector<float> RandomVector(size_t n, float scale, std::mt19937* rng) {
   return v;
 }
 
-// An XNNPACK fully-connected operator, run at batch 1: under a lock, set up,
-// then run. The profile's stand-in for one of the runtime's dense layers,
-// which use tarn's own kernels instead.
+// The bits of a float rounded to bfloat16 or (for |x| in f16's normal range,
+// as RandomWeights gives) binary16, nearest-even on the dropped bits' top.
+uint16_t ToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+uint16_t ToF16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint32_t sign = (u >> 16) & 0x8000;
+  const int32_t exponent = static_cast<int32_t>((u >> 23) & 0xff) - 127 + 15;
+  const uint32_t mantissa = (u >> 13) & 0x3ff;
+  return static_cast<uint16_t>(sign | (exponent << 10) | mantissa);
+}
+
+// Weights of magnitude in [scale / 64, scale], random sign: normal in every
+// dtype (no subnormal slows a variant down).
+std::vector<float> RandomWeights(size_t n, float scale, std::mt19937* rng) {
+  std::uniform_real_distribution<float> dist(scale / 64, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = (*rng)() & 1 ? dist(*rng) : -dist(*rng);
+  return v;
+}
+
+// One dense layer as the runtime runs it at batch 1: the kernel table's
+// dense kernel for the file's dtype over weights packed for it
+// (kernels::PackDense, or PackDenseQ8 for --int8-dot), with bias and the
+// clamp that fuses a following relu. Own random weights, same shape.
 class Dense {
  public:
-  Dense(size_t inputs, size_t outputs, bool relu, std::mt19937* rng)
-      : input_(RandomVector(inputs, 1, rng)), output_(outputs) {
+  Dense(const std::string& dtype, bool int8_dot, size_t inputs, size_t outputs,
+        bool relu, std::mt19937* rng)
+      : inputs_(inputs),
+        outputs_(outputs),
+        dtype_(dtype),
+        int8_dot_(dtype == "i8" && int8_dot),
+        input_(RandomVector(inputs, 1, rng)),
+        bias_(RandomVector(outputs, 0.1f, rng)),
+        output_(outputs),
+        y_min_(relu ? 0 : -std::numeric_limits<float>::infinity()) {
     const std::vector<float> w =
-        RandomVector(inputs * outputs, 1 / std::sqrt(float(inputs)), rng);
-    const std::vector<float> b = RandomVector(outputs, 0.1f, rng);
-    const float inf = std::numeric_limits<float>::infinity();
-    if (xnn_create_fully_connected_nc_f32(inputs, outputs, inputs, outputs,
-                                          w.data(), b.data(), relu ? 0 : -inf,
-                                          inf, 0, &op_) != xnn_status_success) {
-      std::cerr << "tarn_step_bench: XNNPACK fully-connected " << inputs << "->"
-                << outputs << " failed\n";
-      std::exit(1);
+        RandomWeights(inputs * outputs, 1 / std::sqrt(float(inputs)), rng);
+    const size_t packed = kernels::PackedDenseSize(inputs, outputs);
+    if (dtype == "f16" || dtype == "bf16") {
+      std::vector<uint16_t> h(w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        h[i] = dtype == "f16" ? ToF16(w[i]) : ToBf16(w[i]);
+      }
+      w16_.resize(packed);
+      kernels::PackDense(inputs, outputs, h.data(), w16_.data());
+    } else if (dtype == "i8") {
+      std::vector<int8_t> q(w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        q[i] = static_cast<int8_t>(
+            std::lround(w[i] * std::sqrt(float(inputs)) * 127));
+      }
+      scale_.assign(outputs, 1 / (127 * std::sqrt(float(inputs))));
+      if (int8_dot_) {
+        w8_.resize(kernels::PackedDenseQ8Bytes(inputs, outputs));
+        kernels::PackDenseQ8(inputs, outputs, q.data(), w8_.data());
+      } else {
+        w8_.resize(packed);
+        kernels::PackDense(inputs, outputs, q.data(), w8_.data());
+      }
+    } else {
+      w32_.resize(packed);
+      kernels::PackDense(inputs, outputs, w.data(), w32_.data());
     }
   }
-  ~Dense() { xnn_delete_operator(op_); }
-  Dense(const Dense&) = delete;
-  Dense& operator=(const Dense&) = delete;
 
-  void Run() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    xnn_setup_fully_connected_nc_f32(op_, 1, input_.data(), output_.data(),
-                                     nullptr);
-    xnn_run_operator(op_, nullptr);
+  void Run(const kernels::KernelTable& k) {
+    const float inf = std::numeric_limits<float>::infinity();
+    if (!w32_.empty()) {
+      k.dense_f32(1, inputs_, outputs_, outputs_, input_.data(), w32_.data(),
+                  bias_.data(), y_min_, inf, output_.data());
+    } else if (dtype_ == "f16") {
+      k.dense_f16(1, inputs_, outputs_, outputs_, input_.data(), w16_.data(),
+                  bias_.data(), y_min_, inf, output_.data());
+    } else if (dtype_ == "bf16") {
+      k.dense_bf16(1, inputs_, outputs_, outputs_, input_.data(), w16_.data(),
+                   bias_.data(), y_min_, inf, output_.data());
+    } else if (int8_dot_) {
+      k.dense_q8(1, inputs_, outputs_, outputs_, input_.data(), w8_.data(),
+                 scale_.data(), bias_.data(), y_min_, inf, output_.data());
+    } else {
+      k.dense_i8(1, inputs_, outputs_, outputs_, input_.data(), w8_.data(),
+                 scale_.data(), bias_.data(), y_min_, inf, output_.data());
+    }
   }
 
  private:
-  std::vector<float> input_, output_;
-  xnn_operator_t op_ = nullptr;
-  std::mutex mutex_;
+  size_t inputs_, outputs_;
+  std::string dtype_;
+  bool int8_dot_;
+  std::vector<float> input_, bias_, output_, scale_;
+  float y_min_;
+  std::vector<float> w32_;
+  std::vector<uint16_t> w16_;
+  std::vector<int8_t> w8_;
 };
 
 // `step_us`: a measured step to set the parts against (0: none).
@@ -342,10 +438,7 @@ Json Profile(const Model& model, const Options& o, double step_us,
   const size_t L = c.num_layers, d = c.d_model, H = c.num_heads, dk = c.d_key,
                dv = c.d_value, C = c.feature_dim, ff = c.d_ff;
   const kernels::KernelTable& k = kernels::Kernels();
-  if (xnn_initialize(nullptr) != xnn_status_success) {
-    std::cerr << "tarn_step_bench: xnn_initialize failed\n";
-    std::exit(1);
-  }
+  const std::string dtype = CountStepBytes(model, o.dtype).dtype;
   std::mt19937 rng(42);
   Json parts = Json::array();
   double sum_median = 0, sum_best = 0;
@@ -361,19 +454,20 @@ Json Profile(const Model& model, const Options& o, double step_us,
                      {"us_per_step_best", us.best}});
   };
 
-  // Dense layers: one XNNPACK operator per layer and kind, at the model's
-  // shapes (the runtime stacks q, k and v the same way).
+  // Dense layers: one per layer and kind, at the model's shapes (the runtime
+  // stacks q, k and v into one layer the same way).
   auto dense_part = [&](const std::string& name, size_t in, size_t out,
                         bool relu) {
     std::vector<std::unique_ptr<Dense>> ops;
     for (size_t l = 0; l < L; ++l) {
-      ops.push_back(std::make_unique<Dense>(in, out, relu, &rng));
+      ops.push_back(
+          std::make_unique<Dense>(dtype, o.int8_dot, in, out, relu, &rng));
     }
     add("dense", name,
         std::to_string(L) + " x " + std::to_string(in) + "->" +
             std::to_string(out),
-        [&ops] {
-          for (auto& op : ops) op->Run();
+        [&ops, &k] {
+          for (auto& op : ops) op->Run(k);
         });
   };
   dense_part("qkv projection", d, H * (2 * dk + dv), false);
@@ -381,10 +475,10 @@ Json Profile(const Model& model, const Options& o, double step_us,
   dense_part("ffn linear1", d, ff, c.activation == Activation::kRelu);
   dense_part("ffn linear2", ff, d, false);
   if (c.output_dim > 0) {
-    Dense head(d, c.output_dim, false, &rng);
+    Dense head(dtype, o.int8_dot, d, c.output_dim, false, &rng);
     add("dense", "head",
         "1 x " + std::to_string(d) + "->" + std::to_string(c.output_dim),
-        [&head] { head.Run(); });
+        [&head, &k] { head.Run(k); });
   }
 
   // Attention: phi of queries and keys, then the fused rank-one update and
@@ -459,6 +553,43 @@ Json Profile(const Model& model, const Options& o, double step_us,
           }
         });
   }
+  // The input: one embedding row, widened from the file's dtype (int8 files
+  // keep f16 embeddings), and a sinusoidal position added in double as the
+  // runtime does (engine.cc).
+  if (c.input_kind == InputKind::kTokens) {
+    std::vector<uint16_t> row16(d, ToF16(0.5f));
+    std::vector<float> row32 = RandomVector(d, 1, &rng), embedded(d);
+    const std::string what = dtype == "f32"    ? "copy"
+                             : dtype == "bf16" ? "bf16_to_f32"
+                                               : "f16_to_f32";
+    add("other", "embedding row (" + what + ")", "1 x " + std::to_string(d),
+        [&] {
+          if (dtype == "f32") {
+            std::memcpy(embedded.data(), row32.data(), d * sizeof(float));
+          } else if (dtype == "bf16") {
+            k.bf16_to_f32(d, row16.data(), embedded.data());
+          } else {
+            k.f16_to_f32(d, row16.data(), embedded.data());
+          }
+        });
+    if (c.position == Position::kSinusoidal) {
+      std::vector<double> wavelengths(d / 2 + 1);
+      for (size_t i = 0; i < wavelengths.size(); ++i) {
+        wavelengths[i] = std::pow(10000.0, 2.0 * i / d);
+      }
+      double position = 1000;
+      add("other", "sinusoidal position", "1 x " + std::to_string(d), [&] {
+        position += 1;
+        for (size_t i = 0; 2 * i < d; ++i) {
+          const double angle = position / wavelengths[i];
+          embedded[2 * i] += static_cast<float>(std::sin(angle));
+          if (2 * i + 1 < d) {
+            embedded[2 * i + 1] += static_cast<float>(std::cos(angle));
+          }
+        }
+      });
+    }
+  }
   if (c.activation == Activation::kGelu) {
     std::vector<float> hidden = RandomVector(ff, 2, &rng), out(ff);
     add("other", "gelu", std::to_string(L) + " x " + std::to_string(ff), [&] {
@@ -481,6 +612,8 @@ Json Profile(const Model& model, const Options& o, double step_us,
   j["threads"] = 1;
   j["reps"] = o.profile_reps;
   j["kernels"] = kernels::IsaName(kernels::ActiveIsa());
+  j["dtype"] = dtype;
+  j["int8_dot"] = dtype == "i8" && o.int8_dot;
   j["parts"] = parts;
   j["groups"] = groups;
   j["sum_us_median"] = sum_median;
@@ -507,31 +640,37 @@ void PrintReport(const Json& j) {
               b["weights"].get<double>() / 1e6,
               j["dtype"].get<std::string>().c_str(),
               b["state"].get<double>() / 1e3);
-  std::printf("%-7s %12s %12s %9s %16s %9s %8s\n", "threads", "ms/step med",
-              "ms/step best", "GB/s med", "read GB/s (best)", "floor ms",
-              "% floor");
+  std::printf("%-7s %12s %12s %9s %16s %9s %8s %12s %8s\n", "threads",
+              "ms/step med", "ms/step best", "GB/s med", "read GB/s (best)",
+              "floor ms", "% floor", "warm ms med", "% floor");
   for (const Json& r : j["runs"]) {
-    std::printf("%-7d %12.3f %12.3f %9.1f %16.1f %9.3f %7.0f%%\n",
-                r["threads"].get<int>(), r["ms_per_step_median"].get<double>(),
-                r["ms_per_step_best"].get<double>(),
-                r["achieved_gbs_median"].get<double>(),
-                r["bandwidth_gbs_best"].get<double>(),
-                r["floor_ms"].get<double>(),
-                100 * r["fraction_of_floor_median"].get<double>());
+    std::printf(
+        "%-7d %12.3f %12.3f %9.1f %16.1f %9.3f %7.0f%% %12.3f %7.0f%%\n",
+        r["threads"].get<int>(), r["ms_per_step_median"].get<double>(),
+        r["ms_per_step_best"].get<double>(),
+        r["achieved_gbs_median"].get<double>(),
+        r["bandwidth_gbs_best"].get<double>(), r["floor_ms"].get<double>(),
+        100 * r["fraction_of_floor_median"].get<double>(),
+        r["warm_ms_per_step_median"].get<double>(),
+        100 * r["warm_fraction_of_floor_median"].get<double>());
   }
   if (!j["runs"].empty()) {
     const Json& r = j["runs"][0];
     std::printf(
-        "(%d steps timed one by one after %d warm-up; read bandwidth: best "
-        "of %d passes over %.2f MB, one before each step)\n",
+        "(%d steps timed one by one after %d warm-up, each after a read "
+        "bandwidth pass; then %d warm steps back to back; read bandwidth: "
+        "best of %d passes over %.2f MB)\n",
         r["steps_timed"].get<int>(), r["warmup_steps"].get<int>(),
-        r["bandwidth_passes"].get<int>(),
+        r["warm_steps_timed"].get<int>(), r["bandwidth_passes"].get<int>(),
         r["bandwidth_bytes"].get<double>() / 1e6);
   }
   if (j.contains("profile")) {
     const Json& p = j["profile"];
-    std::printf("profile, 1 thread, parts timed in isolation (median of %d):\n",
-                p["reps"].get<int>());
+    std::printf(
+        "profile, 1 thread, the kernels a step runs (%s, %s), timed in "
+        "isolation (median of %d):\n",
+        p["kernels"].get<std::string>().c_str(),
+        p["dtype"].get<std::string>().c_str(), p["reps"].get<int>());
     for (const Json& part : p["parts"]) {
       std::printf("  %-9s %-36s %9.1f us  %s\n",
                   part["group"].get<std::string>().c_str(),
@@ -541,7 +680,7 @@ void PrintReport(const Json& j) {
     }
     if (!p["rest_us"].is_null()) {
       std::printf("  %-46s %9.1f us  (step: %.1f us, %s)\n",
-                  "rest (embedding, position, bookkeeping)",
+                  "rest (thread pool, bookkeeping, overhead)",
                   p["rest_us"].get<double>(), p["step_us"].get<double>(),
                   p["step_basis"].get<std::string>().c_str());
     }
@@ -767,7 +906,7 @@ int Run(const Options& o) {
   Status status = Model::Load(o.model_path, &model, load);
   if (!status.ok()) Fail("loading " + o.model_path, status);
   const ModelConfig& c = model->config();
-  const StepBytes bytes = CountStepBytes(*model);
+  const StepBytes bytes = CountStepBytes(*model, o.dtype);
 
   Json j;
   j["model"] = o.model_path;
@@ -866,6 +1005,11 @@ int main(int argc, char** argv) {
                  "instead: time --steps steps at each of these stream "
                  "positions (ascending), round-robin, with the RSS at each")
       ->delimiter(',');
+  app.add_option("--dtype", o.dtype,
+                 "the file's matrix dtype, for the report and the profile's "
+                 "dense kernels (default: guessed from the bytes per "
+                 "parameter, f16 for 2)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "i8"}));
   app.add_flag("--int8-dot", o.int8_dot,
                "int8 models: quantise activations, integer dot products");
   app.add_flag("--rounds-on-stdin", o.rounds_on_stdin,

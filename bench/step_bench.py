@@ -123,7 +123,7 @@ def main(argv=None) -> int:
                 out = work / f"{name}-{dtype}-round{r}.json"
                 first = r == 0
                 tokens = [t % config.vocab_size for t in CHECK_TOKENS] if first else []
-                run_tarn(args, path, out, tokens, profile=first and dtype == args.dtypes[0])
+                run_tarn(args, path, out, tokens, dtype, profile=first)
                 tarn_rounds[name][dtype].append(json.loads(out.read_text()))
                 print(f"round {r + 1}/{args.rounds} {name} {dtype} tarn: " + ", ".join(
                     f"{run['threads']} thr {run['ms_per_step_median']:.3f} ms" for run in tarn_rounds[name][dtype][-1]["runs"]), flush=True)
@@ -184,6 +184,8 @@ def pool_tarn(rounds) -> dict:
         cpu = [ms for r in rounds for ms in r["runs"][i]["step_cpu_ms"]]
         gbs = [g for r in rounds for g in r["runs"][i]["bandwidth_gbs_all"]]
         pooled = summarise(wall, cpu, threads=run["threads"])
+        warm = summarise([ms for r in rounds for ms in r["runs"][i]["warm_step_ms"]],
+                         [ms for r in rounds for ms in r["runs"][i]["warm_step_cpu_ms"]])
         floor_ms = weight_gb / max(gbs) * 1e3
         pooled.update(
             rounds=len(rounds),
@@ -197,6 +199,12 @@ def pool_tarn(rounds) -> dict:
             floor_ms=floor_ms,
             fraction_of_floor_median=floor_ms / pooled["ms_per_step_median"],
             fraction_of_floor_best=floor_ms / pooled["ms_per_step_best"],
+            warm_steps_timed=warm["steps_timed"],
+            warm_ms_per_step_median=warm["ms_per_step_median"],
+            warm_ms_per_step_best=warm["ms_per_step_best"],
+            warm_cpu_ms_per_step_median=warm["cpu_ms_per_step_median"],
+            warm_fraction_of_floor_median=floor_ms / warm["ms_per_step_median"],
+            warm_fraction_of_floor_best=floor_ms / warm["ms_per_step_best"],
         )
         result["runs"].append(pooled)
     one = [run for run in result["runs"] if run["threads"] == 1]
@@ -260,10 +268,11 @@ def loaded_blas() -> str:
     return ", ".join(sorted(libs)) or "none found"
 
 
-def run_tarn(args, model_path: Path, out: Path, tokens, profile: bool):
+def run_tarn(args, model_path: Path, out: Path, tokens, dtype: str, profile: bool):
     cmd = [
         args.bench,
         "--model", str(model_path),
+        "--dtype", dtype,
         "--threads", ",".join(map(str, args.threads)),
         "--steps", str(args.steps),
         "--max-seconds", str(args.max_seconds),
@@ -375,7 +384,7 @@ def print_summary(report: dict, args):
     print("tarn at batch 1 vs the memory floor (floor = weight bytes per step / best measured read bandwidth, same threads)")
     header = (
         f"{'shape':<6} {'dtype':<5} {'thr':>3} {'ms/step':>8} {'best':>7} {'cpu ms':>7} {'weights MB':>10} "
-        f"{'GB/s':>6} {'read GB/s':>9} {'floor ms':>8} {'% floor':>7} {'(best)':>6}"
+        f"{'GB/s':>6} {'read GB/s':>9} {'floor ms':>8} {'% floor':>7} {'(best)':>6} {'warm ms':>8} {'% floor':>7} {'(best)':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -386,10 +395,14 @@ def print_summary(report: dict, args):
                     f"{name:<6} {dtype:<5} {run['threads']:>3} {run['ms_per_step_median']:>8.3f} {run['ms_per_step_best']:>7.3f} "
                     f"{fmt(run['cpu_ms_per_step_median']):>7} {r['step_bytes']['weights'] / 1e6:>10.2f} "
                     f"{run['achieved_gbs_median']:>6.1f} {run['bandwidth_gbs_best']:>9.1f} {run['floor_ms']:>8.3f} "
-                    f"{100 * run['fraction_of_floor_median']:>6.0f}% {100 * run['fraction_of_floor_best']:>5.0f}%"
+                    f"{100 * run['fraction_of_floor_median']:>6.0f}% {100 * run['fraction_of_floor_best']:>5.0f}% "
+                    f"{run['warm_ms_per_step_median']:>8.3f} {100 * run['warm_fraction_of_floor_median']:>6.0f}% "
+                    f"{100 * run['warm_fraction_of_floor_best']:>5.0f}%"
                 )
     print(
-        "ms/step: median wall time of one step; best: fastest step; cpu ms: median CPU time of the stepping thread (1 thread only).\n"
+        "ms/step: median wall time of one step, each after a read-bandwidth pass over a buffer as large as the weights (cold: the\n"
+        "weights partly evicted, as when other work runs between steps); best: fastest step; cpu ms: median CPU time of the\n"
+        "stepping thread (1 thread only). warm ms: median of as many steps again, back to back (a stream stepping alone).\n"
         "f16, bf16 and i8 rows: the floor counts the file's bytes (2 or 1 per matrix weight, and i8's scales), whatever the runtime\n"
         "does with them."
     )
@@ -460,24 +473,30 @@ def print_summary(report: dict, args):
         profiled = [(dtype, r["profile"]) for dtype, r in e["tarn"].items() if "profile" in r]
         if not profiled:
             continue
-        dtype, p = profiled[0]
         # Parts are medians, the step its fastest: on a loaded machine the
         # parts can add up to more than the step.
-        step = max(p.get("step_us") or 0, p["sum_us_median"])
-        print(f"\nprofile, {name} {dtype}, 1 thread: parts timed in isolation at the model's sizes (median of {p['reps']}; "
-              f"dense: XNNPACK f32 operators standing in for tarn's own; kernels: {p['kernels']})")
-        for part in p["parts"]:
-            print(
-                f"  {part['group']:<9} {part['part']:<36} {part['us_per_step_median']:>9.1f} us "
-                f"{100 * part['us_per_step_median'] / step:>5.1f}%  {part['sizes']}"
-            )
-        for group, g in p["groups"].items():
-            print(f"  = {group:<45} {g['us_per_step_median']:>9.1f} us {100 * g['us_per_step_median'] / step:>5.1f}%")
-        if p.get("rest_us") is not None:
-            print(f"  = {'rest (measured step - parts)':<45} {p['rest_us']:>9.1f} us "
-                  f"{100 * p['rest_us'] / step:>5.1f}%  (step {step:.1f} us: {p['step_basis']})")
+        steps = {dtype: max(p.get("step_us") or 0, p["sum_us_median"]) for dtype, p in profiled}
+        p0 = profiled[0][1]
+        print(f"\nprofile, {name}, 1 thread: the kernels a step runs ({p0['kernels']}, dense in each file's dtype), timed in isolation "
+              f"at the model's sizes (median of {p0['reps']}); us and % of the step")
+        print(f"  {'':<9} {'part':<36} " + " ".join(f"{dtype:>14}" for dtype, _ in profiled))
+        for i, part in enumerate(p0["parts"]):
+            cells = []
+            for dtype, p in profiled:
+                q = p["parts"][i] if i < len(p["parts"]) and p["parts"][i]["group"] == part["group"] else None
+                cells.append("-" if q is None else f"{q['us_per_step_median']:.1f} {100 * q['us_per_step_median'] / steps[dtype]:4.1f}%")
+            label = part["part"] if not part["part"].startswith("embedding row") else "embedding row"
+            print(f"  {part['group']:<9} {label:<36} " + " ".join(f"{c:>14}" for c in cells) + f"  {part['sizes']}")
+        for group in p0["groups"]:
+            cells = [f"{p['groups'][group]['us_per_step_median']:.1f} {100 * p['groups'][group]['us_per_step_median'] / steps[dtype]:4.1f}%"
+                     for dtype, p in profiled]
+            print(f"  = {group:<44} " + " ".join(f"{c:>14}" for c in cells))
+        if all(p.get("rest_us") is not None for _, p in profiled):
+            cells = [f"{p['rest_us']:.1f} {100 * p['rest_us'] / steps[dtype]:4.1f}%" for dtype, p in profiled]
+            print(f"  = {'rest (measured step - parts)':<44} " + " ".join(f"{c:>14}" for c in cells))
+            print(f"  {'step (' + p0['step_basis'] + ')':<46} " + " ".join(f"{steps[dtype]:>14.1f}" for dtype, _ in profiled))
         print("  (in isolation a part whose weights fit in L2 runs faster than inside a step, where all weights stream from\n"
-              "   further out; the rest absorbs that as well as the embedding, position and call overhead)")
+              "   further out; the rest absorbs that as well as the thread pool, bookkeeping and call overhead)")
         if "perf" in e and "groups_percent" in e["perf"]:
             print(f"  perf record of the real step ({e['perf']['steps']} steps, self time): " + ", ".join(
                 f"{g} {v:.1f}%" for g, v in sorted(e["perf"]["groups_percent"].items(), key=lambda kv: -kv[1])))
