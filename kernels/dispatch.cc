@@ -12,6 +12,9 @@
 #if TARN_KERNELS_HAVE_CPUINFO
 #include <cpuinfo.h>
 #endif
+#if TARN_KERNELS_X86
+#include <cpuid.h>
+#endif
 #if TARN_KERNELS_ARM64 && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -91,12 +94,18 @@ CpuFeatures DetectFeatures() {
   f.neon = true;  // Advanced SIMD is mandatory in AArch64.
 #endif
 #endif
-  // The dot-product extensions, asked of the compiler's runtime and the
-  // kernel (this cpuinfo knows AVX512-VNNI but not AVX-VNNI).
+  // The dot-product extensions, read from CPUID (this cpuinfo knows
+  // AVX512-VNNI but not AVX-VNNI, nor does clang 14's
+  // __builtin_cpu_supports): leaf 7.0 ECX bit 11 and leaf 7.1 EAX bit 4. The
+  // OS saves their registers when it saves AVX2's and AVX-512's, checked above.
 #if TARN_KERNELS_X86
-  __builtin_cpu_init();
-  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
-  f.avx_vnni = f.avx2 && __builtin_cpu_supports("avxvnni");
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+    f.avx512_vnni = f.avx512 && (ecx & (1u << 11)) != 0;
+  }
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    f.avx_vnni = f.avx2 && (eax & (1u << 4)) != 0;
+  }
 #endif
 #if TARN_KERNELS_ARM64 && defined(__linux__)
   f.neon_dot = f.neon && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
