@@ -229,28 +229,29 @@ PackedDense MakePackedDense(Weights t, DenseShape shape, uint32_t seed) {
   return d;
 }
 
-void RunPackedDense(const KernelTable* k, const PackedDense& d, const float* x,
-                    float* y) {
+void RunPackedDense(const KernelTable* k, const PackedDense& d, size_t rows,
+                    const float* x, float* y) {
   const float lo = -std::numeric_limits<float>::infinity(), hi = -lo;
   const DenseShape s = d.shape;
   if (!d.w32.empty()) {
-    k->dense_f32(1, s.inputs, s.outputs, s.outputs, x, d.w32.data(),
+    k->dense_f32(rows, s.inputs, s.outputs, s.outputs, x, d.w32.data(),
                  d.bias.data(), lo, hi, y);
   } else if (!d.w16.empty()) {
-    k->dense_f16(1, s.inputs, s.outputs, s.outputs, x, d.w16.data(),
+    k->dense_f16(rows, s.inputs, s.outputs, s.outputs, x, d.w16.data(),
                  d.bias.data(), lo, hi, y);
   } else {
-    k->dense_i8(1, s.inputs, s.outputs, s.outputs, x, d.w8.data(),
+    k->dense_i8(rows, s.inputs, s.outputs, s.outputs, x, d.w8.data(),
                 d.scale.data(), d.bias.data(), lo, hi, y);
   }
 }
 
-// y = W x + b at batch 1 for `copies` sets of `shapes` (distinct weights),
-// run in turn: copies = 1 is one layer, kLayers the whole model's step.
-// Bytes are the weights, scales and bias streamed; items the
-// multiply-adds.
+// y = W x + b for `rows` rows (1: a step; more: a batch or a prefill chunk)
+// and `copies` sets of `shapes` (distinct weights), run in turn: copies = 1
+// is one layer, kLayers the whole model's step. Bytes are the weights,
+// scales and bias streamed; items the multiply-adds.
 void BenchTarnDense(benchmark::State& state, const KernelTable* k, Weights t,
-                    std::vector<DenseShape> shapes, size_t copies) {
+                    std::vector<DenseShape> shapes, size_t copies,
+                    size_t rows) {
   std::vector<PackedDense> layers;
   size_t bytes = 0, items = 0, widest = 0;
   for (size_t c = 0; c < copies; ++c) {
@@ -260,21 +261,25 @@ void BenchTarnDense(benchmark::State& state, const KernelTable* k, Weights t,
       const PackedDense& d = layers.back();
       bytes += d.w32.size() * sizeof(float) + d.w16.size() * 2 + d.w8.size() +
                (d.scale.size() + d.bias.size()) * sizeof(float);
-      items += shape.inputs * shape.outputs;
+      items += rows * shape.inputs * shape.outputs;
       widest = std::max({widest, shape.inputs, shape.outputs});
     }
   }
-  const std::vector<float> x = Random(widest, -1, 1, 20);
-  std::vector<float> y(widest);
+  const std::vector<float> x = Random(rows * widest, -1, 1, 20);
+  std::vector<float> y(rows * widest);
   for (auto _ : state) {
     for (const PackedDense& d : layers)
-      RunPackedDense(k, d, x.data(), y.data());
+      RunPackedDense(k, d, rows, x.data(), y.data());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * bytes);
   state.SetItemsProcessed(state.iterations() * items);
 }
+
+// Rows of the matrix-matrix figures: a SessionBatch of 16 streams, a prefill
+// chunk of 64 tokens.
+constexpr size_t kDenseRows[] = {16, 64};
 
 void RegisterDense(Isa isa, const KernelTable* k) {
   const std::string isa_name = kernels::IsaName(isa);
@@ -297,11 +302,18 @@ void RegisterDense(Isa isa, const KernelTable* k) {
     for (const Named& layer : layers) {
       benchmark::RegisterBenchmark(
           (prefix + layer.name).c_str(), BenchTarnDense, k, t,
-          std::vector<DenseShape>{layer.shape}, size_t{1});
+          std::vector<DenseShape>{layer.shape}, size_t{1}, size_t{1});
+      for (size_t rows : kDenseRows) {
+        benchmark::RegisterBenchmark(
+            (prefix + layer.name + "/M:" + std::to_string(rows)).c_str(),
+            BenchTarnDense, k, t, std::vector<DenseShape>{layer.shape},
+            size_t{1}, rows);
+      }
     }
     benchmark::RegisterBenchmark(
         (prefix + "mnist_step").c_str(), BenchTarnDense, k, t,
-        std::vector<DenseShape>{qkv, out, linear1, linear2}, kLayers);
+        std::vector<DenseShape>{qkv, out, linear1, linear2}, kLayers,
+        size_t{1});
   }
 }
 
@@ -339,24 +351,26 @@ void RegisterKernels(Isa isa, const KernelTable* k) {
   RegisterDense(isa, k);
 }
 
-// y = W x + b at batch 1 through XNNPACK, as the runtime's dense layers;
-// bytes are the weights and bias streamed.
-void BenchDense(benchmark::State& state, size_t inputs, size_t outputs) {
+// y = W x + b for `rows` rows through XNNPACK's fully-connected operator, the
+// peer of the runtime's dense layers; bytes are the weights and bias streamed,
+// items the multiply-adds.
+void BenchDense(benchmark::State& state, size_t inputs, size_t outputs,
+                size_t rows) {
   if (xnn_initialize(nullptr) != xnn_status_success) {
     state.SkipWithError("xnn_initialize failed");
     return;
   }
   const std::vector<float> w = Random(inputs * outputs, -0.05f, 0.05f, 18);
   const std::vector<float> b = Random(outputs, -0.1f, 0.1f, 19);
-  const std::vector<float> x = Random(inputs, -1, 1, 20);
-  std::vector<float> y(outputs);
+  const std::vector<float> x = Random(rows * inputs, -1, 1, 20);
+  std::vector<float> y(rows * outputs);
   xnn_operator_t op = nullptr;
   if (xnn_create_fully_connected_nc_f32(inputs, outputs, inputs, outputs,
                                         w.data(), b.data(),
                                         -std::numeric_limits<float>::infinity(),
                                         std::numeric_limits<float>::infinity(),
                                         0, &op) != xnn_status_success ||
-      xnn_setup_fully_connected_nc_f32(op, 1, x.data(), y.data(), nullptr) !=
+      xnn_setup_fully_connected_nc_f32(op, rows, x.data(), y.data(), nullptr) !=
           xnn_status_success) {
     state.SkipWithError("XNNPACK fully-connected operator failed");
     if (op != nullptr) xnn_delete_operator(op);
@@ -370,7 +384,7 @@ void BenchDense(benchmark::State& state, size_t inputs, size_t outputs) {
   xnn_delete_operator(op);
   state.SetBytesProcessed(state.iterations() * (inputs + 1) * outputs *
                           sizeof(float));
-  state.SetItemsProcessed(state.iterations() * inputs * outputs);
+  state.SetItemsProcessed(state.iterations() * rows * inputs * outputs);
 }
 
 void BenchReadBandwidth(benchmark::State& state, size_t bytes) {
@@ -381,13 +395,21 @@ void BenchReadBandwidth(benchmark::State& state, size_t bytes) {
 
 void RegisterLimits() {
   const size_t d = kDModel, qkv = kHeads * (2 * kDKey + kDValue);
-  benchmark::RegisterBenchmark("xnn_dense_f32/qkv/256x768", BenchDense, d, qkv);
-  benchmark::RegisterBenchmark("xnn_dense_f32/out/256x256", BenchDense,
-                               kHeads * kDValue, d);
-  benchmark::RegisterBenchmark("xnn_dense_f32/linear1/256x1024", BenchDense, d,
-                               kDFF);
-  benchmark::RegisterBenchmark("xnn_dense_f32/linear2/1024x256", BenchDense,
-                               kDFF, d);
+  const std::pair<const char*, std::pair<size_t, size_t>> layers[] = {
+      {"qkv/256x768", {d, qkv}},
+      {"out/256x256", {kHeads * kDValue, d}},
+      {"linear1/256x1024", {d, kDFF}},
+      {"linear2/1024x256", {kDFF, d}}};
+  for (const auto& [layer, shape] : layers) {
+    const std::string name = std::string("xnn_dense_f32/") + layer;
+    benchmark::RegisterBenchmark(name.c_str(), BenchDense, shape.first,
+                                 shape.second, size_t{1});
+    for (size_t rows : kDenseRows) {
+      benchmark::RegisterBenchmark(
+          (name + "/M:" + std::to_string(rows)).c_str(), BenchDense,
+          shape.first, shape.second, rows);
+    }
+  }
   const size_t layer_bytes =
       (d * qkv + kHeads * kDValue * d + 2 * d * kDFF) * sizeof(float);
   benchmark::RegisterBenchmark("read_bandwidth/one_layer_f32_weights",

@@ -36,6 +36,7 @@ struct DenseTraits : Vec {
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 8 * part))),
         16));
   }
+  static constexpr int kRows = 4;
   static constexpr int Blocks(int rows) {
     return rows == 1 ? 4 : rows == 2 ? 2 : 1;
   }

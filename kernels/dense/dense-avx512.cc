@@ -34,7 +34,13 @@ struct DenseTraits : Vec {
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row))),
         16));
   }
-  static constexpr int Blocks(int rows) { return rows == 1 ? 8 : 4; }
+  // 8 rows x 2 blocks: 16 accumulators, and per input 2 weight loads and 8
+  // broadcasts for 16 FMAs, so a batch or prefill reads each weight once per
+  // 8 rows and stays FMA-bound.
+  static constexpr int kRows = 8;
+  static constexpr int Blocks(int rows) {
+    return rows == 1 ? 8 : rows <= 4 ? 4 : 2;
+  }
   static constexpr bool kWidenI8AtFma = false;
 };
 

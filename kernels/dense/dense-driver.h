@@ -6,8 +6,10 @@
 //   Weights(row, part): lanes [part * kLanes, (part + 1) * kLanes) of one
 //     block row (kDenseBlock packed weights of type float, uint16_t (f16),
 //     int8_t or Bf16), widened exactly to f32;
-//   Blocks(rows): how many blocks of outputs a tile of `rows` rows (1 to 4)
-//     keeps in flight, within the variant's registers;
+//   kRows: the most rows a pass takes (4 or more); rows go in passes of
+//     kRows, then what is left in one pass of 1 to 4;
+//   Blocks(rows): how many blocks of outputs a tile of `rows` rows (1 to 4,
+//     or kRows) keeps in flight, within the variant's registers;
 //   kWidenI8AtFma: whether a one-row int8 tile widens each weight vector just
 //     before its FMA rather than all of an input's first (register pressure).
 // Each output is one FMA chain in input order (kernels.h), whatever the tile,
@@ -54,7 +56,7 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     const V init = !kScaled<T> && bias != nullptr
                        ? LoadPartial<D>(bias + v * kL, n - v * kL)
                        : D::Zero();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) acc[r][v] = init;
   }
   for (size_t i = 0; i < inputs; ++i) {
@@ -76,14 +78,14 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     for (int v = 0; v < kV; ++v) {
       wv[v] = D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const V xv = D::Set1(x[r * inputs + i]);
 #pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) acc[r][v] = D::Fma(xv, wv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) {
@@ -127,7 +129,8 @@ void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
 }
 
 // scale: [outputs] for int8 weights, nullptr for f32 and f16. Rows go in
-// groups of up to 4, each group one pass over W.
+// groups of D::kRows, then one group of up to 4, each group one pass over W:
+// a pass reads each weight once for all of its rows.
 template <class D, typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
@@ -137,7 +140,16 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   assert(y_stride >= outputs);
   if (outputs == 0) return;
   const typename D::V lo = D::Set1(y_min), hi = D::Set1(y_max);
-  for (size_t r = 0; r < rows; r += 4) {
+  static_assert(D::kRows >= 4, "whole groups of 4 below kRows");
+  size_t r = 0;
+  if constexpr (D::kRows > 4) {
+    for (; rows - r >= D::kRows; r += D::kRows) {
+      Rows<D, D::kRows, D::Blocks(D::kRows)>(inputs, outputs, x + r * inputs, w,
+                                             scale, bias, lo, hi,
+                                             y + r * y_stride, y_stride);
+    }
+  }
+  for (; r < rows; r += 4) {
     const float* xr = x + r * inputs;
     float* yr = y + r * y_stride;
     switch (rows - r < 4 ? rows - r : 4) {

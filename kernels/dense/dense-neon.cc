@@ -35,6 +35,7 @@ struct DenseTraits : Vec {
     return vreinterpretq_f32_u32(vshll_n_u16(
         vld1_u16(reinterpret_cast<const uint16_t*>(row) + 4 * part), 16));
   }
+  static constexpr int kRows = 4;
   static constexpr int Blocks(int rows) { return rows <= 2 ? 2 : 1; }
   static constexpr bool kWidenI8AtFma = false;
 };

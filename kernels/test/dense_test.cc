@@ -348,15 +348,16 @@ void ExpectBitsEqual(const std::vector<float>& actual,
   }
 }
 
-// Row counts around each variant's tile of rows (4) and block groups of up
-// to 8 (AVX-512 at one row), outputs around the 16-wide block.
+// Row counts around each variant's tiles of rows (4; 8 on AVX-512, then a
+// tail of 1 to 4 rows) and block groups of up to 8 (AVX-512 at one row),
+// outputs around the 16-wide block.
 TEST_P(DenseSimd, MatchesScalarBitForBit) {
   TARN_TABLE_OR_SKIP(k, GetParam());
   const KernelTable* s = KernelsFor(Isa::kScalar);
   for (size_t outputs : Sizes()) {
     for (size_t inputs : {1, 3, 8, 17, 64}) {
       const Layer l = RandomLayer(inputs, outputs, 1000 * outputs + inputs);
-      for (size_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
+      for (size_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 15, 16, 17, 21}) {
         SCOPED_TRACE("rows " + std::to_string(rows) + ", inputs " +
                      std::to_string(inputs) + ", outputs " +
                      std::to_string(outputs));
