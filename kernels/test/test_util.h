@@ -77,7 +77,10 @@ class Guarded {
   }
   Guarded(const std::vector<float>& init, size_t offset = 1)
       : Guarded(init.size(), offset) {
-    std::memcpy(get(), init.data(), init.size() * sizeof(float));
+    // An empty init's data() may be null, which memcpy must not be given.
+    if (!init.empty()) {
+      std::memcpy(get(), init.data(), init.size() * sizeof(float));
+    }
   }
   float* get() { return data_.data() + kPad + offset_; }
   const float* get() const { return data_.data() + kPad + offset_; }
