@@ -7,6 +7,7 @@
 #   libtarn_speech audio.hpp ctc.hpp recognizer.hpp    tarn::speech   tarn-speech
 #                  speech.h
 #   libtarn_sample sample.hpp distribution.hpp         tarn::sample   tarn-sample
+#   libtarn_cuda   cuda.hpp (with -DTARN_CUDA=ON)      tarn::cuda     tarn-cuda
 #
 # (libtarn_kernels.a, which libtarn.a links, is installed beside it.) The
 # libraries are static: their own dependencies (pthreadpool, cpuinfo,
@@ -22,6 +23,14 @@ set(TARN_PC_FILES tarn tarn-sample)
 if(TARGET tarn_speech)
   list(APPEND TARN_INSTALL_LIBRARIES tarn_speech)
   list(APPEND TARN_PC_FILES tarn-speech)
+endif()
+if(TARGET tarn_cuda)
+  # With its kernels library (libtarn_cuda_kernels.a); both need the CUDA
+  # runtime and cuBLAS (find_package(CUDAToolkit) in tarnConfig.cmake).
+  list(APPEND TARN_INSTALL_LIBRARIES tarn_cuda tarn_cuda_kernels)
+  list(APPEND TARN_PC_FILES tarn-cuda)
+  install(FILES ${TARN_CUDA_HEADERS}
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tarn)
 endif()
 install(TARGETS ${TARN_INSTALL_LIBRARIES} EXPORT tarnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
