@@ -5,8 +5,6 @@
 // The driver is dense-q8-driver.h.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/dense/dense-q8-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx2.h"
@@ -26,9 +24,7 @@ struct DotTraits : Vec {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
   static X Broadcast(const int8_t* p) {
-    int32_t word;
-    std::memcpy(&word, p, sizeof word);
-    return _mm256_set1_epi32(word);
+    return _mm256_set1_epi32(dense_q8::LoadGroup(p));
   }
   static A Dot(A acc, W w, X x) {
     const __m256i pairs =

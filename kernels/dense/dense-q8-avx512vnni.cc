@@ -5,8 +5,6 @@
 // dense-q8-driver.h.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/dense/dense-q8-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx512.h"
@@ -21,14 +19,12 @@ struct DotTraits : avx512::Vec {
   using W = __m512i;
   using X = __m512i;
   static void PrepareRow(size_t n, int8_t* qx) {
-    for (size_t i = 0; i < n; ++i) qx[i] = static_cast<int8_t>(qx[i] ^ 0x80);
+    dense_q8::ShiftToUnsigned(n, qx);
   }
   static A Start(const int8_t* offset) { return _mm512_loadu_si512(offset); }
   static W LoadW(const int8_t* p) { return _mm512_loadu_si512(p); }
   static X Broadcast(const int8_t* p) {
-    int32_t word;
-    std::memcpy(&word, p, sizeof word);
-    return _mm512_set1_epi32(word);
+    return _mm512_set1_epi32(dense_q8::LoadGroup(p));
   }
   static A Dot(A acc, W w, X x) { return _mm512_dpbusd_epi32(acc, x, w); }
   static V ToFloat(A acc) { return _mm512_cvtepi32_ps(acc); }

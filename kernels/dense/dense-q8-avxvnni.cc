@@ -5,8 +5,6 @@
 // dense-q8-driver.h.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/dense/dense-q8-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-avx2.h"
@@ -21,7 +19,7 @@ struct DotTraits : avx2::Vec {
   using W = __m256i;
   using X = __m256i;
   static void PrepareRow(size_t n, int8_t* qx) {
-    for (size_t i = 0; i < n; ++i) qx[i] = static_cast<int8_t>(qx[i] ^ 0x80);
+    dense_q8::ShiftToUnsigned(n, qx);
   }
   static A Start(const int8_t* offset) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset));
@@ -30,9 +28,7 @@ struct DotTraits : avx2::Vec {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
   static X Broadcast(const int8_t* p) {
-    int32_t word;
-    std::memcpy(&word, p, sizeof word);
-    return _mm256_set1_epi32(word);
+    return _mm256_set1_epi32(dense_q8::LoadGroup(p));
   }
   static A Dot(A acc, W w, X x) { return _mm256_dpbusd_avx_epi32(acc, x, w); }
   static V ToFloat(A acc) { return _mm256_cvtepi32_ps(acc); }

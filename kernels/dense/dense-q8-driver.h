@@ -20,6 +20,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/dense/dense-q8-quantize.h"
@@ -32,6 +33,19 @@ namespace {
 namespace dense_q8 {
 
 constexpr size_t kBlock = kDenseBlock;
+
+// VNNI's PrepareRow: the quantised row into u8 by +128 (flipping the sign
+// bit), which the block's offsets undo.
+inline void ShiftToUnsigned(size_t n, int8_t* qx) {
+  for (size_t i = 0; i < n; ++i) qx[i] = static_cast<int8_t>(qx[i] ^ 0x80);
+}
+
+// The 4 bytes of a group of activations as one int32, for a broadcast.
+inline int32_t LoadGroup(const int8_t* p) {
+  int32_t word;
+  std::memcpy(&word, p, sizeof word);
+  return word;
+}
 
 // MR rows x NB blocks; `outputs` counts from the first block (> (NB-1)*16).
 // qx: MR rows of `stride` quantised bytes; sx: their scales.

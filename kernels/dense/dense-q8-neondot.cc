@@ -4,8 +4,6 @@
 // dense-q8-driver.h.
 #include <arm_neon.h>
 
-#include <cstring>
-
 #include "kernels/dense/dense-q8-driver.h"
 #include "kernels/variants.h"
 #include "kernels/vector-neon.h"
@@ -23,9 +21,7 @@ struct DotTraits : neon::Vec {
   static A Start(const int8_t*) { return vdupq_n_s32(0); }
   static W LoadW(const int8_t* p) { return vld1q_s8(p); }
   static X Broadcast(const int8_t* p) {
-    int32_t word;
-    std::memcpy(&word, p, sizeof word);
-    return vreinterpretq_s8_s32(vdupq_n_s32(word));
+    return vreinterpretq_s8_s32(vdupq_n_s32(dense_q8::LoadGroup(p)));
   }
   static A Dot(A acc, W w, X x) { return vdotq_s32(acc, w, x); }
   static V ToFloat(A acc) { return vcvtq_f32_s32(acc); }
