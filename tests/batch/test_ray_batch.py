@@ -112,8 +112,9 @@ def test_manifest_forms(tmp_path):
     for name in ("sub/b.wav", "a.wav", "c.txt"):
         (tmp_path / name).write_bytes(b"")
     assert transcribe_ray.list_audio(str(tmp_path), ".wav") == [str(tmp_path / "a.wav"), str(tmp_path / "sub/b.wav")]
-    (tmp_path / "list.tsv").write_text("path\twords\nsub/b.wav\tgo\n/abs/x.wav\n")
-    assert transcribe_ray.list_audio(str(tmp_path / "list.tsv"), ".wav") == [str(tmp_path / "sub/b.wav"), "/abs/x.wav"]
+    absolute = str(tmp_path / "elsewhere" / "x.wav")  # kept as it is, not joined to the manifest's folder
+    (tmp_path / "list.tsv").write_text(f"path\twords\nsub/b.wav\tgo\n{absolute}\n")
+    assert transcribe_ray.list_audio(str(tmp_path / "list.tsv"), ".wav") == [str(tmp_path / "sub/b.wav"), absolute]
     (tmp_path / "list.jsonl").write_text('{"path": "a.wav"}\n{"path": "s3://bucket/x.wav"}\n')
     assert transcribe_ray.list_audio(str(tmp_path / "list.jsonl"), ".wav") == [
         str(tmp_path / "a.wav"), "s3://bucket/x.wav"
