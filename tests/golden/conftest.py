@@ -5,6 +5,7 @@ instead, which ctest reports as skipped."""
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,44 @@ def pytest_sessionstart(session):
     result = subprocess.run([tarn, "info", str(model)], capture_output=True, text=True)
     if f"TARN_KERNELS={forced}" in result.stderr:
         pytest.exit(f"TARN_KERNELS={forced}: {result.stderr.strip()}", returncode=SKIP_RETURN_CODE)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "any_kernels: what the test checks does not depend on the kernel variant "
+        "(a file's layout, the converter's output, an error message), or other tests "
+        "cover every variant's kernels on its path; the forced-variant runs leave it out")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under a forced variant, only the tests whose outcome depends on it."""
+    if not os.environ.get("TARN_KERNELS"):
+        return
+    left_out = [item for item in items if "any_kernels" in item.keywords]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if "any_kernels" not in item.keywords]
+
+
+@pytest.fixture(scope="session")
+def converted(tmp_path_factory):
+    """converted(arch, fixture_dir, *options): the `.tarn` the converter's
+    command line makes from fixture_dir's model.pt and config.json, made once
+    per session (each conversion starts Python and torch: seconds)."""
+    root = Path(__file__).resolve().parents[2]
+    made = {}
+
+    def convert(arch: str, fixture: Path, *options: str) -> Path:
+        key = (arch, fixture, options)
+        if key not in made:
+            model = tmp_path_factory.mktemp("converted") / "model.tarn"
+            result = subprocess.run(
+                [sys.executable, "-m", "converter", "convert", str(fixture / "model.pt"), str(model),
+                 "--arch", arch, "--config", str(fixture / "config.json"), *options],
+                capture_output=True, text=True, cwd=root)
+            assert result.returncode == 0, result.stderr
+            made[key] = model
+        return made[key]
+
+    return convert

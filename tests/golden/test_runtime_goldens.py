@@ -102,6 +102,7 @@ def test_i8_weights_match_the_model_the_file_holds(tmp_path):
     assert quantization <= I8_TOLERANCE
 
 
+@pytest.mark.any_kernels
 def test_i8_file_holds_the_independent_quantisation():
     """The converter's int8 values and scales are the tests' own quantiser's
     (per-row symmetric, docs/decisions.md), bit for bit, for every dense
@@ -141,6 +142,7 @@ def test_bf16_weights_match_the_model_the_file_holds(tmp_path):
     assert rounding <= BF16_TOLERANCE
 
 
+@pytest.mark.any_kernels
 def test_bf16_file_holds_the_independent_rounding():
     """Every matrix and embedding of tokens_bf16 is stored as BF16 holding
     the bits of the tests' own rounding and of torch's (round to nearest
@@ -171,6 +173,7 @@ def test_bf16_file_holds_the_independent_rounding():
     assert matrices == 6 * model.config.num_layers + 2  # and head, token embedding
 
 
+@pytest.mark.any_kernels
 def test_bf16_only_where_f16_may_be(tmp_path):
     """A LayerNorm weight (a vector the step reads directly) in bf16 is a
     load error naming it."""
@@ -201,6 +204,7 @@ def rewritten_i8(tmp_path: Path, edit) -> Path:
     return path
 
 
+@pytest.mark.any_kernels
 def test_i8_only_in_dense_layers(tmp_path):
     from converter.writer import quantize_rows
 
@@ -213,6 +217,7 @@ def test_i8_only_in_dense_layers(tmp_path):
     assert "tensor 'token_embedding.weight' is i8, but only dense-layer weights may be" in result.stderr
 
 
+@pytest.mark.any_kernels
 def test_i8_and_f32_projections_mixed_in_one_layer(tmp_path):
     """Queries, keys and values are stacked into one dense layer; when their
     dtypes differ they are stacked in f32 (int8 times its scales): the same
@@ -229,6 +234,7 @@ def test_i8_and_f32_projections_mixed_in_one_layer(tmp_path):
     assert error <= TOLERANCE
 
 
+@pytest.mark.any_kernels
 def test_scales_of_a_weight_that_is_not_i8(tmp_path):
     def dequantize(tensors):
         name = "layers.0.linear1.weight"
@@ -251,6 +257,7 @@ def rewritten(case: str, tmp_path: Path, name: str, blocked: bool = True) -> Pat
     return path
 
 
+@pytest.mark.any_kernels
 @pytest.mark.parametrize("case", ["tokens", "tokens_f16", "tokens_i8", "speech", "relu"])
 def test_row_major_and_blocked_files_give_the_same_bits(case, tmp_path):
     """Blocked dense weights are used in place, row-major ones packed at load
@@ -268,6 +275,7 @@ def test_row_major_and_blocked_files_give_the_same_bits(case, tmp_path):
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.any_kernels
 def test_blocked_only_in_dense_layers(tmp_path, monkeypatch):
     import converter.writer
 
@@ -278,6 +286,7 @@ def test_blocked_only_in_dense_layers(tmp_path, monkeypatch):
     assert "tensor 'token_embedding.weight' is dense_blocked16, but only dense-layer weights may be" in result.stderr
 
 
+@pytest.mark.any_kernels
 def test_bidirectional_model_refuses_to_step(tmp_path):
     golden = GOLDENS / "bidirectional"
     result = tarn_run(golden / "model.tarn", golden / "input.npy", tmp_path)
@@ -285,6 +294,7 @@ def test_bidirectional_model_refuses_to_step(tmp_path):
     assert "bidirectional" in result.stderr and "cannot be stepped" in result.stderr
 
 
+@pytest.mark.any_kernels
 def test_info_reports_sizes():
     result = subprocess.run([TARN, "info", str(GOLDENS / "speech" / "model.tarn")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -300,21 +310,12 @@ def test_info_reports_sizes():
 CAUSAL_CASES = ["causal_linear", "causal_relu", "causal_favor", "causal_favor_stabilize"]
 
 
-def convert_fast_transformers(case: str, out: Path) -> Path:
-    fixture = FAST_TRANSFORMERS / case
-    model = out / "model.tarn"
-    result = subprocess.run(
-        [sys.executable, "-m", "converter", "convert", str(fixture / "model.pt"), str(model),
-         "--arch", "fast-transformers", "--config", str(fixture / "config.json")],
-        capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
-    return model
 
 
 @pytest.mark.parametrize("case", CAUSAL_CASES)
-def test_fast_transformers_recurrent_model(case, tmp_path):
+def test_fast_transformers_recurrent_model(case, converted, tmp_path):
     fixture = FAST_TRANSFORMERS / case
-    model = convert_fast_transformers(case, tmp_path)
+    model = converted("fast-transformers", fixture)
     run_ok(model, fixture / "input.npy", tmp_path)
     output = np.load(tmp_path / "output.npy")
     assert output.shape[0] >= 256
@@ -330,21 +331,13 @@ def test_fast_transformers_recurrent_model(case, tmp_path):
 AUTHORS = ROOT / "tests" / "data" / "linear_transformer_experiments"
 
 
-def convert_authors_model(out: Path) -> Path:
-    model = out / "model.tarn"
-    result = subprocess.run(
-        [sys.executable, "-m", "converter", "convert", str(AUTHORS / "model.pt"), str(model),
-         "--arch", "linear-transformer-experiments", "--config", str(AUTHORS / "config.json")],
-        capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
-    return model
 
 
-@pytest.mark.parametrize("prefill", [0, 500])
-def test_authors_image_model_matches_their_recurrent_code(prefill, tmp_path):
+@pytest.mark.parametrize("prefill", [pytest.param(0, marks=pytest.mark.any_kernels), 500])
+def test_authors_image_model_matches_their_recurrent_code(prefill, converted, tmp_path):
     """784 pixels through their RecurrentGenerator (output.npy) and through
     tarn, stepped or with the first 500 as a prefill."""
-    model = convert_authors_model(tmp_path)
+    model = converted("linear-transformer-experiments", AUTHORS)
     run_ok(model, AUTHORS / "input.npy", tmp_path, "--prefill", str(prefill))
     output, expected = np.load(tmp_path / "output.npy"), np.load(AUTHORS / "output.npy")
     assert output.shape == expected.shape == (784, 30)
@@ -353,13 +346,13 @@ def test_authors_image_model_matches_their_recurrent_code(prefill, tmp_path):
     assert error <= TOLERANCE
 
 
-def test_authors_image_model_level_distribution(tmp_path):
+def test_authors_image_model_level_distribution(converted, tmp_path):
     """tarn's level log-probabilities (C++) against the reference's table
     (NumPy, float64), computed from the same outputs. make_fixtures.py checked
     that table against their sampler's draws."""
     from converter.reference import logistic_mixture_levels
 
-    model = convert_authors_model(tmp_path)
+    model = converted("linear-transformer-experiments", AUTHORS)
     run_ok(model, AUTHORS / "input.npy", tmp_path, "--log-probs", str(tmp_path / "log_p.npy"))
     output, log_p = np.load(tmp_path / "output.npy"), np.load(tmp_path / "log_p.npy").astype(np.float64)
     assert log_p.shape == (784, 256)
@@ -373,14 +366,16 @@ def test_authors_image_model_level_distribution(tmp_path):
     assert log_error <= 1e-4
 
 
-def test_log_probs_refused_without_a_distribution(tmp_path):
-    model = convert_fast_transformers("causal_linear", tmp_path)
+@pytest.mark.any_kernels
+def test_log_probs_refused_without_a_distribution(converted, tmp_path):
+    model = converted("fast-transformers", FAST_TRANSFORMERS / "causal_linear")
     inputs = FAST_TRANSFORMERS / "causal_linear" / "input.npy"
     result = tarn_run(model, inputs, tmp_path, "--log-probs", str(tmp_path / "p.npy"))
     assert result.returncode == 1
     assert "no output distribution over levels" in result.stderr
 
 
+@pytest.mark.any_kernels
 def test_generate_draws_pixels_from_the_mixture(tmp_path):
     """tarn generate on the authors' model: 4,096 one-pixel images, each the
     first draw after start token 0, so their grey levels are draws from the
