@@ -16,24 +16,18 @@ CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) .venv/bin/pip install --quiet .
 # pyarrow that runs on it.
 .venv/bin/pip install --quiet "ray[data]==2.60.0" \
   "numpy==$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')" "pyarrow<21"
+# With nvcc present the same build adds the CUDA backend (-DTARN_CUDA=ON,
+# issue 7) and its tests (label `cuda`), so the core is compiled once; without
+# a GPU the CUDA tests report SKIPPED ("no CUDA device"). The builds without
+# CUDA are the package's above, the sanitizers' below and the subproject and
+# install tests'.
+cuda=OFF
+if command -v nvcc >/dev/null 2>&1; then cuda=ON; fi
 build=${TARN_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTARN_BUILD_TESTS=ON -DTARN_BUILD_BENCH=ON
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTARN_BUILD_TESTS=ON -DTARN_BUILD_BENCH=ON \
+  -DTARN_CUDA=$cuda
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" -j"$(nproc)" --output-on-failure
-
-# The optional CUDA build (-DTARN_CUDA=ON, issue 7) whenever nvcc is present:
-# a second configure that builds only the CUDA targets (and the runtime they
-# need) and runs their tests (label `cuda`), on the goldens made above.
-# Without a GPU the CUDA tests report SKIPPED ("no CUDA device").
-if command -v nvcc >/dev/null 2>&1; then
-  cuda_build=${TARN_CUDA_BUILD_DIR:-$build-cuda}
-  goldens=$(cd "$build" && pwd)/tests/goldens
-  cmake -S . -B "$cuda_build" -DCMAKE_BUILD_TYPE=Release -DTARN_CUDA=ON \
-    -DTARN_CUDA_GOLDENS="$goldens"
-  cmake --build "$cuda_build" -j"$(nproc)" --target tarn_cuda_logic_test \
-    tarn_cuda_kernels_test tarn_cuda_backend_test tarn_cuda_bench
-  ctest --test-dir "$cuda_build" -L cuda -j"$(nproc)" --output-on-failure
-fi
 
 # Reliability (issue 8), with clang: the whole suite again, built with
 # AddressSanitizer + UndefinedBehaviorSanitizer (its ctest adds a short run
@@ -61,9 +55,12 @@ if [ "${TARN_SANITIZERS:-1}" != 0 ]; then
   #   under the sanitizers in tarn_kernels_test (sizes around each tile),
   #   and the model goldens once, in pytest, with the variant it picks;
   # - pytest_python_api and pytest_ray_batch compare the package pip built
-  #   with gcc above with this build's CLI, another compiler's.
+  #   with gcc above with this build's CLI, another compiler's;
+  # - golden_* make the goldens with PyTorch alone (-FS keeps ctest from
+  #   adding them, -E from running them for being in the test set), and
+  #   pytest_converter tests Python alone.
   ctest --test-dir "$asan" -j"$(nproc)" --output-on-failure -FS goldens \
-    -E '^(install_and_consume|subproject_consumer|speech_long_stream|pytest_python_api|pytest_ray_batch|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
+    -E '^(golden_.*|pytest_converter|install_and_consume|subproject_consumer|speech_long_stream|pytest_python_api|pytest_ray_batch|tarn_kernels_neon_qemu|goldens_kernels_.*)$'
   tsan=${TARN_TSAN_BUILD_DIR:-$build-tsan}
   CC=clang CXX=clang++ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTARN_SANITIZE=thread -DTARN_BUILD_BENCH=OFF

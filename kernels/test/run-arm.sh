@@ -23,6 +23,6 @@ shift || true
 
 cmake -S "$repo/kernels" -B "$build" \
   -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)"
 exec qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/tarn_kernels_test" "$@"

@@ -22,7 +22,10 @@ echo "installed into $prefix:"
 
 echo "== headers: each library's own, nothing else"
 headers=$(cd "$prefix/include/tarn" && ls | tr '\n' ' ')
-expected="audio.hpp ctc.hpp distribution.hpp recognizer.hpp sample.hpp speech.h tarn.h tarn.hpp "
+# A build with the CUDA backend (-DTARN_CUDA=ON) installs its header too.
+cuda=
+if [ -f "$prefix/lib/libtarn_cuda.a" ]; then cuda="cuda.hpp "; fi
+expected="audio.hpp ctc.hpp ${cuda}distribution.hpp recognizer.hpp sample.hpp speech.h tarn.h tarn.hpp "
 if [ "$headers" != "$expected" ]; then
   echo "installed headers: $headers; expected: $expected" >&2
   exit 1
