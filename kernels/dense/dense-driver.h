@@ -43,7 +43,8 @@ inline constexpr bool kScaled = std::is_same_v<T, int8_t>;
 template <class D, int MR, int NB, typename T>
 inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
                  const float* scale, const float* bias, typename D::V lo,
-                 typename D::V hi, float* y, size_t y_stride) {
+                 typename D::V hi, float* y, size_t y_stride,
+                 const char* ahead) {
   using V = typename D::V;
   constexpr int kL = static_cast<int>(D::kLanes);
   constexpr int kParts = static_cast<int>(kBlock) / kL;  // vectors per block
@@ -61,6 +62,8 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     for (int r = 0; r < MR; ++r) acc[r][v] = init;
   }
   for (size_t i = 0; i < inputs; ++i) {
+    // One cache line of the next panel per input, into L2.
+    if (ahead != nullptr) __builtin_prefetch(ahead + i * 64, 0, 2);
     if constexpr (kScaled<T> && MR == 1 && D::kWidenI8AtFma) {
       // Widened int8 weights need registers (f32 ones are FMA memory
       // operands): widen each just before its FMA, so that the chains of a
@@ -108,7 +111,8 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
 template <class D, int MR, int NB, typename T>
 void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
           const float* scale, const float* bias, typename D::V lo,
-          typename D::V hi, float* y, size_t y_stride) {
+          typename D::V hi, float* y, size_t y_stride,
+          const char* ahead = nullptr) {
   size_t o = 0;
   auto left = [&] { return o < outputs ? outputs - o : 0; };
   auto tile = [&](auto nb) {
@@ -116,7 +120,7 @@ void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
     Tile<D, MR, kNb>(inputs, outputs - o, x, w + PackedDenseOffset(inputs, o),
                      kScaled<T> ? scale + o : nullptr,
                      bias != nullptr ? bias + o : nullptr, lo, hi, y + o,
-                     y_stride);
+                     y_stride, ahead);
     o += kNb * kBlock;
   };
   while (left() > (NB - 1) * kBlock) tile(std::integral_constant<int, NB>());
@@ -159,14 +163,15 @@ void Group(size_t m, size_t inputs, size_t outputs, const float* x, const T* w,
 template <class D, typename T>
 void Groups(size_t rows, size_t inputs, size_t outputs, const float* x,
             const T* w, const float* scale, const float* bias, typename D::V lo,
-            typename D::V hi, float* y, size_t y_stride) {
+            typename D::V hi, float* y, size_t y_stride,
+            const char* next = nullptr, size_t next_bytes = 0) {
   size_t r = 0;
-  if constexpr (D::kRows > 4) {
-    for (; rows - r >= D::kRows; r += D::kRows) {
-      Rows<D, D::kRows, D::Blocks(D::kRows)>(inputs, outputs, x + r * inputs, w,
-                                             scale, bias, lo, hi,
-                                             y + r * y_stride, y_stride);
-    }
+  for (; rows - r >= D::kRows; r += D::kRows) {
+    const size_t ahead = r / D::kRows * inputs * 64;
+    Rows<D, D::kRows, D::Blocks(D::kRows)>(
+        inputs, outputs, x + r * inputs, w, scale, bias, lo, hi,
+        y + r * y_stride, y_stride,
+        ahead < next_bytes ? next + ahead : nullptr);
   }
   for (; r < rows; r += 4) {
     Group<D>(rows - r < 4 ? rows - r : 4, inputs, outputs, x + r * inputs, w,
@@ -182,7 +187,10 @@ constexpr size_t kChunkBytes = size_t{256} << 10;
 // panel is the outputs of one tile of D::kRows rows, its weights are read
 // from wherever W lives once per chunk of rows (all of a batch, or a prefill
 // chunk's 256 KiB of inputs) and then from L1 or L2 by every group of the
-// chunk, instead of every group reading all of W from L3.
+// chunk, instead of every group reading all of W from L3. A panel's groups
+// fetch the next panel into L2 as they go (one cache line per input each,
+// as many groups as it takes), so that the batch's first pass over a panel
+// does not wait on L3 (B = 16 at the MNIST shape: 1.15x).
 template <class D, typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
@@ -205,11 +213,17 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   for (size_t r = 0; r < rows; r += chunk) {
     const size_t n = rows - r < chunk ? rows - r : chunk;
     for (size_t o = 0; o < outputs; o += kPanel) {
-      Groups<D>(n, inputs, outputs - o < kPanel ? outputs - o : kPanel,
-                x + r * inputs, w + PackedDenseOffset(inputs, o),
-                kScaled<T> ? scale + o : nullptr,
-                bias != nullptr ? bias + o : nullptr, lo, hi,
-                y + r * y_stride + o, y_stride);
+      const size_t next = o + kPanel < outputs ? o + kPanel : 0;
+      const size_t next_outputs =
+          outputs - next < kPanel ? outputs - next : kPanel;
+      Groups<D>(
+          n, inputs, outputs - o < kPanel ? outputs - o : kPanel,
+          x + r * inputs, w + PackedDenseOffset(inputs, o),
+          kScaled<T> ? scale + o : nullptr,
+          bias != nullptr ? bias + o : nullptr, lo, hi, y + r * y_stride + o,
+          y_stride,
+          reinterpret_cast<const char*>(w + PackedDenseOffset(inputs, next)),
+          PackedDenseOffset(inputs, next_outputs) * sizeof(T));
     }
   }
   D::End();
