@@ -92,6 +92,12 @@ void UpdateRows(size_t C, size_t dv, const float* phi_k, const float* v,
   size_t j = 0;
   for (; j + 4 * kL <= dv; j += 4 * kL)
     Columns<V, 4, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
+  // Two columns of vectors in one pass interleave two read-out chains, which
+  // are otherwise latency-bound (C dependent FMAs each).
+  if (j + 2 * kL <= dv) {
+    Columns<V, 2, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
+    j += 2 * kL;
+  }
   for (; j + kL <= dv; j += kL)
     Columns<V, 1, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
   if (j == dv) return;

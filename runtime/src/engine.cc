@@ -185,15 +185,25 @@ void Engine::StepAttention(size_t layer, const Rows& rows) {
   const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
               *qkv = at(scratch_.qkv);
   float* y = at(scratch_.attention);
-  for (size_t r = 0; r < rows.count; ++r) {
-    Stream& stream = rows.stream(r);
-    const float* v = qkv + r * width + 2 * heads * d_key;
+  auto step = [&](size_t r, size_t h, const HeadState& state) {
+    const size_t f = (r * heads + h) * C;
+    const float* v = qkv + r * width + 2 * heads * d_key + h * d_value;
+    k_.causal_step(C, d_value, phi_k + f, v, phi_q + f, c_.attention_eps,
+                   state.S, state.z, state.S_carry, state.z_carry,
+                   y + (r * heads + h) * d_value);
+  };
+  if (rows.one_stream) {
+    // Heads are independent: one head's S and carries (2 C d_value floats)
+    // stay in L1 while the chunk's rows pass, where all heads' would not.
     for (size_t h = 0; h < heads; ++h) {
-      const size_t f = (r * heads + h) * C;
-      const HeadState state = Head(stream, layer, h);
-      k_.causal_step(C, d_value, phi_k + f, v + h * d_value, phi_q + f,
-                     c_.attention_eps, state.S, state.z, state.S_carry,
-                     state.z_carry, y + (r * heads + h) * d_value);
+      const HeadState state = Head(rows.stream(0), layer, h);
+      for (size_t r = 0; r < rows.count; ++r) step(r, h, state);
+    }
+    return;
+  }
+  for (size_t r = 0; r < rows.count; ++r) {
+    for (size_t h = 0; h < heads; ++h) {
+      step(r, h, Head(rows.stream(r), layer, h));
     }
   }
 }
