@@ -1,0 +1,132 @@
+// Work split across a pthreadpool's threads as one team: RunTeam runs a
+// function once on each of the pool's threads at the same time, and the
+// team's members meet at a Barrier between the phases of a step. One
+// pthreadpool region per step instead of one per dense layer: at batch 1 a
+// layer's parts take microseconds, as long as a region's wake-up and join.
+
+#ifndef TARN_RUNTIME_SRC_PARALLEL_H_
+#define TARN_RUNTIME_SRC_PARALLEL_H_
+
+#include <pthreadpool.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#include <sanitizer/tsan_interface.h>
+#define TARN_TSAN 1
+#endif
+#endif
+
+namespace tarn {
+
+// pthreadpool orders what the caller did before parallelize() before every
+// task, and every task before parallelize() returns, with atomics in its
+// own (uninstrumented) code; ThreadSanitizer is told so here.
+#ifdef TARN_TSAN
+inline void HappensBefore(void* sync) { __tsan_release(sync); }
+inline void HappensAfter(void* sync) { __tsan_acquire(sync); }
+#else
+inline void HappensBefore(void*) {}
+inline void HappensAfter(void*) {}
+#endif
+
+// Items [first, last) of n items that member `member` of `members` takes:
+// contiguous, their sizes differing by at most one.
+struct Range {
+  size_t first, last;
+};
+inline Range ShareOf(size_t n, size_t member, size_t members) {
+  return {n * member / members, n * (member + 1) / members};
+}
+
+// A reusable barrier for a fixed number of threads. Waiters spin (a step's
+// phases are microseconds apart), then yield the core, so that a member
+// descheduled on a busy machine gets it back.
+class Barrier {
+ public:
+  explicit Barrier(size_t members)
+      : members_(static_cast<uint32_t>(members)) {}
+  Barrier(const Barrier&) = delete;
+  Barrier& operator=(const Barrier&) = delete;
+
+  size_t members() const { return members_; }
+
+  // Returns once all members have called Wait; what each did before is
+  // visible to all after.
+  void Wait() {
+    if (members_ <= 1) return;
+    const uint32_t generation = generation_.load(std::memory_order_relaxed);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == members_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.store(generation + 1, std::memory_order_release);
+      return;
+    }
+    for (uint32_t spins = 0;
+         generation_.load(std::memory_order_acquire) == generation;) {
+      if (spins < kSpins) {
+        ++spins;
+        Pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+ private:
+  // About 20-200 us of pause instructions (their latency differs by CPU)
+  // before yielding: a phase of a batch-1 step takes microseconds.
+  static constexpr uint32_t kSpins = 1u << 11;
+
+  static void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    asm volatile("yield");
+#endif
+  }
+
+  // Small, not padded to a cache line: a session's bookkeeping, this among
+  // it, has a fixed budget (kBlockHeaderBytes).
+  std::atomic<uint32_t> arrived_{0};
+  std::atomic<uint32_t> generation_{0};
+  const uint32_t members_;
+};
+
+// Calls fn(member, members) once for each member in [0, members) where
+// members is the pool's thread count (1, on the caller, without a pool),
+// all at the same time: members may wait for each other at a Barrier of
+// `members`. Relies on pthreadpool giving each thread its own item first
+// (a thread takes another's item only after finishing its own), so with as
+// many items as threads every item runs on its own thread.
+template <typename Fn>
+void RunTeam(pthreadpool_t threads, Fn&& fn) {
+  const size_t members =
+      threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
+  if (members <= 1) {
+    fn(size_t{0}, size_t{1});
+    return;
+  }
+  struct Context {
+    Fn* fn;
+    size_t members;
+  } context{&fn, members};
+  HappensBefore(&context);
+  pthreadpool_parallelize_1d(
+      threads,
+      [](void* raw, size_t member) {
+        HappensAfter(raw);
+        const Context& c = *static_cast<const Context*>(raw);
+        (*c.fn)(member, c.members);
+        HappensBefore(raw);
+      },
+      &context, members, /*flags=*/0);
+  HappensAfter(&context);
+}
+
+}  // namespace tarn
+
+#endif  // TARN_RUNTIME_SRC_PARALLEL_H_
