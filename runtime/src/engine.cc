@@ -14,7 +14,6 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
       scratch_(model.PlanScratch(max_rows)),
       scratch_floats_(scratch),
       threads_(threads),
-      barrier_(threads != nullptr ? pthreadpool_get_threads_count(threads) : 1),
       pre_norm_(c_.norm_placement == NormPlacement::kPre) {}
 
 Engine::~Engine() {
@@ -160,6 +159,18 @@ Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
   return layer.RunShare(rows, input, output, team.member, team.members);
 }
 
+bool Engine::FeaturesPerHead(const Team& team) const {
+  return team.members > 1 && c_.feature_map != tarn::FeatureMap::kFavorPlus;
+}
+
+void Engine::FeatureMapSlice(size_t n, const float* x, float* phi) {
+  if (c_.feature_map == tarn::FeatureMap::kEluPlusOne) {
+    k_.elu_plus_one(n, x, phi);
+  } else {
+    k_.relu(n, x, phi);
+  }
+}
+
 void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
                              float* phi_q, const Team& team) {
   const LayerWeights& w = m_.layers[layer];
@@ -179,28 +190,24 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
   float* qkv = at(scratch_.qkv);
   Dense(*w.qkv, rows, input, qkv, team);
   team.Sync();
-  // Each row's query features, then its key features (favor+ needs all of
-  // a row's heads at once).
-  float* phi_k = at(scratch_.phi_k);
-  const Range mine = team.Share(2 * rows);
-  for (size_t i = mine.first; i < mine.last; ++i) {
-    const size_t r = i / 2;
-    if (i % 2 == 0) {
-      FeatureMap(w, qkv + r * width, phi_q + r * heads * C);
-    } else {
-      FeatureMap(w, qkv + r * width + heads * c_.d_key, phi_k + r * heads * C);
+  if (!FeaturesPerHead(team)) {
+    // Each row's query features, then its key features (favor+ needs all
+    // of a row's heads at once).
+    float* phi_k = at(scratch_.phi_k);
+    const Range mine = team.Share(2 * rows);
+    for (size_t i = mine.first; i < mine.last; ++i) {
+      const size_t r = i / 2;
+      if (i % 2 == 0) {
+        FeatureMap(w, qkv + r * width, phi_q + r * heads * C);
+      } else {
+        FeatureMap(w, qkv + r * width + heads * c_.d_key,
+                   phi_k + r * heads * C);
+      }
     }
+    team.Sync();
   }
-  team.Sync();
 }
 
-// The recurrence, update then read-out, row after row: each row the next
-// position of its own stream (a batch), or the rows of one stream in order
-// (a prefill chunk). So a chunk's attention, and with it every output and
-// the state, is bit for bit what stepping gives: the dense layers, which
-// compute every row alike whatever the row count, are where a chunk gains.
-// Heads are independent: each member takes whole heads, each head's rows in
-// order.
 void Engine::StepAttention(size_t layer, const Rows& rows, const Team& team) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
                d_value = c_.d_value;
@@ -208,12 +215,19 @@ void Engine::StepAttention(size_t layer, const Rows& rows, const Team& team) {
   const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
               *qkv = at(scratch_.qkv);
   float* y = at(scratch_.attention);
+  const bool features = FeaturesPerHead(team);
   const Range mine = team.Share(heads);
   for (size_t h = mine.first; h < mine.last; ++h) {
     for (size_t r = 0; r < rows.count; ++r) {
       Stream& stream = rows.stream(r);
       const float* v = qkv + r * width + 2 * heads * d_key;
       const size_t f = (r * heads + h) * C;
+      if (features) {
+        // Elementwise, so a head's slice is computed as in the whole row.
+        const float* q = qkv + r * width + h * d_key;
+        FeatureMapSlice(d_key, q, at(scratch_.phi_q) + f);
+        FeatureMapSlice(d_key, q + heads * d_key, at(scratch_.phi_k) + f);
+      }
       const HeadState state = Head(stream, layer, h);
       k_.causal_step(C, d_value, phi_k + f, v + h * d_value, phi_q + f,
                      c_.attention_eps, state.S, state.z, state.S_carry,
@@ -374,8 +388,9 @@ void Engine::Advance(const Rows& rows) const {
 void Engine::Forward(const Rows& rows, float* outputs) {
   float* x = InputRow(0);
   Embed(rows, x);
+  Barrier barrier(TeamSize(threads_));
   RunTeam(threads_, [&](size_t member, size_t members) {
-    const Team team{member, members, &barrier_};
+    const Team team{member, members, &barrier};
     for (size_t l = 0; l < c_.num_layers; ++l) {
       AttentionInputs(l, rows.count, x, at(scratch_.phi_q), team);
       StepAttention(l, rows, team);

@@ -99,7 +99,7 @@ class Engine {
     Barrier* barrier = nullptr;
     Range Share(size_t n) const { return ShareOf(n, member, members); }
     void Sync() const {
-      if (members > 1) barrier->Wait();
+      if (members > 1) barrier->Wait(member);
     }
   };
   // The team member's share of a dense layer; returns the outputs it wrote.
@@ -111,6 +111,11 @@ class Engine {
   };
   HeadState Head(Stream& s, size_t layer, size_t head) const;
   void FeatureMap(const LayerWeights& w, const float* x, float* phi);
+  // With a team, elementwise feature maps (elu+1, relu) are computed by the
+  // member stepping each head, in StepAttention, not in AttentionInputs.
+  bool FeaturesPerHead(const Team& team) const;
+  // An elementwise feature map over n values.
+  void FeatureMapSlice(size_t n, const float* x, float* phi);
   // Norm (pre-norm), projections and feature maps of rows: qkv, phi_k
   // scratch and phi_q ([rows][heads][C]). Members meet at the end: every
   // member then sees all of them.
@@ -137,7 +142,6 @@ class Engine {
   const ScratchLayout scratch_;
   float* scratch_floats_;
   pthreadpool_t threads_;
-  Barrier barrier_;      // the team of a Forward: the pool's threads
   const bool pre_norm_;  // c_.norm_placement == kPre
 };
 

@@ -10,6 +10,7 @@
 #include <pthreadpool.h>
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -43,35 +44,42 @@ inline Range ShareOf(size_t n, size_t member, size_t members) {
   return {n * member / members, n * (member + 1) / members};
 }
 
-// A reusable barrier for a fixed number of threads. Waiters spin (a step's
-// phases are microseconds apart), then yield the core, so that a member
-// descheduled on a busy machine gets it back.
+// A reusable barrier for a team of up to kMaxMembers threads, one cache
+// line per member: each member counts its arrivals on its own line and
+// waits for the others' counts to catch up, so an arrival costs one line
+// transfer to each member instead of a shared counter's round trips. Made
+// on the stack of the call that runs the team, fresh for each call. Waiters
+// spin (a batch-1 step's phases are microseconds apart), then yield the
+// core, so that a member descheduled on a busy machine gets it back.
 class Barrier {
  public:
-  explicit Barrier(size_t members)
-      : members_(static_cast<uint32_t>(members)) {}
+  static constexpr size_t kMaxMembers = 256;
+
+  explicit Barrier(size_t members) : members_(members) {
+    assert(members <= kMaxMembers);
+    for (size_t m = 0; m < members_; ++m) {
+      slots_[m].arrivals.store(0, std::memory_order_relaxed);
+    }
+  }
   Barrier(const Barrier&) = delete;
   Barrier& operator=(const Barrier&) = delete;
 
-  size_t members() const { return members_; }
-
-  // Returns once all members have called Wait; what each did before is
-  // visible to all after.
-  void Wait() {
-    if (members_ <= 1) return;
-    const uint32_t generation = generation_.load(std::memory_order_relaxed);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == members_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      generation_.store(generation + 1, std::memory_order_release);
-      return;
-    }
-    for (uint32_t spins = 0;
-         generation_.load(std::memory_order_acquire) == generation;) {
-      if (spins < kSpins) {
-        ++spins;
-        Pause();
-      } else {
-        std::this_thread::yield();
+  // Member `member` (< members) arrives and returns once every member has
+  // arrived as often; what each did before is visible to all after.
+  void Wait(size_t member) {
+    std::atomic<uint32_t>& mine = slots_[member].arrivals;
+    const uint32_t count = mine.load(std::memory_order_relaxed) + 1;
+    mine.store(count, std::memory_order_release);
+    for (size_t m = 0; m < members_; ++m) {
+      // A member may already be one arrival ahead, never more.
+      for (uint32_t spins = 0;
+           slots_[m].arrivals.load(std::memory_order_acquire) < count;) {
+        if (spins < kSpins) {
+          ++spins;
+          Pause();
+        } else {
+          std::this_thread::yield();
+        }
       }
     }
   }
@@ -89,12 +97,17 @@ class Barrier {
 #endif
   }
 
-  // Small, not padded to a cache line: a session's bookkeeping, this among
-  // it, has a fixed budget (kBlockHeaderBytes).
-  std::atomic<uint32_t> arrived_{0};
-  std::atomic<uint32_t> generation_{0};
-  const uint32_t members_;
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> arrivals;  // left uninitialised past members_
+  };
+  const size_t members_;
+  Slot slots_[kMaxMembers];
 };
+
+// The threads RunTeam runs fn on: the pool's, or 1 without a pool.
+inline size_t TeamSize(pthreadpool_t threads) {
+  return threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
+}
 
 // Calls fn(member, members) once for each member in [0, members) where
 // members is the pool's thread count (1, on the caller, without a pool),
@@ -104,8 +117,7 @@ class Barrier {
 // many items as threads every item runs on its own thread.
 template <typename Fn>
 void RunTeam(pthreadpool_t threads, Fn&& fn) {
-  const size_t members =
-      threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
+  const size_t members = TeamSize(threads);
   if (members <= 1) {
     fn(size_t{0}, size_t{1});
     return;
