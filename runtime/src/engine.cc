@@ -159,6 +159,10 @@ Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
   return layer.RunShare(rows, input, output, team.member, team.members);
 }
 
+float* Engine::Normed(const Team& team) {
+  return team.normed != nullptr ? team.normed : at(scratch_.normed);
+}
+
 bool Engine::FeaturesPerHead(const Team& team) const {
   return team.members > 1 && c_.feature_map != tarn::FeatureMap::kFavorPlus;
 }
@@ -178,13 +182,13 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
   const size_t width = heads * (2 * c_.d_key + c_.d_value);
   const float* input = x;
   if (pre_norm_) {
-    float* normed = at(scratch_.normed);
-    const Range mine = team.Share(rows);
+    float* normed = Normed(team);
+    const Range mine = team.RowShare(rows);
     for (size_t r = mine.first; r < mine.last; ++r) {
       k_.layer_norm(d, x + r * d, w.norm1_weight, w.norm1_bias, c_.norm_eps,
                     normed + r * d);
     }
-    team.Sync();
+    team.SyncRows();
     input = normed;
   }
   float* qkv = at(scratch_.qkv);
@@ -273,7 +277,7 @@ void Engine::AttentionOutput(size_t layer, size_t rows, float* x,
   float* branch = at(scratch_.branch);
   Dense(*w.out, rows, at(scratch_.attention), branch, team);
   team.Sync();
-  const Range mine = team.Share(rows);
+  const Range mine = team.RowShare(rows);
   for (size_t r = mine.first; r < mine.last; ++r) {
     if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
@@ -282,7 +286,7 @@ void Engine::AttentionOutput(size_t layer, size_t rows, float* x,
                         w.norm1_bias, c_.norm_eps, x + r * d);
     }
   }
-  team.Sync();
+  team.SyncRows();
 }
 
 // x += dwconv(x): y = bias + sum_j weight[:, j] * input_{t-k+1+j}; each
@@ -315,15 +319,15 @@ void Engine::FeedForward(size_t layer, size_t rows, float* x,
                          const Team& team) {
   const LayerWeights& w = m_.layers[layer];
   const size_t d = c_.d_model, d_ff = c_.d_ff;
-  float *normed = at(scratch_.normed), *hidden = at(scratch_.hidden),
+  float *normed = Normed(team), *hidden = at(scratch_.hidden),
         *branch = at(scratch_.branch);
-  const Range mine = team.Share(rows);
+  const Range mine = team.RowShare(rows);
   if (pre_norm_) {
     for (size_t r = mine.first; r < mine.last; ++r) {
       k_.layer_norm(d, x + r * d, w.norm2_weight, w.norm2_bias, c_.norm_eps,
                     normed + r * d);
     }
-    team.Sync();
+    team.SyncRows();
   }
   // A relu runs as linear1's output clamp; a gelu over the outputs each
   // member wrote (it is elementwise).
@@ -346,26 +350,26 @@ void Engine::FeedForward(size_t layer, size_t rows, float* x,
                         w.norm2_bias, c_.norm_eps, x + r * d);
     }
   }
-  team.Sync();
+  team.SyncRows();
 }
 
 void Engine::Output(size_t rows, const float* x, float* outputs,
                     const Team& team) {
   const size_t d = c_.d_model;
   const float* last = x;
-  const Range mine = team.Share(rows);
+  const Range mine = team.RowShare(rows);
   if (m_.final_norm_weight != nullptr) {
-    float* normed = at(scratch_.normed);
+    float* normed = Normed(team);
     for (size_t r = mine.first; r < mine.last; ++r) {
       k_.layer_norm(d, x + r * d, m_.final_norm_weight, m_.final_norm_bias,
                     c_.norm_eps, normed + r * d);
     }
-    team.Sync();
+    team.SyncRows();
     last = normed;
   }
   if (m_.head) {
     Dense(*m_.head, rows, last, outputs, team);
-  } else if (mine.first < mine.last) {
+  } else if (mine.first < mine.last && (!team.own_rows || team.member == 0)) {
     std::memcpy(outputs + mine.first * d, last + mine.first * d,
                 (mine.last - mine.first) * d * sizeof(float));
   }
@@ -388,18 +392,35 @@ void Engine::Advance(const Rows& rows) const {
 void Engine::Forward(const Rows& rows, float* outputs) {
   float* x = InputRow(0);
   Embed(rows, x);
-  Barrier barrier(TeamSize(threads_));
-  RunTeam(threads_, [&](size_t member, size_t members) {
-    const Team team{member, members, &barrier};
+  const size_t members = TeamSize(threads_);
+  Barrier barrier(members);
+  // One row and no convolution (whose ring is shared state): each member
+  // keeps its own copy of the row, member 0 in the scratch.
+  const bool own_rows = members > 1 && rows.count == 1 && c_.conv_kernel == 0 &&
+                        c_.d_model <= kOwnRowFloats;
+  auto layers = [&](const Team& team, float* x_own) {
     for (size_t l = 0; l < c_.num_layers; ++l) {
-      AttentionInputs(l, rows.count, x, at(scratch_.phi_q), team);
+      AttentionInputs(l, rows.count, x_own, at(scratch_.phi_q), team);
       StepAttention(l, rows, team);
       team.Sync();
-      AttentionOutput(l, rows.count, x, team);
-      Convolve(l, rows, x, team);
-      FeedForward(l, rows.count, x, team);
+      AttentionOutput(l, rows.count, x_own, team);
+      Convolve(l, rows, x_own, team);
+      FeedForward(l, rows.count, x_own, team);
     }
-    if (outputs != nullptr) Output(rows.count, x, outputs, team);
+    if (outputs != nullptr) Output(rows.count, x_own, outputs, team);
+  };
+  RunTeam(threads_, [&](size_t member, size_t members) {
+    Team team{member, members, &barrier};
+    team.own_rows = own_rows;
+    if (!own_rows || member == 0) {
+      layers(team, x);
+      return;
+    }
+    // On a pool thread's stack: the row and its norm.
+    alignas(64) float own[2 * kOwnRowFloats];
+    std::memcpy(own, x, c_.d_model * sizeof(float));
+    team.normed = own + kOwnRowFloats;
+    layers(team, own);
   });
   Advance(rows);
 }

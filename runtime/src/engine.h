@@ -97,11 +97,29 @@ class Engine {
     size_t member = 0;
     size_t members = 1;
     Barrier* barrier = nullptr;
+    // Each member holds its own copy of the rows (the x passed along and
+    // `normed`) and runs the row-wise steps (norms, residual adds) on all
+    // of them itself, in the same operations: no split, no meeting after.
+    bool own_rows = false;
+    float* normed = nullptr;  // [rows][d_model]; null: the scratch's
     Range Share(size_t n) const { return ShareOf(n, member, members); }
+    // The rows of a row-wise step this member runs.
+    Range RowShare(size_t rows) const {
+      return own_rows ? Range{0, rows} : Share(rows);
+    }
+    // After a row-wise step: members meet unless each has its own rows.
+    void SyncRows() const {
+      if (!own_rows) Sync();
+    }
     void Sync() const {
       if (members > 1) barrier->Wait(member);
     }
   };
+  // The widest row a member keeps its own copy of (Team::own_rows), on its
+  // stack: a row and its norm.
+  static constexpr size_t kOwnRowFloats = 1024;
+  // The member's normed rows: its own, or the scratch's.
+  float* Normed(const Team& team);
   // The team member's share of a dense layer; returns the outputs it wrote.
   Range Dense(const DenseLayer& layer, size_t rows, const float* input,
               float* output, const Team& team);
