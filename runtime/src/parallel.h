@@ -9,6 +9,7 @@
 
 #include <pthreadpool.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstddef>
@@ -49,13 +50,14 @@ inline Range ShareOf(size_t n, size_t member, size_t members) {
 // waits for the others' counts to catch up, so an arrival costs one line
 // transfer to each member instead of a shared counter's round trips. Made
 // on the stack of the call that runs the team, fresh for each call. Waiters
-// spin (a batch-1 step's phases are microseconds apart), then yield the
-// core, so that a member descheduled on a busy machine gets it back.
+// spin with pause instructions, as pthreadpool's do, then yield the core.
 class Barrier {
  public:
   static constexpr size_t kMaxMembers = 256;
 
-  explicit Barrier(size_t members) : members_(members) {
+  explicit Barrier(size_t members)
+      : spins_(members <= Cores() ? kSpins : kSpinsOversubscribed),
+        members_(members) {
     assert(members <= kMaxMembers);
     for (size_t m = 0; m < members_; ++m) {
       slots_[m].arrivals.store(0, std::memory_order_relaxed);
@@ -74,7 +76,7 @@ class Barrier {
       // A member may already be one arrival ahead, never more.
       for (uint32_t spins = 0;
            slots_[m].arrivals.load(std::memory_order_acquire) < count;) {
-        if (spins < kSpins) {
+        if (spins < spins_) {
           ++spins;
           Pause();
         } else {
@@ -85,9 +87,20 @@ class Barrier {
   }
 
  private:
-  // About 20-200 us of pause instructions (their latency differs by CPU)
-  // before yielding: a phase of a batch-1 step takes microseconds.
-  static constexpr uint32_t kSpins = 1u << 11;
+  // Pause instructions before yielding: ~5-40 ms (their latency differs by
+  // CPU), longer than a scheduler tick. A member that yields sooner on a
+  // busy machine hands its core to another process for a whole time slice
+  // (steps of 4, 8, 12 ms where 0.2 ms was due), where spinning keeps it
+  // until the member waited for is scheduled. With more members than cores
+  // a waiter's core is what the others need: yield almost at once.
+  static constexpr uint32_t kSpins = 1u << 17;
+  static constexpr uint32_t kSpinsOversubscribed = 1u << 6;
+
+  static size_t Cores() {
+    static const size_t cores =
+        std::max(1u, std::thread::hardware_concurrency());
+    return cores;
+  }
 
   static void Pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -100,6 +113,7 @@ class Barrier {
   struct alignas(64) Slot {
     std::atomic<uint32_t> arrivals;  // left uninitialised past members_
   };
+  const uint32_t spins_;
   const size_t members_;
   Slot slots_[kMaxMembers];
 };
