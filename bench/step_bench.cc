@@ -654,6 +654,17 @@ void PrintReport(const Json& j) {
         r["warm_ms_per_step_median"].get<double>(),
         100 * r["warm_fraction_of_floor_median"].get<double>());
   }
+  // Each thread count against one thread, from the same run.
+  if (j.contains("speedup_over_1_thread")) {
+    for (const Json& r : j["speedup_over_1_thread"]) {
+      std::printf(
+          "%d threads / 1 thread: %.2fx median step, %.2fx fastest; warm "
+          "%.2fx median, %.2fx fastest\n",
+          r["threads"].get<int>(), r["median"].get<double>(),
+          r["best"].get<double>(), r["warm_median"].get<double>(),
+          r["warm_best"].get<double>());
+    }
+  }
   if (!j["runs"].empty()) {
     const Json& r = j["runs"][0];
     std::printf(
@@ -927,6 +938,25 @@ int Run(const Options& o) {
   if (!o.positions.empty()) return RunPositions(*model, o, j);
   j["runs"] = Json::array();
   for (int t : o.threads) j["runs"].push_back(TimeSteps(*model, o, t, bytes));
+  // (ordered_json: adding a key to j moves its values, so build apart.)
+  Json speedups = Json::array();
+  for (const Json& one : j["runs"]) {
+    if (one["threads"] != 1) continue;
+    auto ratio = [&](const Json& r, const char* key) {
+      return one[key].get<double>() / r[key].get<double>();
+    };
+    for (const Json& r : j["runs"]) {
+      if (r["threads"] == 1) continue;
+      Json e;
+      e["threads"] = r["threads"];
+      e["median"] = ratio(r, "ms_per_step_median");
+      e["best"] = ratio(r, "ms_per_step_best");
+      e["warm_median"] = ratio(r, "warm_ms_per_step_median");
+      e["warm_best"] = ratio(r, "warm_ms_per_step_best");
+      speedups.push_back(e);
+    }
+  }
+  if (!speedups.empty()) j["speedup_over_1_thread"] = speedups;
   if (o.profile) {
     // Against the fastest 1-thread step: the parts' short samples mostly
     // escape what slows a step on a loaded machine, and on an idle one the

@@ -368,11 +368,17 @@ def speedup(one: dict, many: dict) -> dict:
     return {
         "median": one["ms_per_step_median"] / many["ms_per_step_median"],
         "best": one["ms_per_step_best"] / many["ms_per_step_best"],
+        **({"warm_median": one["warm_ms_per_step_median"] / many["warm_ms_per_step_median"],
+            "warm_best": one["warm_ms_per_step_best"] / many["warm_ms_per_step_best"]}
+           if "warm_ms_per_step_median" in one and "warm_ms_per_step_median" in many else {}),
     }
 
 
 def speedup_text(s: dict) -> str:
-    return f"{s['median']:.2f}x ({s['best']:.2f}x)"
+    text = f"{s['median']:.2f}x ({s['best']:.2f}x)"
+    if "warm_median" in s:
+        text += f" warm {s['warm_median']:.2f}x ({s['warm_best']:.2f}x)"
+    return text
 
 
 def secs(x, spec=".2f"):
@@ -457,7 +463,7 @@ def print_summary(report: dict, args):
 
     if len(args.threads) > 1:
         lo, hi = str(args.threads[0]), str(args.threads[-1])
-        print(f"\nspeed-up from {hi} threads over {lo} (median; best step in parentheses):")
+        print(f"\nspeed-up from {hi} threads over {lo} (median; best step in parentheses; then the same for warm steps):")
         for name, e in report["shapes"].items():
             parts = []
             for dtype, r in e["tarn"].items():

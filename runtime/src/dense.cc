@@ -4,40 +4,16 @@
 #include <cassert>
 #include <string>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#include <sanitizer/tsan_interface.h>
-#define TARN_TSAN 1
-#endif
-#endif
+#include "parallel.h"
 
 namespace tarn {
 namespace {
 
 constexpr size_t kWeightAlignment = 64;
 
-// pthreadpool orders what the caller did before parallelize() before every
-// task, and every task before parallelize() returns, with atomics in its
-// own (uninstrumented) code; ThreadSanitizer is told so here.
-#ifdef TARN_TSAN
-void HappensBefore(void* sync) { __tsan_release(sync); }
-void HappensAfter(void* sync) { __tsan_acquire(sync); }
-#else
-void HappensBefore(void*) {}
-void HappensAfter(void*) {}
-#endif
-
-struct Task {
-  const DenseLayer* layer;
-  const void* part;  // the DenseLayer::Part to run
-  size_t rows;
-  const float* input;
-  float* output;
-};
-
-}  // namespace
-
-namespace {
+size_t Blocks(size_t outputs) {
+  return (outputs + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
+}
 
 size_t ElementBytes(DenseLayer::Storage storage) {
   return storage == DenseLayer::Storage::kF16 ||
@@ -158,34 +134,38 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
   }
 }
 
+Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
+                           size_t member, size_t members) const {
+  // The blocks of all parts, numbered in order, split evenly: a member's
+  // outputs are contiguous in the layer's.
+  size_t blocks = 0;
+  for (const Part& part : parts_) blocks += Blocks(part.outputs);
+  const Range share = ShareOf(blocks, member, members);
+  Range outputs{outputs_, outputs_};
+  size_t part_first_block = 0;
+  for (const Part& part : parts_) {
+    const size_t part_blocks = Blocks(part.outputs);
+    const size_t first = std::max(share.first, part_first_block),
+                 last = std::min(share.last, part_first_block + part_blocks);
+    if (first < last) {
+      const size_t begin = (first - part_first_block) * kernels::kDenseBlock;
+      const size_t end = std::min(
+          part.outputs, (last - part_first_block) * kernels::kDenseBlock);
+      RunBlocks(part, rows, input, output, begin, end - begin);
+      outputs.first = std::min(outputs.first, part.first + begin);
+      outputs.last = part.first + end;
+    }
+    part_first_block += part_blocks;
+  }
+  if (outputs.first > outputs.last) outputs.first = outputs.last;
+  return outputs;
+}
+
 void DenseLayer::Run(size_t rows, const float* input, float* output,
                      pthreadpool_t threads) const {
-  const size_t workers =
-      threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
-  for (const Part& part : parts_) {
-    if (workers <= 1 || part.outputs <= kernels::kDenseBlock) {
-      RunBlocks(part, rows, input, output, 0, part.outputs);
-      continue;
-    }
-    // One piece of whole blocks per thread.
-    const size_t blocks =
-        (part.outputs + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
-    const size_t piece =
-        (blocks + workers - 1) / workers * kernels::kDenseBlock;
-    Task task{this, &part, rows, input, output};
-    HappensBefore(&task);
-    pthreadpool_parallelize_1d_tile_1d(
-        threads,
-        [](void* context, size_t first, size_t count) {
-          HappensAfter(context);
-          const Task& t = *static_cast<const Task*>(context);
-          t.layer->RunBlocks(*static_cast<const Part*>(t.part), t.rows, t.input,
-                             t.output, first, count);
-          HappensBefore(context);
-        },
-        &task, part.outputs, piece, /*flags=*/0);
-    HappensAfter(&task);
-  }
+  RunTeam(threads, [&](size_t member, size_t members) {
+    RunShare(rows, input, output, member, members);
+  });
 }
 
 }  // namespace tarn

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "parallel.h"
 #include "tarn/tarn.hpp"
 
 namespace tarn {
@@ -66,6 +67,14 @@ class DenseLayer {
   // every row count. Thread-safe: the layer is read-only after Init.
   void Run(size_t rows, const float* input, float* output,
            pthreadpool_t threads) const;
+
+  // Member `member` of a team of `members` threads: Run's share of that
+  // member (the layer's blocks split evenly, in order), on the caller's
+  // thread. Returns the outputs it wrote, [first, last) (empty when the
+  // team has more members than blocks). The members' shares together are
+  // Run's outputs, bit for bit.
+  Range RunShare(size_t rows, const float* input, float* output, size_t member,
+                 size_t members) const;
 
   size_t inputs() const { return inputs_; }
   size_t outputs() const { return outputs_; }

@@ -150,60 +150,94 @@ void Engine::FeatureMap(const LayerWeights& w, const float* x, float* phi) {
                     c_.favor_stabilize, phi);
 }
 
+Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
+                    float* output, const Team& team) {
+  if (team.members == 1) {
+    layer.Run(rows, input, output, threads_);
+    return {0, layer.outputs()};
+  }
+  return layer.RunShare(rows, input, output, team.member, team.members);
+}
+
+float* Engine::Normed(const Team& team) {
+  return team.normed != nullptr ? team.normed : at(scratch_.normed);
+}
+
+bool Engine::FeaturesPerHead(const Team& team) const {
+  return team.members > 1 && c_.feature_map != tarn::FeatureMap::kFavorPlus;
+}
+
+void Engine::FeatureMapSlice(size_t n, const float* x, float* phi) {
+  if (c_.feature_map == tarn::FeatureMap::kEluPlusOne) {
+    k_.elu_plus_one(n, x, phi);
+  } else {
+    k_.relu(n, x, phi);
+  }
+}
+
 void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
-                             float* phi_q) {
+                             float* phi_q, const Team& team) {
   const LayerWeights& w = m_.layers[layer];
   const size_t heads = c_.num_heads, C = c_.feature_dim, d = c_.d_model;
   const size_t width = heads * (2 * c_.d_key + c_.d_value);
   const float* input = x;
   if (pre_norm_) {
-    float* normed = at(scratch_.normed);
-    for (size_t r = 0; r < rows; ++r) {
+    float* normed = Normed(team);
+    const Range mine = team.RowShare(rows);
+    for (size_t r = mine.first; r < mine.last; ++r) {
       k_.layer_norm(d, x + r * d, w.norm1_weight, w.norm1_bias, c_.norm_eps,
                     normed + r * d);
     }
+    team.SyncRows();
     input = normed;
   }
   float* qkv = at(scratch_.qkv);
-  w.qkv->Run(rows, input, qkv, threads_);
-  float* phi_k = at(scratch_.phi_k);
-  for (size_t r = 0; r < rows; ++r) {
-    FeatureMap(w, qkv + r * width, phi_q + r * heads * C);
-    FeatureMap(w, qkv + r * width + heads * c_.d_key, phi_k + r * heads * C);
+  Dense(*w.qkv, rows, input, qkv, team);
+  team.Sync();
+  if (!FeaturesPerHead(team)) {
+    // Each row's query features, then its key features (favor+ needs all
+    // of a row's heads at once).
+    float* phi_k = at(scratch_.phi_k);
+    const Range mine = team.Share(2 * rows);
+    for (size_t i = mine.first; i < mine.last; ++i) {
+      const size_t r = i / 2;
+      if (i % 2 == 0) {
+        FeatureMap(w, qkv + r * width, phi_q + r * heads * C);
+      } else {
+        FeatureMap(w, qkv + r * width + heads * c_.d_key,
+                   phi_k + r * heads * C);
+      }
+    }
+    team.Sync();
   }
 }
 
-// The recurrence, update then read-out, row after row: each row the next
-// position of its own stream (a batch), or the rows of one stream in order
-// (a prefill chunk). So a chunk's attention, and with it every output and
-// the state, is bit for bit what stepping gives: the dense layers, which
-// compute every row alike whatever the row count, are where a chunk gains.
-void Engine::StepAttention(size_t layer, const Rows& rows) {
+void Engine::StepAttention(size_t layer, const Rows& rows, const Team& team) {
   const size_t heads = c_.num_heads, C = c_.feature_dim, d_key = c_.d_key,
                d_value = c_.d_value;
   const size_t width = heads * (2 * d_key + d_value);
   const float *phi_q = at(scratch_.phi_q), *phi_k = at(scratch_.phi_k),
               *qkv = at(scratch_.qkv);
   float* y = at(scratch_.attention);
-  auto step = [&](size_t r, size_t h, const HeadState& state) {
-    const size_t f = (r * heads + h) * C;
-    const float* v = qkv + r * width + 2 * heads * d_key + h * d_value;
-    k_.causal_step(C, d_value, phi_k + f, v, phi_q + f, c_.attention_eps,
-                   state.S, state.z, state.S_carry, state.z_carry,
-                   y + (r * heads + h) * d_value);
-  };
-  if (rows.one_stream) {
-    // Heads are independent: one head's S and carries (2 C d_value floats)
-    // stay in L1 while the chunk's rows pass, where all heads' would not.
-    for (size_t h = 0; h < heads; ++h) {
-      const HeadState state = Head(rows.stream(0), layer, h);
-      for (size_t r = 0; r < rows.count; ++r) step(r, h, state);
-    }
-    return;
-  }
-  for (size_t r = 0; r < rows.count; ++r) {
-    for (size_t h = 0; h < heads; ++h) {
-      step(r, h, Head(rows.stream(r), layer, h));
+  // Heads outer, rows inner: one head's S and carries (2 C d_value floats)
+  // stay in L1 while a prefill chunk's rows pass, where all heads' would not.
+  const bool features = FeaturesPerHead(team);
+  const Range mine = team.Share(heads);
+  for (size_t h = mine.first; h < mine.last; ++h) {
+    for (size_t r = 0; r < rows.count; ++r) {
+      Stream& stream = rows.stream(r);
+      const float* v = qkv + r * width + 2 * heads * d_key;
+      const size_t f = (r * heads + h) * C;
+      if (features) {
+        // Elementwise, so a head's slice is computed as in the whole row.
+        const float* q = qkv + r * width + h * d_key;
+        FeatureMapSlice(d_key, q, at(scratch_.phi_q) + f);
+        FeatureMapSlice(d_key, q + heads * d_key, at(scratch_.phi_k) + f);
+      }
+      const HeadState state = Head(stream, layer, h);
+      k_.causal_step(C, d_value, phi_k + f, v + h * d_value, phi_q + f,
+                     c_.attention_eps, state.S, state.z, state.S_carry,
+                     state.z_carry, y + (r * heads + h) * d_value);
     }
   }
 }
@@ -238,12 +272,15 @@ void Engine::Accumulate(size_t layer, size_t rows, Stream& stream) {
   }
 }
 
-void Engine::AttentionOutput(size_t layer, size_t rows, float* x) {
+void Engine::AttentionOutput(size_t layer, size_t rows, float* x,
+                             const Team& team) {
   const LayerWeights& w = m_.layers[layer];
   const size_t d = c_.d_model;
   float* branch = at(scratch_.branch);
-  w.out->Run(rows, at(scratch_.attention), branch, threads_);
-  for (size_t r = 0; r < rows; ++r) {
+  Dense(*w.out, rows, at(scratch_.attention), branch, team);
+  team.Sync();
+  const Range mine = team.RowShare(rows);
+  for (size_t r = mine.first; r < mine.last; ++r) {
     if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
     } else {
@@ -251,13 +288,19 @@ void Engine::AttentionOutput(size_t layer, size_t rows, float* x) {
                         w.norm1_bias, c_.norm_eps, x + r * d);
     }
   }
+  team.SyncRows();
 }
 
 // x += dwconv(x): y = bias + sum_j weight[:, j] * input_{t-k+1+j}; each
 // stream's ring holds its last k-1 inputs of this layer. Rows go in order,
-// so a chunk's row sees the rows before it in the ring.
-void Engine::Convolve(size_t layer, const Rows& rows, float* x) {
+// so a chunk's row sees the rows before it in the ring: one member runs it.
+void Engine::Convolve(size_t layer, const Rows& rows, float* x,
+                      const Team& team) {
   if (c_.conv_kernel == 0) return;
+  if (team.member != 0) {
+    team.Sync();
+    return;
+  }
   const LayerWeights& w = m_.layers[layer];
   const size_t d = c_.d_model, k = c_.conv_kernel, past = k - 1;
   float* y = at(scratch_.branch);
@@ -271,25 +314,37 @@ void Engine::Convolve(size_t layer, const Rows& rows, float* x) {
     if (past > 0) std::memcpy(ring + oldest * d, input, d * sizeof(float));
     k_.add(d, input, y, input);
   }
+  team.Sync();
 }
 
-void Engine::FeedForward(size_t layer, size_t rows, float* x) {
+void Engine::FeedForward(size_t layer, size_t rows, float* x,
+                         const Team& team) {
   const LayerWeights& w = m_.layers[layer];
-  const size_t d = c_.d_model;
-  float *normed = at(scratch_.normed), *hidden = at(scratch_.hidden),
+  const size_t d = c_.d_model, d_ff = c_.d_ff;
+  float *normed = Normed(team), *hidden = at(scratch_.hidden),
         *branch = at(scratch_.branch);
+  const Range mine = team.RowShare(rows);
   if (pre_norm_) {
-    for (size_t r = 0; r < rows; ++r) {
+    for (size_t r = mine.first; r < mine.last; ++r) {
       k_.layer_norm(d, x + r * d, w.norm2_weight, w.norm2_bias, c_.norm_eps,
                     normed + r * d);
     }
+    team.SyncRows();
   }
-  // A relu runs as linear1's output clamp.
-  w.linear1->Run(rows, pre_norm_ ? normed : x, hidden, threads_);
-  if (c_.activation == Activation::kGelu)
-    k_.gelu(rows * c_.d_ff, hidden, hidden);
-  w.linear2->Run(rows, hidden, branch, threads_);
-  for (size_t r = 0; r < rows; ++r) {
+  // A relu runs as linear1's output clamp; a gelu over the outputs each
+  // member wrote (it is elementwise).
+  const Range wrote =
+      Dense(*w.linear1, rows, pre_norm_ ? normed : x, hidden, team);
+  if (c_.activation == Activation::kGelu && wrote.first < wrote.last) {
+    for (size_t r = 0; r < rows; ++r) {
+      float* h = hidden + r * d_ff + wrote.first;
+      k_.gelu(wrote.last - wrote.first, h, h);
+    }
+  }
+  team.Sync();
+  Dense(*w.linear2, rows, hidden, branch, team);
+  team.Sync();
+  for (size_t r = mine.first; r < mine.last; ++r) {
     if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
     } else {
@@ -297,23 +352,28 @@ void Engine::FeedForward(size_t layer, size_t rows, float* x) {
                         w.norm2_bias, c_.norm_eps, x + r * d);
     }
   }
+  team.SyncRows();
 }
 
-void Engine::Output(size_t rows, const float* x, float* outputs) {
+void Engine::Output(size_t rows, const float* x, float* outputs,
+                    const Team& team) {
   const size_t d = c_.d_model;
   const float* last = x;
+  const Range mine = team.RowShare(rows);
   if (m_.final_norm_weight != nullptr) {
-    float* normed = at(scratch_.normed);
-    for (size_t r = 0; r < rows; ++r) {
+    float* normed = Normed(team);
+    for (size_t r = mine.first; r < mine.last; ++r) {
       k_.layer_norm(d, x + r * d, m_.final_norm_weight, m_.final_norm_bias,
                     c_.norm_eps, normed + r * d);
     }
+    team.SyncRows();
     last = normed;
   }
   if (m_.head) {
-    m_.head->Run(rows, last, outputs, threads_);
-  } else {
-    std::memcpy(outputs, last, rows * d * sizeof(float));
+    Dense(*m_.head, rows, last, outputs, team);
+  } else if (mine.first < mine.last && (!team.own_rows || team.member == 0)) {
+    std::memcpy(outputs + mine.first * d, last + mine.first * d,
+                (mine.last - mine.first) * d * sizeof(float));
   }
 }
 
@@ -334,14 +394,36 @@ void Engine::Advance(const Rows& rows) const {
 void Engine::Forward(const Rows& rows, float* outputs) {
   float* x = InputRow(0);
   Embed(rows, x);
-  for (size_t l = 0; l < c_.num_layers; ++l) {
-    AttentionInputs(l, rows.count, x, at(scratch_.phi_q));
-    StepAttention(l, rows);
-    AttentionOutput(l, rows.count, x);
-    Convolve(l, rows, x);
-    FeedForward(l, rows.count, x);
-  }
-  if (outputs != nullptr) Output(rows.count, x, outputs);
+  const size_t members = TeamSize(threads_);
+  Barrier barrier(members);
+  // One row and no convolution (whose ring is shared state): each member
+  // keeps its own copy of the row, member 0 in the scratch.
+  const bool own_rows = members > 1 && rows.count == 1 && c_.conv_kernel == 0 &&
+                        c_.d_model <= kOwnRowFloats;
+  auto layers = [&](const Team& team, float* x_own) {
+    for (size_t l = 0; l < c_.num_layers; ++l) {
+      AttentionInputs(l, rows.count, x_own, at(scratch_.phi_q), team);
+      StepAttention(l, rows, team);
+      team.Sync();
+      AttentionOutput(l, rows.count, x_own, team);
+      Convolve(l, rows, x_own, team);
+      FeedForward(l, rows.count, x_own, team);
+    }
+    if (outputs != nullptr) Output(rows.count, x_own, outputs, team);
+  };
+  RunTeam(threads_, [&](size_t member, size_t members) {
+    Team team{member, members, &barrier};
+    team.own_rows = own_rows;
+    if (!own_rows || member == 0) {
+      layers(team, x);
+      return;
+    }
+    // On a pool thread's stack: the row and its norm.
+    alignas(64) float own[2 * kOwnRowFloats];
+    std::memcpy(own, x, c_.d_model * sizeof(float));
+    team.normed = own + kOwnRowFloats;
+    layers(team, own);
+  });
   Advance(rows);
 }
 
@@ -356,20 +438,20 @@ void Engine::Encode(size_t count, Stream& stream, float* x, float* phi_q,
   for (size_t l = 0; l < c_.num_layers; ++l) {
     for (size_t o = 0; o < count; o += chunk) {
       const size_t n = std::min(chunk, count - o);
-      AttentionInputs(l, n, x + o * d, phi_q + o * features);
+      AttentionInputs(l, n, x + o * d, phi_q + o * features, Team{});
       Accumulate(l, n, stream);
     }
     for (size_t o = 0; o < count; o += chunk) {
       const size_t n = std::min(chunk, count - o);
       ReadOut(l, n, phi_q + o * features, stream);
-      AttentionOutput(l, n, x + o * d);
-      Convolve(l, Rows{n, &self, true, o}, x + o * d);
-      FeedForward(l, n, x + o * d);
+      AttentionOutput(l, n, x + o * d, Team{});
+      Convolve(l, Rows{n, &self, true, o}, x + o * d, Team{});
+      FeedForward(l, n, x + o * d, Team{});
     }
   }
   for (size_t o = 0; o < count; o += chunk) {
     const size_t n = std::min(chunk, count - o);
-    Output(n, x + o * d, outputs + o * m_.output_size);
+    Output(n, x + o * d, outputs + o * m_.output_size, Team{});
   }
   Advance(Rows{count, &self, true, 0});
 }

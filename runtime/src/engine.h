@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "model.h"
+#include "parallel.h"
 
 namespace tarn {
 
@@ -39,7 +40,8 @@ struct Rows {
 
 // Scratch memory for up to max_rows rows (a ScratchLayout) and the code
 // that runs the model over them. Allocates nothing; used by one thread at
-// a time. Callers validate: nothing here fails.
+// a time (which may hand a Forward to its thread pool). Callers validate:
+// nothing here fails.
 class Engine {
  public:
   // `scratch` holds ScratchLayout(max_rows).total floats, 64-byte aligned.
@@ -69,7 +71,11 @@ class Engine {
   void SetStackedInput(const float* window, size_t r);
 
   // Runs input rows [0, rows.count) through the model and advances the
-  // streams. outputs: [count][output_size], or null for none.
+  // streams. outputs: [count][output_size], or null for none. With a pool
+  // of several threads the whole call is one team (parallel.h): dense
+  // layers split by output blocks, attention by heads, row-wise steps by
+  // rows; each value is computed by the same operations as on one thread,
+  // so the bits do not depend on the thread count.
   void Forward(const Rows& rows, float* outputs);
 
   // Encodes a whole sequence of one stream (reset by the caller): x holds
@@ -84,25 +90,68 @@ class Engine {
 
  private:
   float* at(size_t offset) { return scratch_floats_ + offset; }
+  // The caller's part in a Forward: member `member` of `members` threads,
+  // meeting at `barrier`. A team of one (Encode, or no pool) runs every
+  // part itself, each dense layer split over the pool on its own.
+  struct Team {
+    size_t member = 0;
+    size_t members = 1;
+    Barrier* barrier = nullptr;
+    // Each member holds its own copy of the rows (the x passed along and
+    // `normed`) and runs the row-wise steps (norms, residual adds) on all
+    // of them itself, in the same operations: no split, no meeting after.
+    bool own_rows = false;
+    float* normed = nullptr;  // [rows][d_model]; null: the scratch's
+    Range Share(size_t n) const { return ShareOf(n, member, members); }
+    // The rows of a row-wise step this member runs.
+    Range RowShare(size_t rows) const {
+      return own_rows ? Range{0, rows} : Share(rows);
+    }
+    // After a row-wise step: members meet unless each has its own rows.
+    void SyncRows() const {
+      if (!own_rows) Sync();
+    }
+    void Sync() const {
+      if (members > 1) barrier->Wait(member);
+    }
+  };
+  // The widest row a member keeps its own copy of (Team::own_rows), on its
+  // stack: a row and its norm.
+  static constexpr size_t kOwnRowFloats = 1024;
+  // The member's normed rows: its own, or the scratch's.
+  float* Normed(const Team& team);
+  // The team member's share of a dense layer; returns the outputs it wrote.
+  Range Dense(const DenseLayer& layer, size_t rows, const float* input,
+              float* output, const Team& team);
   // One head's attention state: S, z and their carries.
   struct HeadState {
     float *S, *z, *S_carry, *z_carry;
   };
   HeadState Head(Stream& s, size_t layer, size_t head) const;
   void FeatureMap(const LayerWeights& w, const float* x, float* phi);
+  // With a team, elementwise feature maps (elu+1, relu) are computed by the
+  // member stepping each head, in StepAttention, not in AttentionInputs.
+  bool FeaturesPerHead(const Team& team) const;
+  // An elementwise feature map over n values.
+  void FeatureMapSlice(size_t n, const float* x, float* phi);
   // Norm (pre-norm), projections and feature maps of rows: qkv, phi_k
-  // scratch and phi_q ([rows][heads][C]).
-  void AttentionInputs(size_t layer, size_t rows, const float* x, float* phi_q);
-  void StepAttention(size_t layer, const Rows& rows);
+  // scratch and phi_q ([rows][heads][C]). Members meet at the end: every
+  // member then sees all of them.
+  void AttentionInputs(size_t layer, size_t rows, const float* x, float* phi_q,
+                       const Team& team);
+  // The member's heads; the caller syncs before reading their output.
+  void StepAttention(size_t layer, const Rows& rows, const Team& team);
   // attention rows = phi_q S / (phi_q z + eps) against the stream's state.
   void ReadOut(size_t layer, size_t rows, const float* phi_q, Stream& stream);
   // The stream's S, z += the rows' keys and values, one row after another
   // exactly as stepping adds them.
   void Accumulate(size_t layer, size_t rows, Stream& stream);
-  void AttentionOutput(size_t layer, size_t rows, float* x);
-  void Convolve(size_t layer, const Rows& rows, float* x);
-  void FeedForward(size_t layer, size_t rows, float* x);
-  void Output(size_t rows, const float* x, float* outputs);
+  // Each ends with the team met: x is whole again.
+  void AttentionOutput(size_t layer, size_t rows, float* x, const Team& team);
+  void Convolve(size_t layer, const Rows& rows, float* x, const Team& team);
+  void FeedForward(size_t layer, size_t rows, float* x, const Team& team);
+  // outputs are whole once every member has returned.
+  void Output(size_t rows, const float* x, float* outputs, const Team& team);
   void Advance(const Rows& rows) const;
 
   const Model::Impl& m_;

@@ -1,0 +1,125 @@
+// Threads: a session or batch with a pool of several threads runs each call
+// as one team (dense layers split by output blocks, attention by heads, rows
+// among the members) and must give exactly the bits one thread gives, for
+// steps, prefill chunks and batches, on every golden model's shape (pre and
+// post norm, gelu and relu, favor+ with and without its cross-head shift,
+// convolutions, frame stacking, learned positions). Thread counts beyond the
+// heads and blocks leave some members with nothing to do.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "api_testing.h"
+#include "test_models.h"
+
+namespace tarn::testing {
+namespace {
+
+constexpr int kThreadCounts[] = {2, 3};
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct Results {
+  std::vector<float> outputs;
+  std::vector<float> state;
+};
+
+// Steps, then prefills in chunks of 5 (the session's largest), then steps.
+Results StepAndPrefill(const Model& model, int threads) {
+  SessionOptions options;
+  options.num_threads = threads;
+  options.max_prefill_chunk = 5;
+  std::unique_ptr<Session> session;
+  EXPECT_TRUE(Session::Create(model, options, &session).ok());
+  const Inputs inputs(model, 60, 11);
+  Results run;
+  StepThrough(*session, inputs, 0, 20, &run.outputs);
+  PrefillThrough(*session, inputs, 20, 43, &run.outputs);
+  StepThrough(*session, inputs, 43, 60, &run.outputs);
+  run.state = StateOf(*session);
+  return run;
+}
+
+// A batch of 3 streams stepped together, 12 calls.
+Results Batch(const Model& model, int threads) {
+  constexpr size_t kStreams = 3, kCalls = 12;
+  std::vector<std::unique_ptr<Session>> sessions(kStreams);
+  std::vector<Session*> pointers;
+  std::vector<Inputs> inputs;
+  for (size_t i = 0; i < kStreams; ++i) {
+    EXPECT_TRUE(Session::Create(model, SessionOptions(), &sessions[i]).ok());
+    pointers.push_back(sessions[i].get());
+    inputs.emplace_back(model, kCalls, 20 + i);
+  }
+  BatchOptions options;
+  options.max_streams = kStreams;
+  options.num_threads = threads;
+  std::unique_ptr<SessionBatch> batch;
+  EXPECT_TRUE(SessionBatch::Create(model, options, &batch).ok());
+  const size_t width = model.output_size(), frame = model.frame_size();
+  std::vector<float> outputs(kStreams * width), frames(kStreams * frame);
+  std::vector<int32_t> tokens(kStreams);
+  bool stepped[kStreams];
+  Results run;
+  for (size_t call = 0; call < kCalls; ++call) {
+    for (size_t i = 0; i < kStreams; ++i) {
+      if (inputs[i].tokens) {
+        tokens[i] = *inputs[i].token(call);
+      } else {
+        std::copy_n(inputs[i].frame(call), frame, frames.data() + i * frame);
+      }
+    }
+    const Status status =
+        model.config().input_kind == InputKind::kTokens
+            ? batch->StepTokens(pointers.data(), tokens.data(), kStreams,
+                                outputs.data(), outputs.size())
+            : batch->StepFrames(pointers.data(), frames.data(), kStreams,
+                                outputs.data(), outputs.size(), stepped);
+    EXPECT_TRUE(status.ok()) << status.message();
+    run.outputs.insert(run.outputs.end(), outputs.begin(), outputs.end());
+  }
+  for (const auto& session : sessions) {
+    const std::vector<float> state = StateOf(*session);
+    run.state.insert(run.state.end(), state.begin(), state.end());
+  }
+  return run;
+}
+
+class ThreadsTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ThreadsTest, StepsAndPrefillBitIdenticalToOneThread) {
+  std::unique_ptr<Model> model = LoadGolden(GetParam());
+  ASSERT_TRUE(model);
+  const Results one = StepAndPrefill(*model, 1);
+  ASSERT_FALSE(one.outputs.empty());
+  for (int threads : kThreadCounts) {
+    const Results many = StepAndPrefill(*model, threads);
+    EXPECT_TRUE(SameBits(many.outputs, one.outputs)) << threads << " threads";
+    EXPECT_TRUE(SameBits(many.state, one.state)) << threads << " threads";
+  }
+}
+
+TEST_P(ThreadsTest, BatchBitIdenticalToOneThread) {
+  std::unique_ptr<Model> model = LoadGolden(GetParam());
+  ASSERT_TRUE(model);
+  const Results one = Batch(*model, 1);
+  for (int threads : kThreadCounts) {
+    const Results many = Batch(*model, threads);
+    EXPECT_TRUE(SameBits(many.outputs, one.outputs)) << threads << " threads";
+    EXPECT_TRUE(SameBits(many.state, one.state)) << threads << " threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, ThreadsTest,
+                         ::testing::Values("tokens", "frames", "speech",
+                                           "favor", "favor_stabilize", "relu",
+                                           "learned", "concat_mixture",
+                                           "tokens_f16", "tokens_i8",
+                                           "tokens_bf16"));
+
+}  // namespace
+}  // namespace tarn::testing
