@@ -21,9 +21,10 @@
 //   - per-step latency (one step = stack_hop frames of audio, 30 ms for the
 //     example model: its frames' features, the model step, the decoder
 //     step): mean, p50, p99, max (RecognizerStats);
-//   - the model alone: Session::StepFrame on the same frames count, timed
-//     back to back after the stream (the share of a step the front end and
-//     decoder take is the difference);
+//   - the model alone: Session::StepFrame on as many steps' frames (at
+//     most 20,000 steps) of random features, back to back after the stream,
+//     by CPU time (against the stream's CPU time per step, the difference is
+//     the front end's and the decoder's share);
 //   - the floor: a step reads every weight of the model once (the file's
 //     weight bytes, model.weight_bytes()); the read bandwidth of a buffer
 //     that size, best of --passes passes measured in the same run
@@ -299,14 +300,14 @@ int main(int argc, char** argv) {
       s.step_p50_us, s.step_p99_us, s.step_max_us, target * step_us);
   std::printf(
       "model step alone (Session::StepFrame, back to back, CPU "
-      "time): %.1f us = %.0f %% of the mean step\n",
-      model_us, 100 * model_us / s.step_mean_us);
+      "time): %.1f us = %.0f %% of the stream's CPU time per step\n",
+      model_us, 100 * model_us * std::max<uint64_t>(1, s.steps) / (cpu * 1e6));
   std::printf(
       "floor: %zu bytes at %.1f GB/s (best of %d read passes, "
       "median %.1f GB/s) = %.1f us per step, real-time factor "
-      "%.5f; mean step = %.2f x floor\n",
+      "%.5f; model step alone = %.2f x floor\n",
       model->weight_bytes(), meter.best_gbs(), passes, meter.median_gbs(),
-      floor_us, floor_us / step_us, s.step_mean_us / floor_us);
+      floor_us, floor_us / step_us, model_us / floor_us);
   if (!rss.empty()) {
     std::printf("RSS (kB) by audio minute:");
     for (const auto& [minute, kib] : rss) {
