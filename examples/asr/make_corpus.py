@@ -256,7 +256,8 @@ def synthesise(job):
     """Writes the file under a temporary name and renames it when complete,
     so that an interrupted run leaves no partial file for --keep-existing."""
     path, words, spec = job
-    final, path = path, path[: -len(".wav")] + ".partial.wav"
+    base, extension = os.path.splitext(path)
+    final, path = path, base + ".partial" + extension
     if spec["engine"] == "espeak-ng":
         wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
         subprocess.run(["sox", "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
