@@ -20,7 +20,7 @@
 # demo), for the evaluation-only set.
 #
 # Wall time on 2 cores (Sapphire Rapids, otherwise idle): corpus about
-# 15 min (17 950 utterances, 1.2 GB); training about 1.4 s a step, so about
+# 10 min (17 950 utterances, 1.1 GB); training about 1.4 s a step, so about
 # 4.7 h for 12 000 steps (an estimate from runs of the same model and batch
 # size; a full run of this recipe has not been timed); export and evaluation
 # 2 min.
