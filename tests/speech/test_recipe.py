@@ -1,10 +1,16 @@
-"""examples/asr/train.py resumes: a run interrupted mid-epoch and rerun with
+"""The ASR recipe's machinery (examples/asr).
+
+train.py resumes: a run interrupted mid-epoch and rerun with
 the same arguments ends with the same weights, bit for bit, as one that was
 never interrupted (a fixed number of steps, one thread, batches made in
 this process). Also: the training-only vocal-tract length warp leaves the
 front end's filterbank as it is at factor 1. On a tiny corpus of tones and
 noise made here (the model learns nothing from it in 7 steps; only
-the equality is checked). Run by ctest (speech_train_resume).
+the equality is checked).
+
+make_corpus.py's plan: sets added later (extra flite, Festival) change none
+of the utterances planned before them, and Festival's word sequences are
+none of training's. Run by ctest (speech_recipe).
 """
 
 import csv
@@ -21,6 +27,7 @@ ASR = Path(__file__).resolve().parents[2] / "examples" / "asr"
 sys.path.insert(0, str(ASR))
 
 import features  # noqa: E402
+import make_corpus  # noqa: E402
 import train  # noqa: E402
 
 
@@ -100,3 +107,19 @@ def test_vocal_tract_warp_is_the_front_end_at_factor_one():
     tone = np.sin(2 * np.pi * 1000 * np.arange(4000) / 16000)
     peak = train.warped_features(tone, recipe, 1.0 + 1e-12).mean(0).argmax()
     assert train.warped_features(tone, recipe, 1.15).mean(0).argmax() > peak
+
+
+def test_corpus_plan_keeps_earlier_utterances_when_sets_are_added():
+    variants = ["m1", "m2", "f1"]
+    before = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40)
+    after = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40, n_extra_flite=30, n_festival=25)
+    assert after[: len(before)] == before
+    added = after[len(before):]
+    assert [split for split, _, _ in added] == ["train"] * 30 + ["eval_festival"] * 25
+    assert {spec["voice"] for _, _, spec in added[:30]} <= set(make_corpus.FLITE_EXTRA)
+    assert {spec["engine"] for _, _, spec in added[30:]} == {"festival"}
+    trained = {words for split, words, _ in after if split == "train"}
+    assert not trained & {words for split, words, _ in added[30:]}
+    held_out = {words for split, words, _ in before if split != "train"}
+    assert not held_out & {words for _, words, _ in added[:30]}
+    assert make_corpus.plan(300, 20, 16, 10, 1, variants, 40, 30, 25) == after  # deterministic
