@@ -3,7 +3,8 @@
 # all are present.
 #   scripts/install-deps.sh        everything: build, tests, examples, benchmarks
 #   scripts/install-deps.sh demo   only what the main job needs (scripts/demo.sh):
-#                                  the core, speech and the `tarn` command
+#                                  the core, speech and the `tarn` command; and
+#                                  Festival for the ASR recipe's evaluation
 set -euo pipefail
 
 # The core library, the speech library and the `tarn` command.
@@ -26,8 +27,17 @@ test_packages=(
   espeak-ng sox flite dataset-fashion-mnist
 )
 
+# Festival and two of its English voices: the ASR recipe's evaluation-only
+# synthesiser (examples/asr/make_corpus.py --festival, run_recipe.sh), which
+# no test needs.
+recipe_packages=(festival festvox-kdlpc16k festvox-us-slt-hts)
+
 packages=("${demo_packages[@]}")
-[ "${1:-all}" = demo ] || packages+=("${test_packages[@]}")
+if [ "${1:-all}" = demo ]; then
+  packages+=("${recipe_packages[@]}")
+else
+  packages+=("${test_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

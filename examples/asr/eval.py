@@ -5,7 +5,7 @@ decoding and for the beam search constrained to the word list, per voice.
 
     /usr/bin/python3 examples/asr/eval.py [--model examples/asr/model/asr.tarn] \\
         [--manifest examples/asr/data/manifest.tsv] [--splits eval_espeak eval_slt] \\
-        [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--jobs 2]
+        [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--int8 dot] [--jobs 2]
 
 The manifest is make_corpus.py's TSV (path, transcript, voice, split, ...;
 paths relative to the manifest's directory). Every utterance is transcribed
@@ -95,6 +95,7 @@ def main() -> int:
     parser.add_argument("--tarn", default=None, help="the tarn binary (default: build*/runtime/tarn, else PATH)")
     parser.add_argument("--beam", type=int, default=8, help="beam width of the word-list decoder")
     parser.add_argument("--words", help="word list, one per line (default: words.txt beside this script, the corpus's 40 words)")
+    parser.add_argument("--int8", choices=("exact", "dot"), help="tarn transcribe --int8 (int8 models)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--limit", type=int, default=0, help="at most this many utterances per split (0: all)")
     parser.add_argument("--json", help="write hypotheses and tables here")
@@ -125,6 +126,8 @@ def main() -> int:
         handle.close()
         words_file = handle.name
     decoders = {"greedy": [], f"words, beam {args.beam}": ["--words", words_file, "--beam", str(args.beam)]}
+    if args.int8:
+        decoders = {name: extra + ["--int8", args.int8] for name, extra in decoders.items()}
 
     print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
     start = time.time()
@@ -143,7 +146,7 @@ def main() -> int:
         records.append({"path": row["path"], "split": row["split"], "voice": row["voice"], "decoder": name, "reference": reference, "hypothesis": hypothesis})
 
     names = list(decoders)
-    header = f"{'split':12} {'voice':22} {'utts':>5}" + "".join(f" {n + ' WER':>18} {n + ' CER':>18}" for n in names)
+    header = f"{'split':13} {'voice':22} {'utts':>5}" + "".join(f" {n + ' WER':>18} {n + ' CER':>18}" for n in names)
     print(header)
     table = []
     for split in args.splits:
@@ -151,7 +154,7 @@ def main() -> int:
         for group in groups:
             if (split, group, names[0]) not in tallies:
                 continue
-            line = f"{split:12} {group:22} {tallies[(split, group, names[0])].utterances:5}"
+            line = f"{split:13} {group:22} {tallies[(split, group, names[0])].utterances:5}"
             entry = {"split": split, "voice": group, "utterances": tallies[(split, group, names[0])].utterances}
             for n in names:
                 t = tallies[(split, group, n)]

@@ -3,6 +3,8 @@
 CTC labels and the exact feature recipe (with its normalisation statistics).
 
     /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn] [--dtype f32|f16|bf16|i8]
+
+SOURCE may also be train.py's checkpoint of a run in progress (asr.ckpt).
 """
 
 import argparse
@@ -28,6 +30,15 @@ def main() -> int:
     source, target = args.source, args.target
     # Our own checkpoint, holding plain Python values besides the tensors.
     checkpoint = torch.load(source, map_location="cpu", weights_only=False)
+    if "state_dict" not in checkpoint and "plan" in checkpoint:
+        # train.py's resumable checkpoint (asr.ckpt): a run in progress, with
+        # train.py's model configuration and labels.
+        sys.path.insert(0, HERE)
+        import train
+
+        print(f"{source}: training checkpoint at step {checkpoint['step']}")
+        checkpoint = {"state_dict": checkpoint["model"], "config": train.CONFIG.to_dict(),
+                      "labels": train.LABELS, "recipe": checkpoint["recipe"]}
     audio = dict(checkpoint["recipe"])
     for key in ("feature_mean", "feature_std"):
         audio[key] = [float(v) for v in audio[key]]

@@ -12,15 +12,21 @@ Splits (column `split` of manifest.tsv):
   dev           training voices, word sequences not in train (progress check);
   eval_espeak   held-out espeak-ng variants m3 m8 f2 f5 klatt2 klatt4 john
                 belinda, word sequences not in train;
-  eval_slt      held-out flite voice slt, word sequences not in train.
+  eval_slt      held-out flite voice slt, word sequences not in train;
+  eval_festival (--festival N) voices of Festival, a synthesiser never used
+                for training (ked_diphone, cmu_us_slt_arctic_hts), word
+                sequences not in train: evaluation only, never tuned on.
 No held-out voice is used for train or dev. Every variant name is checked
 against espeak-ng's voice files and by synthesis (espeak-ng silently falls back
 to its default voice on an unknown variant), every flite voice against
 `flite -lv`.
 
 Usage: make_corpus.py [--out examples/asr/data] [--train 12000] [--jobs 2]
+                      [--keep-existing] [--only SPLIT ...]
 Writes OUT/wav/<split>/<n>.wav and OUT/manifest.tsv (header: path, transcript,
-voice, split, settings; paths relative to OUT).
+voice, split, settings; paths relative to OUT), listing the files present.
+The plan is deterministic for a seed and sizes: --keep-existing resumes an
+interrupted run, --only synthesises just some splits.
 """
 
 import argparse
@@ -52,6 +58,13 @@ ESPEAK_EXCLUDED = ("whisper", "whisperf", "Demonic", "fast", "Mr serious")
 FLITE_TRAIN = ("kal16", "awb", "rms")
 FLITE_HELD_OUT = ("slt",)
 FLITE_PITCH_VOICES = ("kal16", "awb")  # rms ignores int_f0_target_mean
+# flite's 8 kHz kal diphone voice (the kal16 speaker, band-limited); awb_time
+# speaks only times of day.
+FLITE_EXTRA = ("kal",)
+# Festival (Debian festival, festvox-kdlpc16k, festvox-us-slt-hts): never
+# used for training. cmu_us_slt_arctic_hts is the speaker of the held-out
+# flite slt through another synthesiser (HTS); ked_diphone is a US male.
+FESTIVAL_VOICES = ("ked_diphone", "cmu_us_slt_arctic_hts")
 
 SAMPLE_RATE = 16000
 CHECK_TEXT = "hello world"
@@ -101,10 +114,23 @@ def check_espeak_languages():
         sys.exit(f"espeak-ng languages missing: {missing}")
 
 
+def check_festival_voices():
+    """Each voice must load: text2wave stops on an unknown one."""
+    for voice in FESTIVAL_VOICES:
+        try:
+            result = subprocess.run(["text2wave", "-eval", f"(voice_{voice})", "-o", "/dev/null"],
+                                    input=CHECK_TEXT.encode(), capture_output=True)
+        except FileNotFoundError:
+            sys.exit("--festival needs Festival: apt-get install festival festvox-kdlpc16k festvox-us-slt-hts "
+                     "(scripts/install-deps.sh demo)")
+        if result.returncode != 0:
+            sys.exit(f"Festival voice {voice} does not load: {result.stderr.decode().strip()[-300:]}")
+
+
 def check_flite_voices():
     listed = subprocess.run(["flite", "-lv"], capture_output=True, text=True).stdout
     voices = listed.split(":", 1)[1].split()
-    missing = [v for v in FLITE_TRAIN + FLITE_HELD_OUT if v not in voices]
+    missing = [v for v in FLITE_TRAIN + FLITE_HELD_OUT + FLITE_EXTRA if v not in voices]
     if missing:
         sys.exit(f"flite voices missing: {missing} (flite -lv: {voices})")
 
@@ -152,7 +178,22 @@ def wide_flite_spec(rng):
     return spec
 
 
-def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide_flite=0):
+def extra_flite_spec(rng):
+    """flite voices that flite_spec never draws (kal: 8 kHz)."""
+    spec = {"engine": "flite", "voice": rng.choice(FLITE_EXTRA), "stretch": round(rng.uniform(0.8, 1.25), 3),
+            "f0": rng.randint(90, 220), "cents": 0}
+    if rng.random() < 0.5:
+        spec["cents"] = rng.randint(100, 700)
+    return spec
+
+
+def festival_spec(rng):
+    return {"engine": "festival", "voice": rng.choice(FESTIVAL_VOICES),
+            "stretch": round(rng.uniform(0.9, 1.15), 3)}
+
+
+def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide_flite=0, n_extra_flite=0,
+         n_festival=0):
     rng = random.Random(seed)
     items = []
     seen = set()
@@ -188,6 +229,21 @@ def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide
         while words in held_out:
             words = random_words(wide_rng)
         items.append(("train", words, wide_flite_spec(wide_rng)))
+    # The same for the extra flite voices and Festival: each from its own
+    # generator, after everything above, so that none of them changes another.
+    extra_rng = random.Random(seed + 2000)
+    for _ in range(n_extra_flite):
+        words = random_words(extra_rng)
+        while words in held_out:
+            words = random_words(extra_rng)
+        items.append(("train", words, extra_flite_spec(extra_rng)))
+    trained = {words for split, words, _ in items if split == "train"}
+    festival_rng = random.Random(seed + 3000)
+    for _ in range(n_festival):
+        words = random_words(festival_rng, min_words=2)
+        while words in trained:
+            words = random_words(festival_rng, min_words=2)
+        items.append(("eval_festival", words, festival_spec(festival_rng)))
     return items
 
 
@@ -197,10 +253,21 @@ SOX_OUT = ["-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", "-e", "signed-integer"
 
 
 def synthesise(job):
+    """Writes the file under a temporary name and renames it when complete,
+    so that an interrupted run leaves no partial file for --keep-existing."""
     path, words, spec = job
+    base, extension = os.path.splitext(path)
+    final, path = path, base + ".partial" + extension
     if spec["engine"] == "espeak-ng":
         wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
         subprocess.run(["sox", "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
+    elif spec["engine"] == "festival":
+        raw = path + ".festival.wav"
+        cmd = ["text2wave", "-eval", f"(voice_{spec['voice']})",
+               "-eval", f"(Parameter.set 'Duration_Stretch {spec['stretch']})", "-o", raw]
+        subprocess.run(cmd, input=words.encode(), check=True, capture_output=True)
+        subprocess.run(["sox", raw, *SOX_OUT, path], check=True, capture_output=True)
+        os.remove(raw)
     else:
         cmd = ["flite", "-voice", spec["voice"], "--setf", f"duration_stretch={spec['stretch']}"]
         if spec["f0"]:
@@ -210,7 +277,8 @@ def synthesise(job):
         effects = ["pitch", str(spec["cents"])] if spec["cents"] else []
         subprocess.run(["sox", raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
         os.remove(raw)
-    return path
+    os.replace(path, final)
+    return final
 
 
 def settings_text(spec):
@@ -226,6 +294,12 @@ def main():
     parser.add_argument("--eval-slt", type=int, default=150)
     parser.add_argument("--wide-flite", type=int, default=4000,
                         help="extra training utterances of flite voices with a wider pitch and formant range")
+    parser.add_argument("--extra-flite", type=int, default=0,
+                        help="extra training utterances of flite's other voice (kal, 8 kHz); the recipe uses 1000")
+    parser.add_argument("--festival", type=int, default=0,
+                        help="utterances of Festival voices, split eval_festival (evaluation only)")
+    parser.add_argument("--only", nargs="+", metavar="SPLIT",
+                        help="synthesise only these splits (the manifest lists the files present)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep-existing", action="store_true",
@@ -234,6 +308,8 @@ def main():
 
     check_espeak_languages()
     check_flite_voices()
+    if args.festival:
+        check_festival_voices()
     variants = espeak_variants()
     train_variants = [v for v in variants if v not in ESPEAK_HELD_OUT and v not in ESPEAK_EXCLUDED]
     print(f"espeak-ng: {len(ESPEAK_LANGUAGES)} languages; {len(train_variants)} training variants: "
@@ -241,15 +317,19 @@ def main():
     print(f"espeak-ng held out: {' '.join(ESPEAK_HELD_OUT)}; flite train: {' '.join(FLITE_TRAIN)}; "
           f"flite held out: {' '.join(FLITE_HELD_OUT)}")
 
-    items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants, args.wide_flite)
+    items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants, args.wide_flite,
+                 args.extra_flite, args.festival)
+    splits = sorted({split for split, _, _ in items})
     jobs, rows = [], []
-    for split in ("train", "dev", "eval_espeak", "eval_slt"):
+    for split in splits:
         os.makedirs(os.path.join(args.out, "wav", split), exist_ok=True)
     for n, (split, words, spec) in enumerate(items):
         relative = os.path.join("wav", split, f"{n:06d}.wav")
         jobs.append((os.path.join(args.out, relative), words, spec))
         rows.append((relative, words, f"{spec['engine']}/{spec['voice']}", split, settings_text(spec)))
 
+    if args.only:
+        jobs = [job for job, item in zip(jobs, items) if item[0] in args.only]
     if args.keep_existing:
         jobs = [job for job in jobs if not os.path.exists(job[0])]
     start = time.time()
@@ -257,11 +337,12 @@ def main():
         for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):
             if (i + 1) % 1000 == 0:
                 print(f"{i + 1}/{len(jobs)} utterances, {time.time() - start:.0f} s", flush=True)
+    rows = [row for row in rows if os.path.exists(os.path.join(args.out, row[0]))]
     with open(os.path.join(args.out, "manifest.tsv"), "w") as f:
         f.write("path\ttranscript\tvoice\tsplit\tsettings\n")
         for row in rows:
             f.write("\t".join(row) + "\n")
-    counts = {s: sum(1 for r in rows if r[3] == s) for s in ("train", "dev", "eval_espeak", "eval_slt")}
+    counts = {s: sum(1 for r in rows if r[3] == s) for s in splits}
     print(f"wrote {len(rows)} utterances {counts} to {args.out} in {time.time() - start:.0f} s")
 
 

@@ -11,17 +11,32 @@ Every epoch sees freshly augmented audio: half the utterances (--speed-perturb)
 played 0.9-1.2 times as fast (every frequency scaled with the speed, see
 change_speed), silence before and after, some utterances joined in pairs,
 random gain (peak -30..0 dBFS), white or pink noise (SNR 5-40 dB) on most,
-rounding to 16 bits, then features (features.py) and a light SpecAugment.
-The learning rate follows the clock: linear warm-up over the
-first 5 % of the time budget, cosine decay to the end; training stops when the
-budget is spent, so the recipe fits the machine it runs on (or, with --steps,
-over a fixed number of optimiser steps, the same work however busy it is).
+rounding to 16 bits, then features (features.py) and a light SpecAugment
+(--augment basic: what the bundled model's runs used). --augment robust
+(the recipe's) adds, per utterance: reverberation (a synthetic room impulse
+response), a channel (telephone band, a lower sample rate's band limit,
+mu-law or A-law 8-bit coding), vocal-tract length perturbation (the mel
+filterbank of the training features warped by 0.85-1.18, formants moved
+without the pitch or the tempo) and wider SpecAugment masks. Only training
+features are augmented: features.py's recipe, which the C++ front end
+reproduces, is what dev, evaluation and inference see.
 
-Writes OUT (default examples/asr/model/asr.pt): a dict with state_dict, config
-(ModelConfig.to_dict()), labels, recipe (features.RECIPE with the training-set
-statistics) and training (what was done and the Python-side greedy error rates).
+The learning rate warms up linearly over the first 5 % of the budget and
+decays along a cosine to the end. The budget is a number of optimiser steps
+(--steps: the same work and the same weights however busy the machine) or,
+without it, wall-clock minutes (--minutes).
 
-Usage: train.py [--data examples/asr/data] [--minutes 32] [--out model/asr.pt]
+Checkpoints (--checkpoint, default OUT with .ckpt) hold the model, the
+optimiser, the step, the position in the epoch and the random generators'
+states; one is written every --checkpoint-minutes and at the end. Rerun with
+the same arguments after an interruption and training resumes from it: with
+--steps the final weights are those of an uninterrupted run. A log (--log,
+default OUT with .train.log) gets every line printed: loss every 50 steps,
+dev greedy error rates after each epoch (or every --eval-every steps), wall
+and CPU time. --device cuda trains on a GPU when one is present.
+
+Usage: train.py [--data examples/asr/data] [--steps N | --minutes 32] [--out model/asr.pt]
+                [--augment robust|basic] [--device auto|cpu|cuda]
 """
 
 import argparse
@@ -65,8 +80,15 @@ CONFIG = ModelConfig(
 )
 
 
+LOG_FILE = None  # set by main(): every logged line is appended there too
+
+
 def log(*args):
-    print(time.strftime("%H:%M:%S"), *args, flush=True)
+    line = " ".join([time.strftime("%H:%M:%S"), *map(str, args)])
+    print(line, flush=True)
+    if LOG_FILE:
+        with open(LOG_FILE, "a") as f:
+            f.write(line + "\n")
 
 
 # -- data ---------------------------------------------------------------------------
@@ -161,14 +183,149 @@ def augment(pieces, rng, speed_perturbed):
     return np.round(np.clip(x, -1.0, 32767 / 32768) * 32768) / 32768
 
 
-def spec_augment(feats, rng):
+# -- --augment robust -------------------------------------------------------------
+
+VTLP_RANGE = (0.85, 1.18)
+VTLP_BOUNDARY_HZ = 4800.0  # frequencies above it are warped less, so that the band edge stays put
+
+
+def room_impulse_response(rng, sr):
+    """A synthetic room: the direct path, then Gaussian noise decaying by 60 dB
+    over RT60 = 0.15-0.8 s after a 1-10 ms pre-delay, at a direct-to-reverberant
+    ratio of -3..12 dB."""
+    rt60 = rng.uniform(0.15, 0.8)
+    n = int(min(rt60, 0.5) * sr)
+    delay = int(rng.uniform(0.001, 0.01) * sr)
+    t = np.arange(n) / sr
+    tail = rng.standard_normal(n) * np.exp(-6.908 * t / rt60)
+    tail[:delay] = 0.0
+    tail *= 10 ** (-rng.uniform(-3, 12) / 20) / math.sqrt(np.sum(tail**2) + 1e-12)
+    tail[0] = 1.0
+    return tail
+
+
+def convolve(x, h):
+    n = len(x) + len(h) - 1
+    size = 1 << (n - 1).bit_length()
+    return np.fft.irfft(np.fft.rfft(x, size) * np.fft.rfft(h, size), size)[:n]
+
+
+def band_limit(x, sr, low, high):
+    spectrum = np.fft.rfft(x)
+    f = np.fft.rfftfreq(len(x), 1.0 / sr)
+    spectrum[(f < low) | (f > high)] = 0.0
+    return np.fft.irfft(spectrum, len(x))
+
+
+def mu_law(x, mu=255.0):
+    """8-bit mu-law coding and decoding (G.711's curve, uniform 8-bit steps)."""
+    y = np.sign(x) * np.log1p(mu * np.abs(x)) / math.log1p(mu)
+    y = np.round(y * 127) / 127
+    return np.sign(y) * np.expm1(np.abs(y) * math.log1p(mu)) / mu
+
+
+def a_law(x, a=87.6):
+    """8-bit A-law coding and decoding (G.711's curve, uniform 8-bit steps)."""
+    ax = np.abs(x) * a
+    k = 1 + math.log(a)
+    y = np.where(ax < 1, ax / k, (1 + np.log(np.maximum(ax, 1.0))) / k)
+    y = np.round(y * 127) / 127
+    yk = y * k
+    return np.sign(x) * np.where(yk < 1, yk / a, np.exp(yk - 1) / a)
+
+
+def channel(x, rng, sr):
+    """A telephone, a lower sample rate or a companding codec, one in four."""
+    roll = rng.random()
+    x = np.clip(x, -1.0, 1.0)
+    if roll < 0.3:  # narrow-band telephone
+        x = band_limit(x, sr, rng.uniform(200, 400), rng.uniform(3200, 3600))
+        return mu_law(np.clip(x, -1, 1)) if rng.random() < 0.5 else a_law(np.clip(x, -1, 1))
+    if roll < 0.7:  # recorded at 8, 11.025 or 12 kHz (and resampled)
+        return band_limit(x, sr, 0, rng.choice((4000, 5512, 6000)) * rng.uniform(0.9, 1.0))
+    return mu_law(x) if roll < 0.85 else a_law(x)
+
+
+def augment_robust(pieces, rng, speed_perturbed):
+    """augment()'s steps plus a room (35 %) and a channel (25 %)."""
+    sr = features.RECIPE["sample_rate"]
+    parts = [np.zeros(rng.integers(0, int(0.3 * sr)))]
+    spoken = []
+    for i, samples in enumerate(pieces):
+        if i:
+            parts.append(np.zeros(rng.integers(int(0.1 * sr), int(0.6 * sr))))
+        samples = samples.astype(np.float64)
+        if speed_perturbed and rng.random() < speed_perturbed:
+            samples = change_speed(samples, rng.uniform(*SPEED_RANGE))
+        spoken.append(samples)
+        parts.append(samples)
+    parts.append(np.zeros(rng.integers(0, int(0.3 * sr))))
+    x = np.concatenate(parts)
+    if rng.random() < 0.35:
+        x = convolve(x, room_impulse_response(rng, sr))
+    gain = 10 ** (rng.uniform(-30, 0) / 20) / (np.abs(x).max() + 1e-9)
+    x *= gain
+    roll = rng.random()
+    if roll < 0.65:
+        signal_rms = gain * math.sqrt(np.mean(np.concatenate(spoken) ** 2))
+        noise = rng.standard_normal(len(x)) if roll < 0.3 else pink_noise(len(x), rng)
+        x += noise * signal_rms * 10 ** (-rng.uniform(5, 40) / 20)
+    elif roll < 0.75:
+        x += rng.standard_normal(len(x)) * 10 ** (-rng.uniform(60, 80) / 20)
+    if rng.random() < 0.25:
+        x = channel(x, rng, sr)
+    return np.round(np.clip(x, -1.0, 32767 / 32768) * 32768) / 32768
+
+
+def vtlp_warp(f, alpha, nyquist):
+    """Jaitly and Hinton's piecewise-linear warp: f -> alpha f up to a
+    boundary, then a straight line to the Nyquist frequency (which stays)."""
+    boundary = VTLP_BOUNDARY_HZ * min(alpha, 1.0) / alpha
+    upper = nyquist - (nyquist - VTLP_BOUNDARY_HZ * min(alpha, 1.0)) / (nyquist - boundary) * (nyquist - f)
+    return np.where(f <= boundary, alpha * f, upper)
+
+
+def warped_filterbank(recipe, alpha):
+    """features.mel_filterbank's triangles read at warped FFT-bin frequencies:
+    a formant at f lands where one at alpha f would (vocal-tract length)."""
+    sr, size = recipe["sample_rate"], recipe["fft_size"]
+    points = np.linspace(features.mel(recipe["low_frequency"]), features.mel(recipe["high_frequency"]),
+                         recipe["num_mel_bins"] + 2)
+    u = features.mel(vtlp_warp(np.arange(size // 2 + 1) * sr / size, alpha, sr / 2))
+    left, centre, right = points[:-2, None], points[1:-1, None], points[2:, None]
+    return np.maximum(0.0, np.minimum((u - left) / (centre - left), (right - u) / (right - centre)))
+
+
+def warped_features(samples, recipe, alpha):
+    """features.features() with warped_filterbank(alpha) in place of the mel
+    filterbank (alpha = 1 gives features.features() exactly); training only."""
+    if alpha == 1.0:
+        return features.features(samples, recipe)
+    n, hop = recipe["window_length"], recipe["hop_length"]
+    x = np.asarray(samples, dtype=np.float64)
+    t = features.frame_count(len(x), recipe)
+    if t == 0:
+        return np.zeros((0, recipe["num_mel_bins"]), dtype=np.float32)
+    frames = np.lib.stride_tricks.sliding_window_view(x, n)[::hop][:t].copy()
+    frames -= frames.mean(axis=1, keepdims=True)
+    c = recipe["preemphasis"]
+    frames[:, 1:] -= c * frames[:, :-1].copy()
+    frames[:, 0] -= c * frames[:, 0]
+    frames *= features.hamming(n)
+    spectrum = np.fft.rfft(frames, n=recipe["fft_size"], axis=1)
+    power = spectrum.real**2 + spectrum.imag**2
+    energies = power @ warped_filterbank(recipe, alpha).T
+    return features.normalise(np.log(np.maximum(energies, recipe["log_floor"])), recipe)
+
+
+def spec_augment(feats, rng, freq_width=6, time_width=11, time_every=150):
     t, d = feats.shape
     for _ in range(2):
-        w = rng.integers(0, 6)
+        w = rng.integers(0, freq_width)
         f0 = rng.integers(0, d - w + 1)
         feats[:, f0 : f0 + w] = 0.0
-    for _ in range(max(1, t // 150)):
-        w = rng.integers(0, 11)
+    for _ in range(max(1, t // time_every)):
+        w = rng.integers(0, time_width)
         t0 = rng.integers(0, max(1, t - w + 1))
         feats[t0 : t0 + w, :] = 0.0
     return feats
@@ -177,20 +334,26 @@ def spec_augment(feats, rng):
 class Batches(torch.utils.data.Dataset):
     """One item = one padded batch; augmentation and features run in the DataLoader worker."""
 
-    def __init__(self, data, batches, recipe, train, seed, speed_perturbed=0.0):
+    def __init__(self, data, batches, recipe, train, seed, speed_perturbed=0.0, augment="basic", first=0):
         self.data, self.batches, self.recipe, self.train, self.seed = data, batches, recipe, train, seed
-        self.speed_perturbed = speed_perturbed
+        self.speed_perturbed, self.augment, self.first = speed_perturbed, augment, first
 
     def __len__(self):
-        return len(self.batches)
+        return len(self.batches) - self.first
 
     def __getitem__(self, index):
+        index += self.first  # resuming mid-epoch: the batch's randomness depends on its index alone
         rng = np.random.default_rng([self.seed, index])
         feats, texts = [], []
         for example in self.batches[index]:
             pieces = [self.data[i][0] for i in example]
             texts.append(" ".join(self.data[i][1] for i in example))
-            if self.train:
+            if self.train and self.augment == "robust":
+                x = augment_robust(pieces, rng, self.speed_perturbed)
+                alpha = rng.uniform(*VTLP_RANGE) if rng.random() < 0.6 else 1.0
+                f = warped_features(x, self.recipe, alpha)
+                feats.append(spec_augment(f, rng, freq_width=8, time_width=13, time_every=100))
+            elif self.train:
                 f = features.features(augment(pieces, rng, self.speed_perturbed), self.recipe)
                 feats.append(spec_augment(f, rng))
             else:
@@ -256,14 +419,14 @@ def edit_distance(a, b):
     return row[-1]
 
 
-def evaluate(model, data, recipe, frames_per_batch=20000):
+def evaluate(model, data, recipe, frames_per_batch=20000, device="cpu"):
     batches = make_batches(data, frames_per_batch, random.Random(0))
     loader = torch.utils.data.DataLoader(Batches(data, batches, recipe, False, 0), batch_size=None)
     char_errors = chars = word_errors = words = 0
     model.eval()
     with torch.no_grad():
         for frames, steps, _, _, texts in loader:
-            for hyp, ref in zip(greedy(model(frames), steps), texts):
+            for hyp, ref in zip(greedy(model(frames.to(device)).cpu(), steps), texts):
                 char_errors += edit_distance(hyp, ref)
                 chars += len(ref)
                 word_errors += edit_distance(hyp.split(), ref.split())
@@ -288,7 +451,16 @@ def learning_rate(fraction, peak, warmup=0.05, final=0.02):
     return peak * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def main():
+def pick_device(name):
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit(f"--device {name}: this torch sees no CUDA device")
+    return torch.device(name)
+
+
+def main(argv=None):
+    global LOG_FILE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.path.join(HERE, "data"), help="the corpus (default: examples/asr/data)")
     parser.add_argument("--out", default=os.path.join(HERE, "model", "asr.pt"))
@@ -298,82 +470,185 @@ def main():
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--frames-per-batch", type=int, default=8000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1, help="processes making training batches (0: in this one)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--speed-perturb", type=float, default=0.5,
                         help="fraction of training utterances played 0.9-1.2 times as fast (0: none)")
+    parser.add_argument("--augment", choices=("basic", "robust"), default="robust",
+                        help="robust (the recipe's) or basic (the bundled model's runs 1-8)")
     parser.add_argument("--init", help="asr.pt to start from (its weights and feature statistics)")
-    args = parser.parse_args()
+    parser.add_argument("--checkpoint", help="resumable state (default: OUT with .ckpt)")
+    parser.add_argument("--checkpoint-minutes", type=float, default=5.0,
+                        help="wall-clock minutes between checkpoints (0: after every step)")
+    parser.add_argument("--restart", action="store_true", help="ignore (and replace) an existing checkpoint")
+    parser.add_argument("--log", help="training log, appended to (default: OUT with .train.log)")
+    parser.add_argument("--eval-every", type=int, default=0, help="dev error rates every N steps (0: each epoch)")
+    parser.add_argument("--final-splits", nargs="*", default=["dev", "eval_espeak", "eval_slt"],
+                        help="splits scored (greedy, in Python) at the end")
+    parser.add_argument("--stop-after", type=int, default=0, help=argparse.SUPPRESS)  # tests: an interruption
+    args = parser.parse_args(argv)
 
+    stem = os.path.splitext(args.out)[0]
+    checkpoint_path = args.checkpoint or stem + ".ckpt"
+    LOG_FILE = args.log or stem + ".train.log"
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    device = pick_device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     start = time.time()
 
     rows = read_manifest(args.data)
-    data = {split: load_split(args.data, rows[split]) for split in ("train", "dev", "eval_espeak", "eval_slt")}
-    log(f"loaded {', '.join(f'{k} {len(v)}' for k, v in data.items())} utterances "
-        f"({sum(len(s) for s, _ in data['train']) / 16000 / 3600:.1f} h of training audio)")
+    splits = sorted({"train", "dev", *args.final_splits})
+    missing = [split for split in splits if split not in rows]
+    if missing:
+        sys.exit(f"{args.data}/manifest.tsv has no utterances of split(s) {missing}")
+    data = {split: load_split(args.data, rows[split]) for split in splits}
+    # What a checkpoint must agree with to be resumed.
+    plan = {"steps": args.steps, "minutes": None if args.steps else args.minutes, "lr": args.lr,
+            "frames_per_batch": args.frames_per_batch, "seed": args.seed, "speed_perturb": args.speed_perturb,
+            "augment": args.augment, "init": args.init, "train_utterances": len(data["train"])}
 
     model = LinearTransformer(CONFIG)
-    if args.init:
-        initial = torch.load(args.init, map_location="cpu")
-        model.load_state_dict(initial["state_dict"])
-        recipe = initial["recipe"]
-        log(f"started from {args.init} and its feature statistics")
-    else:
-        mean, std, count = feature_statistics([s for s, _ in data["train"]], args.threads)
-        recipe = dict(features.RECIPE, feature_mean=mean.astype(np.float32).tolist(),
-                      feature_std=std.astype(np.float32).tolist())
-        log(f"feature statistics over {count} frames: mean {mean.min():.2f}..{mean.max():.2f}, "
-            f"std {std.min():.2f}..{std.max():.2f}")
-    log(f"model: {sum(p.numel() for p in model.parameters())} parameters")
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    state = None
+    if os.path.exists(checkpoint_path) and not args.restart:
+        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        if state["plan"] != plan:
+            changed = {k: (state["plan"].get(k), v) for k, v in plan.items() if state["plan"].get(k) != v}
+            sys.exit(f"{checkpoint_path} was made with other settings (checkpoint, now: {changed}); "
+                     "rerun with those, or with --restart to discard it")
+    log(f"loaded {', '.join(f'{k} {len(v)}' for k, v in data.items())} utterances "
+        f"({sum(len(s) for s, _ in data['train']) / 16000 / 3600:.1f} h of training audio); device {device}, "
+        f"{args.threads} threads, augment {args.augment}")
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        recipe = state["recipe"]
+        torch.set_rng_state(state["torch_rng"])
+        rng.setstate(state["epoch_rng"])
+        epoch, first_batch, step = state["epoch"], state["batch"], state["step"]
+        history, done_before = state["history"], state["elapsed"]
+        log(f"resumed from {checkpoint_path}: epoch {epoch}, batch {first_batch}, step {step}")
+    else:
+        if args.init:
+            initial = torch.load(args.init, map_location="cpu", weights_only=False)
+            model.load_state_dict(initial["state_dict"])
+            recipe = initial["recipe"]
+            log(f"started from {args.init} and its feature statistics")
+        else:
+            mean, std, count = feature_statistics([s for s, _ in data["train"]], max(1, args.threads))
+            recipe = dict(features.RECIPE, feature_mean=mean.astype(np.float32).tolist(),
+                          feature_std=std.astype(np.float32).tolist())
+            log(f"feature statistics over {count} frames: mean {mean.min():.2f}..{mean.max():.2f}, "
+                f"std {std.min():.2f}..{std.max():.2f}")
+        epoch, first_batch, step, history = 1, 0, 0, []
+        done_before = {"train_seconds": 0.0, "cpu_seconds": 0.0, "total_seconds": 0.0}
+    model.to(device)
+    # The optimiser's moments follow the parameters onto the device.
+    for moments in optimizer.state.values():
+        for key, value in moments.items():
+            if torch.is_tensor(value) and key != "step":
+                moments[key] = value.to(device)
+    log(f"model: {sum(p.numel() for p in model.parameters())} parameters")
     ctc = torch.nn.CTCLoss(blank=0, zero_infinity=True)
 
     budget = args.minutes * 60
-    train_start = time.time()
-    epoch = step = 0
-    done = False
-    while not done:
-        epoch += 1
+    session_start = time.time()
+    cpu_start = cpu_seconds()
+
+    def elapsed():
+        now = time.time()
+        return {"train_seconds": done_before["train_seconds"] + now - session_start,
+                "cpu_seconds": done_before["cpu_seconds"] + cpu_seconds() - cpu_start,
+                "total_seconds": done_before["total_seconds"] + now - start}
+
+    def save_checkpoint(epoch_rng, epoch, batch):
+        temporary = checkpoint_path + ".partial"
+        torch.save({"plan": plan, "model": {k: v.cpu() for k, v in model.state_dict().items()},
+                    "optimizer": optimizer.state_dict(), "recipe": recipe, "torch_rng": torch.get_rng_state(),
+                    "epoch_rng": epoch_rng, "epoch": epoch, "batch": batch, "step": step,
+                    "history": history, "losses": losses[-50:], "elapsed": elapsed()}, temporary)
+        os.replace(temporary, checkpoint_path)  # never a half-written checkpoint
+
+    def dev_check(label):
+        cer, wer = evaluate(model, data["dev"], recipe, device=device)
+        e = elapsed()
+        history.append({"epoch": epoch, "step": step, "dev_cer": cer, "dev_wer": wer,
+                        "train_seconds": round(e["train_seconds"]), "cpu_seconds": round(e["cpu_seconds"])})
+        log(f"{label}: {step} steps, dev CER {cer:.2%} WER {wer:.2%} "
+            f"({e['train_seconds']:.0f} s, {e['cpu_seconds']:.0f} CPU s)")
+
+    last_save = time.time()
+    finished = args.steps > 0 and step >= args.steps
+    losses = state["losses"] if state is not None else []  # the last 50, for the logged means
+    epoch_rng, batch = rng.getstate(), first_batch
+    while not finished:
+        epoch_rng = rng.getstate()
         batches = make_batches(data["train"], args.frames_per_batch, rng, join_fraction=0.15)
-        loader = torch.utils.data.DataLoader(
-            Batches(data["train"], batches, recipe, True, args.seed * 1000 + epoch, args.speed_perturb),
-            batch_size=None, shuffle=False, num_workers=1, prefetch_factor=4, persistent_workers=False,
-        )
-        losses = []
+        dataset = Batches(data["train"], batches, recipe, True, args.seed * 1000 + epoch, args.speed_perturb,
+                          args.augment, first=first_batch)
+        loader_options = dict(num_workers=args.workers, prefetch_factor=4) if args.workers else {}
+        loader = torch.utils.data.DataLoader(dataset, batch_size=None, shuffle=False, **loader_options)
+        batch = first_batch
         for frames, steps, targets, target_lengths, _ in loader:
-            fraction = step / args.steps if args.steps else (time.time() - train_start) / budget
+            fraction = step / args.steps if args.steps else elapsed()["train_seconds"] / budget
             if fraction >= 1.0:
-                done = True
+                finished = True
                 break
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(fraction, args.lr)
-            log_probs = F.log_softmax(model(frames), dim=-1).transpose(0, 1)  # [S, B, labels]
-            loss = ctc(log_probs, targets, steps, target_lengths)
+            log_probs = F.log_softmax(model(frames.to(device)), dim=-1).transpose(0, 1)  # [S, B, labels]
+            loss = ctc(log_probs, targets.to(device), steps.to(device), target_lengths.to(device))
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             optimizer.step()
             losses.append(loss.item())
             step += 1
+            batch += 1
             if step % 50 == 0:
+                e = elapsed()
+                history.append({"epoch": epoch, "step": step, "loss": float(np.mean(losses[-50:])),
+                                "lr": optimizer.param_groups[0]["lr"], "train_seconds": round(e["train_seconds"]),
+                                "cpu_seconds": round(e["cpu_seconds"])})
                 log(f"epoch {epoch} step {step} loss {np.mean(losses[-50:]):.3f} "
-                    f"lr {optimizer.param_groups[0]['lr']:.2e} ({time.time() - train_start:.0f} s, "
-                    f"{cpu_seconds():.0f} CPU s)")
+                    f"lr {optimizer.param_groups[0]['lr']:.2e} ({e['train_seconds']:.0f} s, "
+                    f"{e['cpu_seconds']:.0f} CPU s)")
+            if args.eval_every and step % args.eval_every == 0:
+                dev_check(f"epoch {epoch} step {step}")
+            if time.time() - last_save >= args.checkpoint_minutes * 60:
+                save_checkpoint(epoch_rng, epoch, batch)
+                last_save = time.time()
+            if args.stop_after and step >= args.stop_after:
+                save_checkpoint(epoch_rng, epoch, batch)
+                del loader
+                log(f"stopping after step {step} (--stop-after), as if interrupted")
+                return 3
+            if args.steps and step >= args.steps:
+                finished = True
+                break
         del loader
-        cer, wer = evaluate(model, data["dev"], recipe)
-        log(f"epoch {epoch} done: {step} steps, dev CER {cer:.2%} WER {wer:.2%} ({time.time() - train_start:.0f} s)")
-    train_seconds = time.time() - train_start
+        if not finished:
+            if not args.eval_every:
+                dev_check(f"epoch {epoch} done")
+            epoch, first_batch = epoch + 1, 0
+            save_checkpoint(rng.getstate(), epoch, 0)
+            last_save = time.time()
+    if state is None or state["step"] < step:
+        save_checkpoint(epoch_rng, epoch, batch)
+    times = elapsed()
 
+    model.cpu()
     results = {}
-    for split in ("dev", "eval_espeak", "eval_slt"):
+    for split in args.final_splits:
         cer, wer = evaluate(model, data[split], recipe)
         results[split] = {"utterances": len(data[split]), "cer": cer, "wer": wer}
         log(f"{split}: {len(data[split])} utterances, greedy CER {cer:.2%}, WER {wer:.2%}")
 
     # The recurrent form (what tarn runs) must give the parallel form's logits.
-    samples, _ = data["eval_slt"][0]
+    samples, _ = data[args.final_splits[-1] if args.final_splits else "dev"][0]
     frames = torch.from_numpy(features.features(samples, recipe))
     model.eval()
     with torch.no_grad():
@@ -381,23 +656,23 @@ def main():
     recurrent, _ = model.run_recurrent(frames)
     log(f"recurrent vs parallel logits: max |diff| {(recurrent - parallel).abs().max().item():.2e}")
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     torch.save({
         "state_dict": model.state_dict(),
         "config": CONFIG.to_dict(),
         "labels": LABELS,
         "recipe": recipe,
         "training": {
-            "epochs": epoch, "steps": step, "train_seconds": round(train_seconds),
-            "total_seconds": round(time.time() - start), "cpu_seconds": round(cpu_seconds()),
-            "threads": args.threads, "init": args.init,
-            "train_utterances": len(data["train"]), "peak_lr": args.lr,
-            "speed_perturb": args.speed_perturb, "greedy": results,
+            "epochs": epoch, "steps": step, "train_seconds": round(times["train_seconds"]),
+            "total_seconds": round(times["total_seconds"]), "cpu_seconds": round(times["cpu_seconds"]),
+            "threads": args.threads, "device": str(device), "init": args.init,
+            "train_utterances": len(data["train"]), "peak_lr": args.lr, "augment": args.augment,
+            "speed_perturb": args.speed_perturb, "greedy": results, "history": history,
         },
     }, args.out)
-    log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); total {time.time() - start:.0f} s, "
-        f"{cpu_seconds():.0f} CPU s")
+    log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); {times['total_seconds']:.0f} s, "
+        f"{times['cpu_seconds']:.0f} CPU s in all")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -501,6 +501,7 @@ class PyRecognizer {
     d["processing_seconds"] = s.processing_seconds;
     d["step_mean_us"] = s.step_mean_us;
     d["step_p99_us"] = s.step_p99_us;
+    d["step_p50_us"] = s.step_p50_us;
     d["step_max_us"] = s.step_max_us;
     return d;
   }

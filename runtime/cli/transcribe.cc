@@ -541,11 +541,12 @@ int RunTranscribe() {
                  cpu_seconds, cpu_seconds / audio);
     std::fprintf(stderr,
                  "stats: %llu steps of %.0f ms: latency per step mean %.1f "
-                 "us, p99 %.1f us, max %.1f us; %llu utterance%s; wall time "
+                 "us, p50 %.1f us, p99 %.1f us, max %.1f us; %llu utterance%s; "
+                 "wall time "
                  "with audio input %.4f s\n",
                  static_cast<unsigned long long>(s.steps),
                  recognizer->step_seconds() * 1000, s.step_mean_us,
-                 s.step_p99_us, s.step_max_us,
+                 s.step_p50_us, s.step_p99_us, s.step_max_us,
                  static_cast<unsigned long long>(s.utterances),
                  s.utterances == 1 ? "" : "s", wall);
   }

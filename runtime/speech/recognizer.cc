@@ -284,6 +284,7 @@ RecognizerStats Recognizer::Impl::Stats() const {
   s.step_mean_us = latency_.mean() * 1e-3;
   s.step_p99_us = latency_.Quantile(0.99) * 1e-3;
   s.step_max_us = latency_.max() * 1e-3;
+  s.step_p50_us = latency_.Quantile(0.5) * 1e-3;
   return s;
 }
 

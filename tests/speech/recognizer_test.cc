@@ -205,6 +205,8 @@ TEST(Recognizer, EachSampleProcessedOnce) {
   EXPECT_GT(s.step_mean_us, 0);
   EXPECT_GE(s.step_p99_us, s.step_mean_us * 0.5);
   EXPECT_LE(s.step_p99_us, s.step_max_us);
+  EXPECT_GT(s.step_p50_us, 0);
+  EXPECT_LE(s.step_p50_us, s.step_p99_us);
   EXPECT_DOUBLE_EQ(recognizer->step_seconds(), 0.03);
 }
 

@@ -112,6 +112,7 @@ struct RecognizerStats {
   double step_mean_us = 0;
   double step_p99_us = 0;  // within 2 %
   double step_max_us = 0;
+  double step_p50_us = 0;  // within 2 %
 };
 
 class Recognizer {

@@ -1,0 +1,322 @@
+// tarn_asr_bench: the speech path's real-time factor and per-step latency on
+// a long stream, beside the target and the machine's floor, with the
+// process's resident memory sampled along the stream.
+//
+//   build/bench/tarn_asr_bench --model examples/asr/model/asr.tarn \
+//       --wav examples/asr/samples/*.wav --words examples/asr/words.txt \
+//       --minutes 60
+//
+// The stream: the WAV files in turn, each followed by 0.7-1.5 s of silence
+// (a fixed pseudo-random sequence), repeated until --minutes of audio, fed
+// to one tarn::Recognizer (front end + model + decoder, streaming) in
+// --chunk-ms pieces of 16-bit PCM, exactly as `tarn transcribe` feeds it.
+// Decoding is the beam search constrained to --words (beam 8) unless
+// --beam 0. The audio is made chunk by chunk, so the process holds only the
+// WAV files and one chunk besides what the recognizer holds.
+//
+// Reported:
+//   - real-time factor = time inside AcceptWaveform/FinalResult / audio
+//     time (RecognizerStats), and the same with the feeding thread's CPU
+//     time, beside the target (--target, 0.005);
+//   - per-step latency (one step = stack_hop frames of audio, 30 ms for the
+//     example model: its frames' features, the model step, the decoder
+//     step): mean, p50, p99, max (RecognizerStats);
+//   - the model alone: Session::StepFrame on as many steps' frames (at
+//     most 20,000 steps) of random features, back to back after the stream,
+//     by CPU time (against the stream's CPU time per step, the difference is
+//     the front end's and the decoder's share);
+//   - the floor: a step reads every weight of the model once (the file's
+//     weight bytes, model.weight_bytes()); the read bandwidth of a buffer
+//     that size, best of --passes passes measured in the same run
+//     (bandwidth.h, one thread), gives the least time a step can take, and
+//     floor_us / step_seconds the least real-time factor;
+//   - resident memory (VmRSS) every --rss-every minutes of audio, and its
+//     growth after the first sample.
+// It exits non-zero only when recognition fails; no figure is asserted.
+
+#include <sndfile.h>
+#include <time.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bandwidth.h"
+#include "tarn/recognizer.hpp"
+#include "tarn/tarn.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ThreadCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
+}
+
+long RssKib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// A mono 16-bit file at `rate`, or an error message.
+std::string ReadPcm(const std::string& path, uint32_t rate,
+                    std::vector<int16_t>* pcm) {
+  SF_INFO info{};
+  SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
+  if (file == nullptr) return path + ": " + sf_strerror(nullptr);
+  std::string error;
+  if (info.channels != 1 || static_cast<uint32_t>(info.samplerate) != rate) {
+    error = path + ": need mono audio at " + std::to_string(rate) +
+            " Hz, got " + std::to_string(info.channels) + " channel(s) at " +
+            std::to_string(info.samplerate) + " Hz";
+  } else {
+    pcm->resize(static_cast<size_t>(info.frames));
+    if (sf_readf_short(file, pcm->data(), info.frames) != info.frames) {
+      error = path + ": reading failed";
+    }
+  }
+  sf_close(file);
+  return error;
+}
+
+std::vector<std::string> ReadWords(const std::string& path) {
+  std::vector<std::string> words;
+  std::ifstream in(path);
+  std::string word;
+  while (in >> word) words.push_back(word);
+  return words;
+}
+
+void Check(const tarn::Status& status, const char* what) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s: %s\n", what, status.message().c_str());
+    std::exit(1);
+  }
+}
+
+// Makes the stream chunk by chunk: utterance, silence, next utterance, ...
+class Stream {
+ public:
+  Stream(const std::vector<std::vector<int16_t>>* clips, uint32_t rate)
+      : clips_(clips), rate_(rate), gap_(0.7, 1.5) {
+    NextClip();
+  }
+
+  void Fill(int16_t* out, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      if (in_clip_) {
+        const std::vector<int16_t>& clip = (*clips_)[clip_];
+        out[i] = clip[position_++];
+        if (position_ == clip.size()) {
+          in_clip_ = false;
+          silence_left_ = static_cast<size_t>(gap_(rng_) * rate_);
+        }
+      } else {
+        out[i] = 0;
+        if (--silence_left_ == 0) NextClip();
+      }
+    }
+  }
+
+  uint64_t utterances() const { return utterances_; }
+
+ private:
+  void NextClip() {
+    clip_ = static_cast<size_t>(utterances_ % clips_->size());
+    ++utterances_;
+    position_ = 0;
+    in_clip_ = true;
+  }
+
+  const std::vector<std::vector<int16_t>>* clips_;
+  uint32_t rate_;
+  std::mt19937 rng_{0};
+  std::uniform_real_distribution<double> gap_;
+  size_t clip_ = 0, position_ = 0, silence_left_ = 0;
+  bool in_clip_ = true;
+  uint64_t utterances_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Speech recognition on a long stream: real-time factor, "
+      "per-step latency and memory, beside the target and floor"};
+  std::string model_path, words_path, int8 = "exact";
+  std::vector<std::string> wavs;
+  double minutes = 10, target = 0.005, rss_every = 5;
+  int beam = 8, threads = 1, chunk_ms = 100, passes = 51;
+  app.add_option("--model", model_path, "a speech .tarn model")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--wav", wavs, "utterances: mono 16-bit WAV files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--words", words_path, "word list for the beam search")
+      ->check(CLI::ExistingFile);
+  app.add_option("--beam", beam, "beam width (0: greedy)")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--minutes", minutes, "minutes of audio streamed")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--chunk-ms", chunk_ms, "audio per call, ms")
+      ->check(CLI::Range(10, 1000));
+  app.add_option("--threads", threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--int8", int8, "int8 models: exact or dot")
+      ->check(CLI::IsMember({"exact", "dot"}));
+  app.add_option("--target", target, "the real-time factor aimed at");
+  app.add_option("--rss-every", rss_every,
+                 "minutes of audio between RSS "
+                 "samples")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--passes", passes, "bandwidth passes (best is the floor)")
+      ->check(CLI::Range(1, 100000));
+  CLI11_PARSE(app, argc, argv);
+
+  tarn::LoadOptions load;
+  load.int8_compute = int8 == "dot" ? tarn::Int8Compute::kIntegerDot
+                                    : tarn::Int8Compute::kExact;
+  std::unique_ptr<tarn::Model> model;
+  Check(tarn::Model::Load(model_path, &model, load), "loading the model");
+  tarn::RecognizerOptions options;
+  options.num_threads = threads;
+  options.beam_width = static_cast<uint32_t>(beam);
+  if (!words_path.empty()) options.words = ReadWords(words_path);
+  std::unique_ptr<tarn::Recognizer> recognizer;
+  Check(tarn::Recognizer::Create(*model, options, &recognizer),
+        "creating the recognizer");
+  const uint32_t rate = recognizer->sample_rate();
+
+  std::vector<std::vector<int16_t>> clips(wavs.size());
+  for (size_t i = 0; i < wavs.size(); ++i) {
+    const std::string error = ReadPcm(wavs[i], rate, &clips[i]);
+    if (!error.empty()) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return 1;
+    }
+  }
+
+  const uint64_t total = static_cast<uint64_t>(minutes * 60 * rate);
+  const size_t chunk = static_cast<size_t>(chunk_ms) * rate / 1000;
+  const uint64_t rss_period = static_cast<uint64_t>(rss_every * 60 * rate);
+  std::vector<int16_t> pcm(chunk);
+  Stream stream(&clips, rate);
+  tarn::RecognitionResult result;
+  uint64_t fed = 0, next_rss = static_cast<uint64_t>(60) * rate, words = 0,
+           recognised = 0;
+  std::vector<std::pair<double, long>> rss;  // (audio minute, kB)
+  double cpu = 0;
+  const Clock::time_point wall_start = Clock::now();
+  while (fed < total) {
+    const size_t n =
+        static_cast<size_t>(std::min<uint64_t>(chunk, total - fed));
+    stream.Fill(pcm.data(), n);
+    const double cpu_start = ThreadCpuSeconds();
+    Check(recognizer->AcceptWaveform(pcm.data(), n), "recognising");
+    cpu += ThreadCpuSeconds() - cpu_start;
+    fed += n;
+    while (recognizer->PopResult(&result)) {
+      ++recognised;
+      words += result.words.size();
+    }
+    if (fed >= next_rss) {
+      rss.emplace_back(static_cast<double>(fed) / rate / 60, RssKib());
+      next_rss = (fed / rss_period + 1) * rss_period;
+    }
+  }
+  const double cpu_start = ThreadCpuSeconds();
+  if (!recognizer->FinalResult().words.empty()) ++recognised;
+  cpu += ThreadCpuSeconds() - cpu_start;
+  const double wall =
+      std::chrono::duration<double>(Clock::now() - wall_start).count();
+  const tarn::RecognizerStats s = recognizer->stats();
+  const double step_us = recognizer->step_seconds() * 1e6;
+
+  // The model alone: as many frames again, back to back, through a session.
+  const size_t width = model->frame_size();
+  std::unique_ptr<tarn::Session> session;
+  tarn::SessionOptions session_options;
+  session_options.num_threads = threads;
+  Check(tarn::Session::Create(*model, session_options, &session), "session");
+  std::vector<float> frame(width), logits(model->output_size());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  const uint64_t model_steps = std::min<uint64_t>(s.steps, 20000);
+  uint64_t stepped_count = 0;
+  const double model_cpu_start = ThreadCpuSeconds();
+  while (stepped_count < model_steps) {
+    for (float& v : frame) v = normal(rng);
+    bool stepped = false;
+    Check(session->StepFrame(frame.data(), width, logits.data(), logits.size(),
+                             &stepped),
+          "stepping");
+    stepped_count += stepped ? 1 : 0;
+  }
+  const double model_us = (ThreadCpuSeconds() - model_cpu_start) * 1e6 /
+                          std::max<uint64_t>(1, model_steps);
+
+  tarn::bench::ReadBandwidthMeter meter(model->weight_bytes(), threads);
+  for (int i = 0; i < passes; ++i) meter.Pass();
+  const double floor_us = model->weight_bytes() / (meter.best_gbs() * 1e3);
+
+  std::printf("model %s (%zu weight bytes), %d thread%s, %s, %d ms chunks\n",
+              model_path.c_str(), model->weight_bytes(), threads,
+              threads == 1 ? "" : "s",
+              beam >= 2 ? (std::string("beam ") + std::to_string(beam) +
+                           (options.words.empty() ? "" : " with the word list"))
+                              .c_str()
+                        : "greedy",
+              chunk_ms);
+  std::printf(
+      "audio %.1f min, %llu utterances fed, %llu recognised, %llu "
+      "words; wall %.1f s\n",
+      s.audio_seconds / 60,
+      static_cast<unsigned long long>(stream.utterances()),
+      static_cast<unsigned long long>(recognised),
+      static_cast<unsigned long long>(words), wall);
+  std::printf(
+      "real-time factor %.5f (CPU time %.5f); target %.4f: %s\n",
+      s.processing_seconds / s.audio_seconds, cpu / s.audio_seconds, target,
+      s.processing_seconds / s.audio_seconds <= target ? "met" : "missed");
+  std::printf(
+      "per step (%.0f ms of audio, %llu steps): mean %.1f us, p50 "
+      "%.1f us, p99 %.1f us, max %.1f us; target %.1f us\n",
+      step_us / 1e3, static_cast<unsigned long long>(s.steps), s.step_mean_us,
+      s.step_p50_us, s.step_p99_us, s.step_max_us, target * step_us);
+  std::printf(
+      "model step alone (Session::StepFrame, back to back, CPU "
+      "time): %.1f us = %.0f %% of the stream's CPU time per step\n",
+      model_us, 100 * model_us * std::max<uint64_t>(1, s.steps) / (cpu * 1e6));
+  std::printf(
+      "floor: %zu bytes at %.1f GB/s (best of %d read passes, "
+      "median %.1f GB/s) = %.1f us per step, real-time factor "
+      "%.5f; model step alone = %.2f x floor\n",
+      model->weight_bytes(), meter.best_gbs(), passes, meter.median_gbs(),
+      floor_us, floor_us / step_us, model_us / floor_us);
+  if (!rss.empty()) {
+    std::printf("RSS (kB) by audio minute:");
+    for (const auto& [minute, kib] : rss) {
+      std::printf(" %.0f:%ld", minute, kib);
+    }
+    long peak = 0;
+    for (const auto& r : rss) peak = std::max(peak, r.second);
+    std::printf("\nRSS growth after minute %.0f: %ld kB\n", rss.front().first,
+                peak - rss.front().second);
+  }
+  return 0;
+}

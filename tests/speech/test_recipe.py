@@ -1,0 +1,125 @@
+"""The ASR recipe's machinery (examples/asr).
+
+train.py resumes: a run interrupted mid-epoch and rerun with
+the same arguments ends with the same weights, bit for bit, as one that was
+never interrupted (a fixed number of steps, one thread, batches made in
+this process). Also: the training-only vocal-tract length warp leaves the
+front end's filterbank as it is at factor 1. On a tiny corpus of tones and
+noise made here (the model learns nothing from it in 7 steps; only
+the equality is checked).
+
+make_corpus.py's plan: sets added later (extra flite, Festival) change none
+of the utterances planned before them, and Festival's word sequences are
+none of training's. Run by ctest (speech_recipe).
+"""
+
+import csv
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ASR = Path(__file__).resolve().parents[2] / "examples" / "asr"
+sys.path.insert(0, str(ASR))
+
+import features  # noqa: E402
+import make_corpus  # noqa: E402
+import train  # noqa: E402
+
+
+def write_corpus(root: Path):
+    rng = np.random.default_rng(0)
+    words = "zero one two three go stop".split()
+    rows = []
+    for split, count in (("train", 12), ("dev", 3)):
+        (root / split).mkdir(parents=True)
+        for i in range(count):
+            n = int(rng.integers(4000, 9000))
+            t = np.arange(n) / 16000
+            x = 0.3 * np.sin(2 * np.pi * rng.uniform(100, 900) * t) + 0.05 * rng.standard_normal(n)
+            path = root / split / f"{i}.wav"
+            with wave.open(str(path), "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(16000)
+                w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
+            text = " ".join(rng.choice(words, size=int(rng.integers(1, 3))))
+            rows.append((f"{split}/{i}.wav", text, "tone", split, ""))
+    with open(root / "manifest.tsv", "w", newline="") as f:
+        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
+        writer.writerow(("path", "transcript", "voice", "split", "settings"))
+        writer.writerows(rows)
+
+
+def arguments(data: Path, out: Path):
+    return ["--data", str(data), "--out", str(out), "--steps", "7", "--lr", "1e-3", "--threads", "1",
+            "--workers", "0", "--device", "cpu", "--frames-per-batch", "400", "--checkpoint-minutes", "0",
+            "--final-splits", "dev", "--augment", "robust"]
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
+    data = tmp_path / "data"
+    write_corpus(data)
+    straight, resumed = tmp_path / "straight" / "asr.pt", tmp_path / "resumed" / "asr.pt"
+    assert train.main(arguments(data, straight)) == 0
+    # Step 5 falls in the second epoch, mid-way: the epoch's batch order and
+    # the position in it must both be restored.
+    assert train.main(arguments(data, resumed) + ["--stop-after", "5"]) == 3
+    assert not resumed.exists()
+    assert (resumed.parent / "asr.ckpt").exists()
+    assert train.main(arguments(data, resumed)) == 0
+
+    log = (resumed.parent / "asr.train.log").read_text()
+    resume = [line for line in log.splitlines() if "resumed from" in line]
+    assert len(resume) == 1 and "epoch 2, batch " in resume[0] and "epoch 2, batch 0," not in resume[0], resume
+    assert resume[0].endswith("step 5")
+    a = torch.load(straight, weights_only=False)
+    b = torch.load(resumed, weights_only=False)
+    assert a["training"]["steps"] == b["training"]["steps"] == 7
+    assert a["training"]["epochs"] >= 2  # the run crossed an epoch boundary
+    assert a["state_dict"].keys() == b["state_dict"].keys()
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], b["state_dict"][key]), key
+    assert a["recipe"] == b["recipe"]
+
+    # A finished run rerun does no more steps.
+    assert train.main(arguments(data, resumed)) == 0
+    c = torch.load(resumed, weights_only=False)
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], c["state_dict"][key]), key
+
+    # Other settings refuse the checkpoint instead of mixing two runs.
+    with pytest.raises(SystemExit, match="other settings"):
+        train.main(arguments(data, resumed)[:-1] + ["basic"])
+
+
+def test_vocal_tract_warp_is_the_front_end_at_factor_one():
+    recipe = dict(features.RECIPE, feature_mean=[0.0] * 40, feature_std=[1.0] * 40)
+    np.testing.assert_allclose(train.warped_filterbank(recipe, 1.0), features.mel_filterbank(recipe), atol=1e-12)
+    x = np.random.default_rng(1).standard_normal(4000) * 0.1
+    np.testing.assert_allclose(train.warped_features(x, recipe, 1.0 + 1e-12), features.features(x, recipe),
+                               rtol=1e-5, atol=1e-5)
+    # A factor above 1 moves energy to higher mel bins (a shorter vocal tract).
+    tone = np.sin(2 * np.pi * 1000 * np.arange(4000) / 16000)
+    peak = train.warped_features(tone, recipe, 1.0 + 1e-12).mean(0).argmax()
+    assert train.warped_features(tone, recipe, 1.15).mean(0).argmax() > peak
+
+
+def test_corpus_plan_keeps_earlier_utterances_when_sets_are_added():
+    variants = ["m1", "m2", "f1"]
+    before = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40)
+    after = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40, n_extra_flite=30, n_festival=25)
+    assert after[: len(before)] == before
+    added = after[len(before):]
+    assert [split for split, _, _ in added] == ["train"] * 30 + ["eval_festival"] * 25
+    assert {spec["voice"] for _, _, spec in added[:30]} <= set(make_corpus.FLITE_EXTRA)
+    assert {spec["engine"] for _, _, spec in added[30:]} == {"festival"}
+    trained = {words for split, words, _ in after if split == "train"}
+    assert not trained & {words for split, words, _ in added[30:]}
+    held_out = {words for split, words, _ in before if split != "train"}
+    assert not held_out & {words for _, words, _ in added[:30]}
+    assert make_corpus.plan(300, 20, 16, 10, 1, variants, 40, 30, 25) == after  # deterministic
