@@ -33,13 +33,31 @@ namespace dense {
 
 constexpr size_t kBlock = kDenseBlock;
 
+// int8 weights widened to f32 into the caller's scratch (Dense below): the
+// f32 values of q, still to be scaled.
+struct ScaledF32 {
+  float q;
+};
+static_assert(sizeof(ScaledF32) == sizeof(float), "packed like f32");
+
 // int8 weights carry a scale per output row, applied once to the sum.
 template <typename T>
-inline constexpr bool kScaled = std::is_same_v<T, int8_t>;
+inline constexpr bool kScaled =
+    std::is_same_v<T, int8_t> || std::is_same_v<T, ScaledF32>;
+
+// D::Weights, and f32 loads of int8 weights widened in scratch.
+template <class D, typename T>
+inline typename D::V Load(const T* row, int part) {
+  if constexpr (std::is_same_v<T, ScaledF32>) {
+    return D::Weights(reinterpret_cast<const float*>(row), part);
+  } else {
+    return D::Weights(row, part);
+  }
+}
 
 // MR rows x NB blocks; `outputs` counts from the first block (> (NB-1)*16).
-// f32 and f16 chains start from the bias; int8 chains start from 0 and end
-// with fma(sum, scale, bias).
+// f32, f16 and bf16 chains start from the bias; int8 chains (int8_t or
+// ScaledF32 weights) start from 0 and end with fma(sum, scale, bias).
 template <class D, int MR, int NB, typename T>
 inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
                  const float* scale, const float* bias, typename D::V lo,
@@ -64,7 +82,7 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
   for (size_t i = 0; i < inputs; ++i) {
     // One cache line of the next panel per input, into L2.
     if (ahead != nullptr) __builtin_prefetch(ahead + i * 64, 0, 2);
-    if constexpr (kScaled<T> && MR == 1 && D::kWidenI8AtFma) {
+    if constexpr (std::is_same_v<T, int8_t> && MR == 1 && D::kWidenI8AtFma) {
       // Widened int8 weights need registers (f32 ones are FMA memory
       // operands): widen each just before its FMA, so that the chains of a
       // step stay in registers instead of spilling one.
@@ -72,7 +90,7 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
 #pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) {
         acc[0][v] = D::Fma(
-            xv, D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts),
+            xv, Load<D>(w + (v / kParts) * stride + i * kBlock, v % kParts),
             acc[0][v]);
       }
       continue;
@@ -80,7 +98,7 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     V wv[kV];
 #pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) {
-      wv[v] = D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts);
+      wv[v] = Load<D>(w + (v / kParts) * stride + i * kBlock, v % kParts);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
@@ -182,6 +200,32 @@ void Groups(size_t rows, size_t inputs, size_t outputs, const float* x,
 // Rows of x a panel sweep keeps in L2 (next to the panel): 256 KiB of them.
 constexpr size_t kChunkBytes = size_t{256} << 10;
 
+// Rows from which a chunk's panels are widened into scratch first: below,
+// widening in the tile costs less than storing and reloading the panel
+// (AVX-512, B = 16 at the MNIST shape, two 8-row groups a panel: f16 47 %
+// of the FMA peak widened against 53 %; prefill chunks of 64, eight groups:
+// 72 % against 65 %).
+constexpr size_t kWidenRows = 32;
+
+// f32 weights stay as they are; the others widen into scratch as float, or
+// ScaledF32 for int8 (its chains start from 0).
+template <typename T>
+using Widened = std::conditional_t<kScaled<T>, ScaledF32, float>;
+
+// Widens `block_rows` rows of packed blocks (kBlock weights each) into f32,
+// exactly, in the same packed layout.
+template <class D, typename T>
+void Widen(size_t block_rows, const T* w, float* out) {
+  constexpr int kParts = static_cast<int>(kBlock / D::kLanes);
+  for (size_t j = 0; j < block_rows; ++j) {
+#pragma GCC unroll 16
+    for (int part = 0; part < kParts; ++part) {
+      D::Store(out + j * kBlock + part * D::kLanes,
+               D::Weights(w + j * kBlock, part));
+    }
+  }
+}
+
 // scale: [outputs] for int8 weights, nullptr for f32 and f16. Up to 4 rows
 // (a step) go in one pass over all of W. More rows go panel by panel: a
 // panel is the outputs of one tile of D::kRows rows, its weights are read
@@ -190,11 +234,14 @@ constexpr size_t kChunkBytes = size_t{256} << 10;
 // chunk, instead of every group reading all of W from L3. A panel's groups
 // fetch the next panel into L2 as they go (one cache line per input each,
 // as many groups as it takes), so that the batch's first pass over a panel
-// does not wait on L3 (B = 16 at the MNIST shape: 1.15x).
+// does not wait on L3 (B = 16 at the MNIST shape: 1.15x). With scratch
+// (f16, bf16 and int8 weights only), a panel that more than one group reads
+// is widened to f32 there once, and the groups run over the f32 copy from
+// L1/L2 instead of widening every weight once per group.
 template <class D, typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
-           float y_max, float* y, size_t y_stride) {
+           float y_max, float* y, size_t y_stride, float* scratch = nullptr) {
   assert(rows == 0 || outputs == 0 || (x != nullptr && w != nullptr));
   assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
   assert(y_stride >= outputs);
@@ -207,6 +254,8 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
     return;
   }
   constexpr size_t kPanel = D::Blocks(D::kRows) * kBlock;
+  static_assert(kPanel <= kDenseWidenedOutputs, "a panel fits the scratch");
+  if constexpr (std::is_same_v<T, float>) scratch = nullptr;
   const size_t row_bytes = (inputs > 0 ? inputs : 1) * sizeof(float);
   size_t chunk = kChunkBytes / row_bytes / D::kRows * D::kRows;
   if (chunk < D::kRows) chunk = D::kRows;
@@ -216,14 +265,29 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
       const size_t next = o + kPanel < outputs ? o + kPanel : 0;
       const size_t next_outputs =
           outputs - next < kPanel ? outputs - next : kPanel;
-      Groups<D>(
-          n, inputs, outputs - o < kPanel ? outputs - o : kPanel,
-          x + r * inputs, w + PackedDenseOffset(inputs, o),
-          kScaled<T> ? scale + o : nullptr,
-          bias != nullptr ? bias + o : nullptr, lo, hi, y + r * y_stride + o,
-          y_stride,
-          reinterpret_cast<const char*>(w + PackedDenseOffset(inputs, next)),
-          PackedDenseOffset(inputs, next_outputs) * sizeof(T));
+      const size_t panel_outputs = outputs - o < kPanel ? outputs - o : kPanel;
+      const T* panel = w + PackedDenseOffset(inputs, o);
+      const char* ahead =
+          reinterpret_cast<const char*>(w + PackedDenseOffset(inputs, next));
+      const size_t ahead_bytes =
+          PackedDenseOffset(inputs, next_outputs) * sizeof(T);
+      const float* panel_scale = kScaled<T> ? scale + o : nullptr;
+      const float* panel_bias = bias != nullptr ? bias + o : nullptr;
+      if constexpr (!std::is_same_v<T, float>) {
+        if (scratch != nullptr && n >= kWidenRows) {
+          Widen<D>(
+              PackedDenseOffset(inputs, panel_outputs + kBlock - 1) / kBlock,
+              panel, scratch);
+          Groups<D>(n, inputs, panel_outputs, x + r * inputs,
+                    reinterpret_cast<const Widened<T>*>(scratch), panel_scale,
+                    panel_bias, lo, hi, y + r * y_stride + o, y_stride, ahead,
+                    ahead_bytes);
+          continue;
+        }
+      }
+      Groups<D>(n, inputs, panel_outputs, x + r * inputs, panel, panel_scale,
+                panel_bias, lo, hi, y + r * y_stride + o, y_stride, ahead,
+                ahead_bytes);
     }
   }
   D::End();
@@ -245,23 +309,25 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   }                                                                            \
   void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
                 const float* x, const uint16_t* w, const float* bias,          \
-                float y_min, float y_max, float* y) {                          \
+                float y_min, float y_max, float* y, float* scratch) {          \
     ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, nullptr,     \
-                                     bias, y_min, y_max, y, y_stride);         \
+                                     bias, y_min, y_max, y, y_stride,          \
+                                     scratch);                                 \
   }                                                                            \
   void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,    \
                const float* x, const int8_t* w, const float* scale,            \
-               const float* bias, float y_min, float y_max, float* y) {        \
+               const float* bias, float y_min, float y_max, float* y,          \
+               float* scratch) {                                               \
     ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, scale, bias, \
-                                     y_min, y_max, y, y_stride);               \
+                                     y_min, y_max, y, y_stride, scratch);      \
   }                                                                            \
   void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
                  const float* x, const uint16_t* w, const float* bias,         \
-                 float y_min, float y_max, float* y) {                         \
+                 float y_min, float y_max, float* y, float* scratch) {         \
     ::tarn::kernels::dense::Dense<D>(                                          \
         rows, inputs, outputs, x,                                              \
         reinterpret_cast<const ::tarn::kernels::Bf16*>(w), nullptr, bias,      \
-        y_min, y_max, y, y_stride);                                            \
+        y_min, y_max, y, y_stride, scratch);                                   \
   }
 
 #endif  // TARN_KERNELS_DENSE_DENSE_DRIVER_H_

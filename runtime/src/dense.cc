@@ -33,6 +33,8 @@ struct Task {
   size_t rows;
   const float* input;
   float* output;
+  float* scratch;  // scratch_floats() per piece, or nullptr
+  size_t piece;    // outputs per task
 };
 
 }  // namespace
@@ -124,8 +126,16 @@ Status DenseLayer::InitPacked(size_t inputs, Storage storage,
   return Status::Ok();
 }
 
+size_t DenseLayer::scratch_floats() const {
+  return storage_ == Storage::kF16 || storage_ == Storage::kBf16 ||
+                 storage_ == Storage::kI8
+             ? kernels::DenseScratchFloats(inputs_)
+             : 0;
+}
+
 void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
-                           float* output, size_t first, size_t count) const {
+                           float* output, size_t first, size_t count,
+                           float* scratch) const {
   assert(first % kernels::kDenseBlock == 0);
   const size_t offset = kernels::PackedDenseOffset(inputs_, first);
   const size_t at = part.first + first;  // in the layer's outputs
@@ -138,18 +148,18 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
   } else if (storage_ == Storage::kF16) {
     kernels_.dense_f16(rows, inputs_, count, outputs_, input,
                        static_cast<const uint16_t*>(part.weight) + offset,
-                       bias_.data() + at, output_min_, output_max_,
-                       output + at);
+                       bias_.data() + at, output_min_, output_max_, output + at,
+                       scratch);
   } else if (storage_ == Storage::kBf16) {
     kernels_.dense_bf16(rows, inputs_, count, outputs_, input,
                         static_cast<const uint16_t*>(part.weight) + offset,
                         bias_.data() + at, output_min_, output_max_,
-                        output + at);
+                        output + at, scratch);
   } else if (storage_ == Storage::kI8) {
     kernels_.dense_i8(rows, inputs_, count, outputs_, input,
                       static_cast<const int8_t*>(part.weight) + offset,
                       scale_.data() + at, bias_.data() + at, output_min_,
-                      output_max_, output + at);
+                      output_max_, output + at, scratch);
   } else {
     kernels_.dense_f32(rows, inputs_, count, outputs_, input,
                        static_cast<const float*>(part.weight) + offset,
@@ -159,28 +169,33 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
 }
 
 void DenseLayer::Run(size_t rows, const float* input, float* output,
-                     pthreadpool_t threads) const {
+                     pthreadpool_t threads, float* scratch) const {
   const size_t workers =
       threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
   for (const Part& part : parts_) {
     if (workers <= 1 || part.outputs <= kernels::kDenseBlock) {
-      RunBlocks(part, rows, input, output, 0, part.outputs);
+      RunBlocks(part, rows, input, output, 0, part.outputs, scratch);
       continue;
     }
-    // One piece of whole blocks per thread.
+    // One piece of whole blocks per thread, so at most `workers` tasks: the
+    // task of piece p uses thread scratch p.
     const size_t blocks =
         (part.outputs + kernels::kDenseBlock - 1) / kernels::kDenseBlock;
     const size_t piece =
         (blocks + workers - 1) / workers * kernels::kDenseBlock;
-    Task task{this, &part, rows, input, output};
+    Task task{this, &part, rows, input, output, scratch, piece};
     HappensBefore(&task);
     pthreadpool_parallelize_1d_tile_1d(
         threads,
         [](void* context, size_t first, size_t count) {
           HappensAfter(context);
           const Task& t = *static_cast<const Task*>(context);
+          float* scratch =
+              t.scratch != nullptr
+                  ? t.scratch + first / t.piece * t.layer->scratch_floats()
+                  : nullptr;
           t.layer->RunBlocks(*static_cast<const Part*>(t.part), t.rows, t.input,
-                             t.output, first, count);
+                             t.output, first, count, scratch);
           HappensBefore(context);
         },
         &task, part.outputs, piece, /*flags=*/0);

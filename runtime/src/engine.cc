@@ -11,7 +11,9 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
     : m_(model),
       c_(model.config),
       k_(model.kernels),
-      scratch_(model.PlanScratch(max_rows)),
+      scratch_(model.PlanScratch(
+          max_rows,
+          threads != nullptr ? pthreadpool_get_threads_count(threads) : 1)),
       scratch_floats_(scratch),
       threads_(threads),
       pre_norm_(c_.norm_placement == NormPlacement::kPre) {}
@@ -88,7 +90,8 @@ void Engine::Embed(const Rows& rows, float* x) {
   if (c_.input_kind == InputKind::kFrames) {
     if (m_.input_projection) {
       // A relu runs as the projection's output clamp.
-      m_.input_projection->Run(n, at(scratch_.windows), x, threads_);
+      m_.input_projection->Run(n, at(scratch_.windows), x, threads_,
+                               dense_scratch());
     } else {
       if (x != InputRow(0)) std::memcpy(x, InputRow(0), n * d * sizeof(float));
       // No projection to fuse a relu into: apply it here.
@@ -165,7 +168,7 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
     input = normed;
   }
   float* qkv = at(scratch_.qkv);
-  w.qkv->Run(rows, input, qkv, threads_);
+  w.qkv->Run(rows, input, qkv, threads_, dense_scratch());
   float* phi_k = at(scratch_.phi_k);
   for (size_t r = 0; r < rows; ++r) {
     FeatureMap(w, qkv + r * width, phi_q + r * heads * C);
@@ -242,7 +245,7 @@ void Engine::AttentionOutput(size_t layer, size_t rows, float* x) {
   const LayerWeights& w = m_.layers[layer];
   const size_t d = c_.d_model;
   float* branch = at(scratch_.branch);
-  w.out->Run(rows, at(scratch_.attention), branch, threads_);
+  w.out->Run(rows, at(scratch_.attention), branch, threads_, dense_scratch());
   for (size_t r = 0; r < rows; ++r) {
     if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
@@ -285,10 +288,11 @@ void Engine::FeedForward(size_t layer, size_t rows, float* x) {
     }
   }
   // A relu runs as linear1's output clamp.
-  w.linear1->Run(rows, pre_norm_ ? normed : x, hidden, threads_);
+  w.linear1->Run(rows, pre_norm_ ? normed : x, hidden, threads_,
+                 dense_scratch());
   if (c_.activation == Activation::kGelu)
     k_.gelu(rows * c_.d_ff, hidden, hidden);
-  w.linear2->Run(rows, hidden, branch, threads_);
+  w.linear2->Run(rows, hidden, branch, threads_, dense_scratch());
   for (size_t r = 0; r < rows; ++r) {
     if (pre_norm_) {
       k_.add(d, x + r * d, branch + r * d, x + r * d);
@@ -311,7 +315,7 @@ void Engine::Output(size_t rows, const float* x, float* outputs) {
     last = normed;
   }
   if (m_.head) {
-    m_.head->Run(rows, last, outputs, threads_);
+    m_.head->Run(rows, last, outputs, threads_, dense_scratch());
   } else {
     std::memcpy(outputs, last, rows * d * sizeof(float));
   }

@@ -84,6 +84,10 @@ class Engine {
 
  private:
   float* at(size_t offset) { return scratch_floats_ + offset; }
+  // The dense layers' workspace, or null where none is planned.
+  float* dense_scratch() {
+    return scratch_.dense_floats > 0 ? at(scratch_.dense) : nullptr;
+  }
   // One head's attention state: S, z and their carries.
   struct HeadState {
     float *S, *z, *S_carry, *z_carry;
