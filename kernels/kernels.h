@@ -111,9 +111,9 @@ struct KernelTable {
   // it is loaded (the arithmetic is f32).
   // scratch: DenseScratchFloats(inputs) floats of workspace, or nullptr.
   // With more than 4 rows a variant may widen each panel of W into it once
-  // and run every group of rows over the f32 copy, instead of widening each
-  // weight once per group; the widening is exact, so the bits are the same
-  // with or without it. scratch must not overlap any other argument.
+  // and run the other groups of rows over the f32 copy, instead of widening
+  // each weight once per group; the widening is exact, so the bits are the
+  // same with or without it. scratch must not overlap any other argument.
   void (*dense_f16)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
                     const float* x, const uint16_t* w, const float* bias,
                     float y_min, float y_max, float* y, float* scratch);

@@ -45,6 +45,11 @@ template <typename T>
 inline constexpr bool kScaled =
     std::is_same_v<T, int8_t> || std::is_same_v<T, ScaledF32>;
 
+// f32 weights stay as they are; the others widen into scratch as float, or
+// ScaledF32 for int8 (its chains start from 0).
+template <typename T>
+using Widened = std::conditional_t<kScaled<T>, ScaledF32, float>;
+
 // D::Weights, and f32 loads of int8 weights widened in scratch.
 template <class D, typename T>
 inline typename D::V Load(const T* row, int part) {
@@ -61,8 +66,8 @@ inline typename D::V Load(const T* row, int part) {
 template <class D, int MR, int NB, typename T>
 inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
                  const float* scale, const float* bias, typename D::V lo,
-                 typename D::V hi, float* y, size_t y_stride,
-                 const char* ahead) {
+                 typename D::V hi, float* y, size_t y_stride, const char* ahead,
+                 float* widened) {
   using V = typename D::V;
   constexpr int kL = static_cast<int>(D::kLanes);
   constexpr int kParts = static_cast<int>(kBlock) / kL;  // vectors per block
@@ -83,6 +88,7 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     // One cache line of the next panel per input, into L2.
     if (ahead != nullptr) __builtin_prefetch(ahead + i * 64, 0, 2);
     if constexpr (std::is_same_v<T, int8_t> && MR == 1 && D::kWidenI8AtFma) {
+      assert(widened == nullptr);
       // Widened int8 weights need registers (f32 ones are FMA memory
       // operands): widen each just before its FMA, so that the chains of a
       // step stay in registers instead of spilling one.
@@ -99,6 +105,17 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
 #pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) {
       wv[v] = Load<D>(w + (v / kParts) * stride + i * kBlock, v % kParts);
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      // The weights widened for the next groups, in the same layout.
+      if (widened != nullptr) {
+#pragma GCC unroll 16
+        for (int v = 0; v < kV; ++v) {
+          D::Store(
+              widened + (v / kParts) * stride + i * kBlock + (v % kParts) * kL,
+              wv[v]);
+        }
+      }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
@@ -125,20 +142,22 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
 }
 
 // MR rows, all outputs: tiles of NB blocks while they fill, then the rest in
-// tiles of 4, 2 and 1 blocks.
+// tiles of 4, 2 and 1 blocks. With `widened`, the tiles also store the
+// weights they widen there, in the packed layout.
 template <class D, int MR, int NB, typename T>
 void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
           const float* scale, const float* bias, typename D::V lo,
           typename D::V hi, float* y, size_t y_stride,
-          const char* ahead = nullptr) {
+          const char* ahead = nullptr, float* widened = nullptr) {
   size_t o = 0;
   auto left = [&] { return o < outputs ? outputs - o : 0; };
   auto tile = [&](auto nb) {
     constexpr int kNb = decltype(nb)::value;
-    Tile<D, MR, kNb>(inputs, outputs - o, x, w + PackedDenseOffset(inputs, o),
-                     kScaled<T> ? scale + o : nullptr,
-                     bias != nullptr ? bias + o : nullptr, lo, hi, y + o,
-                     y_stride, ahead);
+    Tile<D, MR, kNb>(
+        inputs, outputs - o, x, w + PackedDenseOffset(inputs, o),
+        kScaled<T> ? scale + o : nullptr, bias != nullptr ? bias + o : nullptr,
+        lo, hi, y + o, y_stride, ahead,
+        widened != nullptr ? widened + PackedDenseOffset(inputs, o) : nullptr);
     o += kNb * kBlock;
   };
   while (left() > (NB - 1) * kBlock) tile(std::integral_constant<int, NB>());
@@ -177,12 +196,30 @@ void Group(size_t m, size_t inputs, size_t outputs, const float* x, const T* w,
 }
 
 // Rows [0, rows) of all `outputs`: groups of D::kRows, then groups of up to
-// 4, each group one pass over the weights given.
+// 4, each group one pass over the weights given; group g fetches lines
+// [g * inputs, (g + 1) * inputs) of `next`'s next_bytes into L2. With
+// `widen` (f16, bf16, int8 weights), the first group also stores the
+// weights it widens there, and the others run over that f32 copy.
 template <class D, typename T>
 void Groups(size_t rows, size_t inputs, size_t outputs, const float* x,
             const T* w, const float* scale, const float* bias, typename D::V lo,
             typename D::V hi, float* y, size_t y_stride,
-            const char* next = nullptr, size_t next_bytes = 0) {
+            const char* next = nullptr, size_t next_bytes = 0,
+            float* widen = nullptr) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (widen != nullptr && rows > D::kRows) {
+      Rows<D, D::kRows, D::Blocks(D::kRows)>(
+          inputs, outputs, x, w, scale, bias, lo, hi, y, y_stride,
+          next_bytes > 0 ? next : nullptr, widen);
+      const size_t fetched =
+          inputs * 64 < next_bytes ? inputs * 64 : next_bytes;
+      Groups<D>(rows - D::kRows, inputs, outputs, x + D::kRows * inputs,
+                reinterpret_cast<const Widened<T>*>(widen), scale, bias, lo, hi,
+                y + D::kRows * y_stride, y_stride, next + fetched,
+                next_bytes - fetched);
+      return;
+    }
+  }
   size_t r = 0;
   for (; rows - r >= D::kRows; r += D::kRows) {
     const size_t ahead = r / D::kRows * inputs * 64;
@@ -200,32 +237,6 @@ void Groups(size_t rows, size_t inputs, size_t outputs, const float* x,
 // Rows of x a panel sweep keeps in L2 (next to the panel): 256 KiB of them.
 constexpr size_t kChunkBytes = size_t{256} << 10;
 
-// Rows from which a chunk's panels are widened into scratch first: below,
-// widening in the tile costs less than storing and reloading the panel
-// (AVX-512, B = 16 at the MNIST shape, two 8-row groups a panel: f16 47 %
-// of the FMA peak widened against 53 %; prefill chunks of 64, eight groups:
-// 72 % against 65 %).
-constexpr size_t kWidenRows = 32;
-
-// f32 weights stay as they are; the others widen into scratch as float, or
-// ScaledF32 for int8 (its chains start from 0).
-template <typename T>
-using Widened = std::conditional_t<kScaled<T>, ScaledF32, float>;
-
-// Widens `block_rows` rows of packed blocks (kBlock weights each) into f32,
-// exactly, in the same packed layout.
-template <class D, typename T>
-void Widen(size_t block_rows, const T* w, float* out) {
-  constexpr int kParts = static_cast<int>(kBlock / D::kLanes);
-  for (size_t j = 0; j < block_rows; ++j) {
-#pragma GCC unroll 16
-    for (int part = 0; part < kParts; ++part) {
-      D::Store(out + j * kBlock + part * D::kLanes,
-               D::Weights(w + j * kBlock, part));
-    }
-  }
-}
-
 // scale: [outputs] for int8 weights, nullptr for f32 and f16. Up to 4 rows
 // (a step) go in one pass over all of W. More rows go panel by panel: a
 // panel is the outputs of one tile of D::kRows rows, its weights are read
@@ -235,9 +246,11 @@ void Widen(size_t block_rows, const T* w, float* out) {
 // fetch the next panel into L2 as they go (one cache line per input each,
 // as many groups as it takes), so that the batch's first pass over a panel
 // does not wait on L3 (B = 16 at the MNIST shape: 1.15x). With scratch
-// (f16, bf16 and int8 weights only), a panel that more than one group reads
-// is widened to f32 there once, and the groups run over the f32 copy from
-// L1/L2 instead of widening every weight once per group.
+// (f16, bf16 and int8 weights only) and at least two whole groups, the
+// first group of a panel stores the f32 weights it widens there as it goes,
+// and the others run over that copy from L1/L2 instead of widening every
+// weight again (a separate widening pass before the groups cost more than
+// it saved at B = 16).
 template <class D, typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
@@ -274,14 +287,10 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
       const float* panel_scale = kScaled<T> ? scale + o : nullptr;
       const float* panel_bias = bias != nullptr ? bias + o : nullptr;
       if constexpr (!std::is_same_v<T, float>) {
-        if (scratch != nullptr && n >= kWidenRows) {
-          Widen<D>(
-              PackedDenseOffset(inputs, panel_outputs + kBlock - 1) / kBlock,
-              panel, scratch);
-          Groups<D>(n, inputs, panel_outputs, x + r * inputs,
-                    reinterpret_cast<const Widened<T>*>(scratch), panel_scale,
-                    panel_bias, lo, hi, y + r * y_stride + o, y_stride, ahead,
-                    ahead_bytes);
+        if (scratch != nullptr && n >= 2 * D::kRows) {
+          Groups<D>(n, inputs, panel_outputs, x + r * inputs, panel,
+                    panel_scale, panel_bias, lo, hi, y + r * y_stride + o,
+                    y_stride, ahead, ahead_bytes, scratch);
           continue;
         }
       }
