@@ -199,6 +199,11 @@ struct PackedDense {
   std::vector<int8_t> q8;  // PackDenseQ8's layout
   std::vector<float> scale, bias;
   mutable std::vector<float> scratch;
+  // 64-byte aligned, as the runtime's scratch regions are.
+  float* Scratch() const {
+    const auto at = reinterpret_cast<uintptr_t>(scratch.data());
+    return scratch.data() + (64 - at % 64) % 64 / sizeof(float);
+  }
 };
 
 PackedDense MakePackedDense(Weights t, DenseShape shape, uint32_t seed) {
@@ -210,7 +215,8 @@ PackedDense MakePackedDense(Weights t, DenseShape shape, uint32_t seed) {
                 {},
                 {},
                 Random(shape.outputs, -0.1f, 0.1f, seed),
-                std::vector<float>(kernels::DenseScratchFloats(shape.inputs))};
+                std::vector<float>(kernels::DenseScratchFloats(shape.inputs) +
+                                   64 / sizeof(float))};
   // Magnitudes kept in f16's normal range (ToHalf's domain).
   const std::vector<float> w = Random(n, 0.01f, 0.05f, seed + 1);
   switch (t) {
@@ -255,13 +261,13 @@ void RunPackedDense(const KernelTable* k, const PackedDense& d, size_t rows,
                  d.bias.data(), lo, hi, y);
   } else if (!d.w16.empty()) {
     k->dense_f16(rows, s.inputs, s.outputs, s.outputs, x, d.w16.data(),
-                 d.bias.data(), lo, hi, y, d.scratch.data());
+                 d.bias.data(), lo, hi, y, d.Scratch());
   } else if (!d.q8.empty()) {
     k->dense_q8(rows, s.inputs, s.outputs, s.outputs, x, d.q8.data(),
                 d.scale.data(), d.bias.data(), lo, hi, y);
   } else {
     k->dense_i8(rows, s.inputs, s.outputs, s.outputs, x, d.w8.data(),
-                d.scale.data(), d.bias.data(), lo, hi, y, d.scratch.data());
+                d.scale.data(), d.bias.data(), lo, hi, y, d.Scratch());
   }
 }
 
