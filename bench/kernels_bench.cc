@@ -3,10 +3,11 @@
 // 8 heads of d_k = d_v = 32, d_ff 1024. The dense kernels run at batch 1 on
 // f32, f16 and int8 weights, one layer at a time (weights in L2) and as the
 // whole model's step (every layer's weights streamed once, 25 MB in f32,
-// 6.3 MB in int8). Beside them, the limits: XNNPACK's
-// f32 fully-connected operators at the same model's shapes (weights in L2,
-// as bytes of weights per second) and the read bandwidth for buffers the
-// size of one layer's and of the whole model's weights.
+// 6.3 MB in int8), and at 16 and 64 rows (a batch, a prefill chunk).
+// Beside them, the peers and limits: XNNPACK's f32, f16 and qs8
+// fully-connected operators at the same model's shapes and row counts
+// (weights in L2) and the read bandwidth for buffers the size of one layer's
+// and of the whole model's weights.
 //
 //   build/bench/tarn_kernels_bench --benchmark_filter=causal_step
 //
@@ -179,28 +180,43 @@ void BenchF16ToF32(benchmark::State& state, const KernelTable* k, size_t n) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
-// The weight types of the dense kernels.
-enum class Weights { kF32, kF16, kI8 };
+// The weight types of the dense kernels: kI8 is dense_i8 (int8 weights,
+// f32 arithmetic), kQ8 dense_q8 (int8 weights and activations, integer dot
+// products).
+enum class Weights { kF32, kF16, kI8, kQ8 };
 
 struct DenseShape {
   size_t inputs, outputs;
 };
 
 // One dense layer's packed weights (the type's vector only), scales for int8,
-// and bias.
+// and bias; and the kernels' scratch, as the runtime gives it.
 struct PackedDense {
   DenseShape shape;
   std::vector<float> w32;
   std::vector<uint16_t> w16;
   std::vector<int8_t> w8;
+  std::vector<int8_t> q8;  // PackDenseQ8's layout
   std::vector<float> scale, bias;
+  mutable std::vector<float> scratch;
+  // 64-byte aligned, as the runtime's scratch regions are.
+  float* Scratch() const {
+    const auto at = reinterpret_cast<uintptr_t>(scratch.data());
+    return scratch.data() + (64 - at % 64) % 64 / sizeof(float);
+  }
 };
 
 PackedDense MakePackedDense(Weights t, DenseShape shape, uint32_t seed) {
   const size_t n = shape.inputs * shape.outputs;
   const size_t packed = kernels::PackedDenseSize(shape.inputs, shape.outputs);
-  PackedDense d{shape, {}, {},
-                {},    {}, Random(shape.outputs, -0.1f, 0.1f, seed)};
+  PackedDense d{shape,
+                {},
+                {},
+                {},
+                {},
+                Random(shape.outputs, -0.1f, 0.1f, seed),
+                std::vector<float>(kernels::DenseScratchFloats(shape.inputs) +
+                                   64 / sizeof(float))};
   // Magnitudes kept in f16's normal range (ToHalf's domain).
   const std::vector<float> w = Random(n, 0.01f, 0.05f, seed + 1);
   switch (t) {
@@ -215,13 +231,20 @@ PackedDense MakePackedDense(Weights t, DenseShape shape, uint32_t seed) {
       kernels::PackDense(shape.inputs, shape.outputs, h.data(), d.w16.data());
       break;
     }
-    case Weights::kI8: {
+    case Weights::kI8:
+    case Weights::kQ8: {
       std::mt19937 rng(seed + 2);
       std::uniform_int_distribution<int> level(-127, 127);
       std::vector<int8_t> q(n);
       for (int8_t& v : q) v = static_cast<int8_t>(level(rng));
-      d.w8.resize(packed);
-      kernels::PackDense(shape.inputs, shape.outputs, q.data(), d.w8.data());
+      if (t == Weights::kQ8) {
+        d.q8.resize(kernels::PackedDenseQ8Bytes(shape.inputs, shape.outputs));
+        kernels::PackDenseQ8(shape.inputs, shape.outputs, q.data(),
+                             d.q8.data());
+      } else {
+        d.w8.resize(packed);
+        kernels::PackDense(shape.inputs, shape.outputs, q.data(), d.w8.data());
+      }
       d.scale = Random(shape.outputs, 1e-4f, 4e-4f, seed + 3);
       break;
     }
@@ -238,10 +261,13 @@ void RunPackedDense(const KernelTable* k, const PackedDense& d, size_t rows,
                  d.bias.data(), lo, hi, y);
   } else if (!d.w16.empty()) {
     k->dense_f16(rows, s.inputs, s.outputs, s.outputs, x, d.w16.data(),
-                 d.bias.data(), lo, hi, y);
+                 d.bias.data(), lo, hi, y, d.Scratch());
+  } else if (!d.q8.empty()) {
+    k->dense_q8(rows, s.inputs, s.outputs, s.outputs, x, d.q8.data(),
+                d.scale.data(), d.bias.data(), lo, hi, y);
   } else {
     k->dense_i8(rows, s.inputs, s.outputs, s.outputs, x, d.w8.data(),
-                d.scale.data(), d.bias.data(), lo, hi, y);
+                d.scale.data(), d.bias.data(), lo, hi, y, d.Scratch());
   }
 }
 
@@ -260,7 +286,7 @@ void BenchTarnDense(benchmark::State& state, const KernelTable* k, Weights t,
           t, shape, static_cast<uint32_t>(21 + 4 * layers.size())));
       const PackedDense& d = layers.back();
       bytes += d.w32.size() * sizeof(float) + d.w16.size() * 2 + d.w8.size() +
-               (d.scale.size() + d.bias.size()) * sizeof(float);
+               d.q8.size() + (d.scale.size() + d.bias.size()) * sizeof(float);
       items += rows * shape.inputs * shape.outputs;
       widest = std::max({widest, shape.inputs, shape.outputs});
     }
@@ -296,7 +322,8 @@ void RegisterDense(Isa isa, const KernelTable* k) {
                           {"linear2/1024x256", linear2}};
   const std::pair<Weights, const char*> types[] = {{Weights::kF32, "dense_f32"},
                                                    {Weights::kF16, "dense_f16"},
-                                                   {Weights::kI8, "dense_i8"}};
+                                                   {Weights::kI8, "dense_i8"},
+                                                   {Weights::kQ8, "dense_q8"}};
   for (const auto& [t, family] : types) {
     const std::string prefix = std::string(family) + "/" + isa_name + "/";
     for (const Named& layer : layers) {
@@ -387,6 +414,88 @@ void BenchDense(benchmark::State& state, size_t inputs, size_t outputs,
   state.SetItemsProcessed(state.iterations() * rows * inputs * outputs);
 }
 
+// The dtypes of XNNPACK's fully-connected operators measured.
+enum class XnnType { kF32, kF16, kQS8 };
+
+// y = W x + b for `rows` rows through XNNPACK's fully-connected operator of
+// one dtype. f16: activations, weights, bias and outputs in binary16 (as the
+// operator takes them). qs8: int8 activations and outputs, int8 weights with
+// one scale for the whole tensor (not per output row, as tarn's int8), int32
+// bias; the f32 <-> int8 conversions of activations a model would add are
+// not counted. Bytes and items as BenchDense.
+void BenchXnnDense(benchmark::State& state, XnnType type, size_t inputs,
+                   size_t outputs, size_t rows) {
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    state.SkipWithError("xnn_initialize failed");
+    return;
+  }
+  const std::vector<float> wf = Random(inputs * outputs, 0.01f, 0.05f, 18);
+  const std::vector<float> bf = Random(outputs, -0.1f, 0.1f, 19);
+  const std::vector<float> xf = Random(rows * inputs, -1, 1, 20);
+  xnn_operator_t op = nullptr;
+  xnn_status status = xnn_status_success;
+  size_t weight_bytes = 0;
+  std::vector<uint16_t> w16, b16, x16, y16;
+  std::vector<int8_t> w8, x8, y8;
+  std::vector<int32_t> b32;
+  if (type == XnnType::kF16) {
+    auto half = [](const std::vector<float>& f) {
+      std::vector<uint16_t> h(f.size());
+      for (size_t i = 0; i < f.size(); ++i) h[i] = ToHalf(f[i]);
+      return h;
+    };
+    w16 = half(wf);
+    b16 = half(bf);
+    x16 = half(xf);
+    y16.resize(rows * outputs);
+    weight_bytes = (inputs + 1) * outputs * sizeof(uint16_t);
+    status = xnn_create_fully_connected_nc_f16(
+        inputs, outputs, inputs, outputs, w16.data(), b16.data(),
+        -std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::infinity(), 0, &op);
+    if (status == xnn_status_success) {
+      status = xnn_setup_fully_connected_nc_f16(op, rows, x16.data(),
+                                                y16.data(), nullptr);
+    }
+  } else {
+    std::mt19937 rng(21);
+    std::uniform_int_distribution<int> level(-127, 127);
+    w8.resize(inputs * outputs);
+    for (int8_t& v : w8) v = static_cast<int8_t>(level(rng));
+    x8.resize(rows * inputs);
+    for (int8_t& v : x8) v = static_cast<int8_t>(level(rng));
+    b32.assign(outputs, 0);
+    y8.resize(rows * outputs);
+    weight_bytes = inputs * outputs + outputs * sizeof(int32_t);
+    status = xnn_create_fully_connected_nc_qs8(
+        inputs, outputs, inputs, outputs, /*input_zero_point=*/0,
+        /*input_scale=*/1.0f / 127, /*kernel_scale=*/1.0f / 127 / 32, w8.data(),
+        b32.data(), /*output_zero_point=*/0,
+        /*output_scale=*/0.05f, -127, 127, 0, &op);
+    if (status == xnn_status_success) {
+      status = xnn_setup_fully_connected_nc_qs8(op, rows, x8.data(), y8.data(),
+                                                nullptr);
+    }
+  }
+  if (status != xnn_status_success) {
+    state.SkipWithError(
+        ("XNNPACK fully-connected operator failed, status " +
+         std::to_string(static_cast<int>(status)) +
+         (status == xnn_status_unsupported_hardware ? " (unsupported hardware)"
+                                                    : ""))
+            .c_str());
+    if (op != nullptr) xnn_delete_operator(op);
+    return;
+  }
+  for (auto _ : state) {
+    xnn_run_operator(op, nullptr);
+    benchmark::ClobberMemory();
+  }
+  xnn_delete_operator(op);
+  state.SetBytesProcessed(state.iterations() * weight_bytes);
+  state.SetItemsProcessed(state.iterations() * rows * inputs * outputs);
+}
+
 void BenchReadBandwidth(benchmark::State& state, size_t bytes) {
   ReadBandwidthMeter meter(bytes, 1);
   for (auto _ : state) meter.Pass();
@@ -408,6 +517,20 @@ void RegisterLimits() {
       benchmark::RegisterBenchmark(
           (name + "/M:" + std::to_string(rows)).c_str(), BenchDense,
           shape.first, shape.second, rows);
+    }
+  }
+  for (const auto& [type, family] :
+       {std::pair<XnnType, const char*>{XnnType::kF16, "xnn_dense_f16/"},
+        std::pair<XnnType, const char*>{XnnType::kQS8, "xnn_dense_qs8/"}}) {
+    for (const auto& [layer, shape] : layers) {
+      const std::string name = std::string(family) + layer;
+      benchmark::RegisterBenchmark(name.c_str(), BenchXnnDense, type,
+                                   shape.first, shape.second, size_t{1});
+      for (size_t rows : kDenseRows) {
+        benchmark::RegisterBenchmark(
+            (name + "/M:" + std::to_string(rows)).c_str(), BenchXnnDense, type,
+            shape.first, shape.second, rows);
+      }
     }
   }
   const size_t layer_bytes =

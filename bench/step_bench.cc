@@ -407,16 +407,17 @@ class Dense {
                   bias_.data(), y_min_, inf, output_.data());
     } else if (dtype_ == "f16") {
       k.dense_f16(1, inputs_, outputs_, outputs_, input_.data(), w16_.data(),
-                  bias_.data(), y_min_, inf, output_.data());
+                  bias_.data(), y_min_, inf, output_.data(), nullptr);
     } else if (dtype_ == "bf16") {
       k.dense_bf16(1, inputs_, outputs_, outputs_, input_.data(), w16_.data(),
-                   bias_.data(), y_min_, inf, output_.data());
+                   bias_.data(), y_min_, inf, output_.data(), nullptr);
     } else if (int8_dot_) {
       k.dense_q8(1, inputs_, outputs_, outputs_, input_.data(), w8_.data(),
                  scale_.data(), bias_.data(), y_min_, inf, output_.data());
     } else {
       k.dense_i8(1, inputs_, outputs_, outputs_, input_.data(), w8_.data(),
-                 scale_.data(), bias_.data(), y_min_, inf, output_.data());
+                 scale_.data(), bias_.data(), y_min_, inf, output_.data(),
+                 nullptr);
     }
   }
 

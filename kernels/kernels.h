@@ -109,9 +109,14 @@ struct KernelTable {
                     float y_min, float y_max, float* y);
   // dense_f32 with W stored as IEEE-754 binary16, widened exactly to f32 as
   // it is loaded (the arithmetic is f32).
+  // scratch: DenseScratchFloats(inputs) floats of workspace, or nullptr.
+  // With more than 4 rows a variant may widen each panel of W into it once
+  // and run the other groups of rows over the f32 copy, instead of widening
+  // each weight once per group; the widening is exact, so the bits are the
+  // same with or without it. scratch must not overlap any other argument.
   void (*dense_f16)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
                     const float* x, const uint16_t* w, const float* bias,
-                    float y_min, float y_max, float* y);
+                    float y_min, float y_max, float* y, float* scratch);
   // dense_f32 with W stored as int8 with one scale per output row (W[o][i] =
   // scale[o] * q[o][i]): a quarter of the bytes a step streams. Each output
   // is one chain of fused multiply-adds from 0, adding x[r][i] float(q[o][i])
@@ -119,10 +124,11 @@ struct KernelTable {
   //   y[r][o] = clamp(fma(sum, scale[o], b[o] or 0))
   // clamped as dense_f32; so again every variant, row count and block split
   // gives the same bits. scale: [outputs] (pass scale + first for a part, as
-  // bias); the rest as dense_f32.
+  // bias); scratch as dense_f16; the rest as dense_f32.
   void (*dense_i8)(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
                    const float* x, const int8_t* w, const float* scale,
-                   const float* bias, float y_min, float y_max, float* y);
+                   const float* bias, float y_min, float y_max, float* y,
+                   float* scratch);
   // favor+ random features (Choromanski et al. 2021, as fast-transformers'
   // Favor) of every head of one row: with x' = x[h] sqrt(softmax_temp) and
   // u = x' omega,
@@ -162,10 +168,12 @@ struct KernelTable {
   // the same FMA chain as dense_f32, so again every variant, row count and
   // block split gives the same bits. (AVX512-BF16's vdpbf16ps would round x
   // to bf16 too and sum pairs of products: see docs/decisions.md.) Packed
-  // like dense_f16 (PackDense of uint16_t); the rest as dense_f32.
+  // like dense_f16 (PackDense of uint16_t); scratch as dense_f16; the rest
+  // as dense_f32.
   void (*dense_bf16)(size_t rows, size_t inputs, size_t outputs,
                      size_t y_stride, const float* x, const uint16_t* w,
-                     const float* bias, float y_min, float y_max, float* y);
+                     const float* bias, float y_min, float y_max, float* y,
+                     float* scratch);
   // y = float(x) for n bfloat16 values: x[i] << 16, exact, NaNs and
   // subnormals kept bit for bit. x: [n]; y: [n].
   void (*bf16_to_f32)(size_t n, const uint16_t* x, float* y);
@@ -201,6 +209,13 @@ inline constexpr size_t PackedDenseOffset(size_t inputs, size_t first) {
 }
 inline constexpr size_t PackedDenseSize(size_t inputs, size_t outputs) {
   return PackedDenseOffset(inputs, outputs + kDenseBlock - 1);
+}
+// The workspace dense_f16, dense_bf16 and dense_i8 may use with more than
+// 4 rows: one panel of W widened to f32, the outputs of one row tile
+// (at most kDenseWidenedOutputs, whole blocks, on every variant).
+inline constexpr size_t kDenseWidenedOutputs = 2 * kDenseBlock;
+inline constexpr size_t DenseScratchFloats(size_t inputs) {
+  return kDenseWidenedOutputs * inputs;
 }
 // Packs w [outputs][inputs] into packed [PackedDenseSize(inputs, outputs)].
 void PackDense(size_t inputs, size_t outputs, const float* w, float* packed);

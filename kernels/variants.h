@@ -29,10 +29,11 @@
                 float y_min, float y_max, float* y);                         \
   void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
                 const float* x, const uint16_t* w, const float* bias,        \
-                float y_min, float y_max, float* y);                         \
+                float y_min, float y_max, float* y, float* scratch);         \
   void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
                const float* x, const int8_t* w, const float* scale,          \
-               const float* bias, float y_min, float y_max, float* y);       \
+               const float* bias, float y_min, float y_max, float* y,        \
+               float* scratch);                                              \
   void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,   \
                      const float* omega, float softmax_temp, bool stabilize, \
                      float* phi);                                            \
@@ -43,7 +44,7 @@
                      float* y);                                              \
   void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t ystride, \
                  const float* x, const uint16_t* w, const float* bias,       \
-                 float y_min, float y_max, float* y);                        \
+                 float y_min, float y_max, float* y, float* scratch);        \
   void Bf16ToF32(size_t n, const uint16_t* x, float* y);                     \
   }
 

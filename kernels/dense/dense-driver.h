@@ -33,18 +33,41 @@ namespace dense {
 
 constexpr size_t kBlock = kDenseBlock;
 
+// int8 weights widened to f32 into the caller's scratch (Dense below): the
+// f32 values of q, still to be scaled.
+struct ScaledF32 {
+  float q;
+};
+static_assert(sizeof(ScaledF32) == sizeof(float), "packed like f32");
+
 // int8 weights carry a scale per output row, applied once to the sum.
 template <typename T>
-inline constexpr bool kScaled = std::is_same_v<T, int8_t>;
+inline constexpr bool kScaled =
+    std::is_same_v<T, int8_t> || std::is_same_v<T, ScaledF32>;
+
+// f32 weights stay as they are; the others widen into scratch as float, or
+// ScaledF32 for int8 (its chains start from 0).
+template <typename T>
+using Widened = std::conditional_t<kScaled<T>, ScaledF32, float>;
+
+// D::Weights, and f32 loads of int8 weights widened in scratch.
+template <class D, typename T>
+inline typename D::V Load(const T* row, int part) {
+  if constexpr (std::is_same_v<T, ScaledF32>) {
+    return D::Weights(reinterpret_cast<const float*>(row), part);
+  } else {
+    return D::Weights(row, part);
+  }
+}
 
 // MR rows x NB blocks; `outputs` counts from the first block (> (NB-1)*16).
-// f32 and f16 chains start from the bias; int8 chains start from 0 and end
-// with fma(sum, scale, bias).
+// f32, f16 and bf16 chains start from the bias; int8 chains (int8_t or
+// ScaledF32 weights) start from 0 and end with fma(sum, scale, bias).
 template <class D, int MR, int NB, typename T>
 inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
                  const float* scale, const float* bias, typename D::V lo,
-                 typename D::V hi, float* y, size_t y_stride,
-                 const char* ahead) {
+                 typename D::V hi, float* y, size_t y_stride, const char* ahead,
+                 float* widened) {
   using V = typename D::V;
   constexpr int kL = static_cast<int>(D::kLanes);
   constexpr int kParts = static_cast<int>(kBlock) / kL;  // vectors per block
@@ -64,7 +87,8 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
   for (size_t i = 0; i < inputs; ++i) {
     // One cache line of the next panel per input, into L2.
     if (ahead != nullptr) __builtin_prefetch(ahead + i * 64, 0, 2);
-    if constexpr (kScaled<T> && MR == 1 && D::kWidenI8AtFma) {
+    if constexpr (std::is_same_v<T, int8_t> && MR == 1 && D::kWidenI8AtFma) {
+      assert(widened == nullptr);
       // Widened int8 weights need registers (f32 ones are FMA memory
       // operands): widen each just before its FMA, so that the chains of a
       // step stay in registers instead of spilling one.
@@ -72,7 +96,7 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
 #pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) {
         acc[0][v] = D::Fma(
-            xv, D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts),
+            xv, Load<D>(w + (v / kParts) * stride + i * kBlock, v % kParts),
             acc[0][v]);
       }
       continue;
@@ -80,7 +104,18 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     V wv[kV];
 #pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) {
-      wv[v] = D::Weights(w + (v / kParts) * stride + i * kBlock, v % kParts);
+      wv[v] = Load<D>(w + (v / kParts) * stride + i * kBlock, v % kParts);
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      // The weights widened for the next groups, in the same layout.
+      if (widened != nullptr) {
+#pragma GCC unroll 16
+        for (int v = 0; v < kV; ++v) {
+          D::Store(
+              widened + (v / kParts) * stride + i * kBlock + (v % kParts) * kL,
+              wv[v]);
+        }
+      }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
@@ -107,20 +142,22 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
 }
 
 // MR rows, all outputs: tiles of NB blocks while they fill, then the rest in
-// tiles of 4, 2 and 1 blocks.
+// tiles of 4, 2 and 1 blocks. With `widened`, the tiles also store the
+// weights they widen there, in the packed layout.
 template <class D, int MR, int NB, typename T>
 void Rows(size_t inputs, size_t outputs, const float* x, const T* w,
           const float* scale, const float* bias, typename D::V lo,
           typename D::V hi, float* y, size_t y_stride,
-          const char* ahead = nullptr) {
+          const char* ahead = nullptr, float* widened = nullptr) {
   size_t o = 0;
   auto left = [&] { return o < outputs ? outputs - o : 0; };
   auto tile = [&](auto nb) {
     constexpr int kNb = decltype(nb)::value;
-    Tile<D, MR, kNb>(inputs, outputs - o, x, w + PackedDenseOffset(inputs, o),
-                     kScaled<T> ? scale + o : nullptr,
-                     bias != nullptr ? bias + o : nullptr, lo, hi, y + o,
-                     y_stride, ahead);
+    Tile<D, MR, kNb>(
+        inputs, outputs - o, x, w + PackedDenseOffset(inputs, o),
+        kScaled<T> ? scale + o : nullptr, bias != nullptr ? bias + o : nullptr,
+        lo, hi, y + o, y_stride, ahead,
+        widened != nullptr ? widened + PackedDenseOffset(inputs, o) : nullptr);
     o += kNb * kBlock;
   };
   while (left() > (NB - 1) * kBlock) tile(std::integral_constant<int, NB>());
@@ -159,12 +196,30 @@ void Group(size_t m, size_t inputs, size_t outputs, const float* x, const T* w,
 }
 
 // Rows [0, rows) of all `outputs`: groups of D::kRows, then groups of up to
-// 4, each group one pass over the weights given.
+// 4, each group one pass over the weights given; group g fetches lines
+// [g * inputs, (g + 1) * inputs) of `next`'s next_bytes into L2. With
+// `widen` (f16, bf16, int8 weights), the first group also stores the
+// weights it widens there, and the others run over that f32 copy.
 template <class D, typename T>
 void Groups(size_t rows, size_t inputs, size_t outputs, const float* x,
             const T* w, const float* scale, const float* bias, typename D::V lo,
             typename D::V hi, float* y, size_t y_stride,
-            const char* next = nullptr, size_t next_bytes = 0) {
+            const char* next = nullptr, size_t next_bytes = 0,
+            float* widen = nullptr) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (widen != nullptr && rows > D::kRows) {
+      Rows<D, D::kRows, D::Blocks(D::kRows)>(
+          inputs, outputs, x, w, scale, bias, lo, hi, y, y_stride,
+          next_bytes > 0 ? next : nullptr, widen);
+      const size_t fetched =
+          inputs * 64 < next_bytes ? inputs * 64 : next_bytes;
+      Groups<D>(rows - D::kRows, inputs, outputs, x + D::kRows * inputs,
+                reinterpret_cast<const Widened<T>*>(widen), scale, bias, lo, hi,
+                y + D::kRows * y_stride, y_stride, next + fetched,
+                next_bytes - fetched);
+      return;
+    }
+  }
   size_t r = 0;
   for (; rows - r >= D::kRows; r += D::kRows) {
     const size_t ahead = r / D::kRows * inputs * 64;
@@ -190,11 +245,16 @@ constexpr size_t kChunkBytes = size_t{256} << 10;
 // chunk, instead of every group reading all of W from L3. A panel's groups
 // fetch the next panel into L2 as they go (one cache line per input each,
 // as many groups as it takes), so that the batch's first pass over a panel
-// does not wait on L3 (B = 16 at the MNIST shape: 1.15x).
+// does not wait on L3 (B = 16 at the MNIST shape: 1.15x). With scratch
+// (f16, bf16 and int8 weights only) and at least two whole groups, the
+// first group of a panel stores the f32 weights it widens there as it goes,
+// and the others run over that copy from L1/L2 instead of widening every
+// weight again (a separate widening pass before the groups cost more than
+// it saved at B = 16).
 template <class D, typename T>
 void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
            const T* w, const float* scale, const float* bias, float y_min,
-           float y_max, float* y, size_t y_stride) {
+           float y_max, float* y, size_t y_stride, float* scratch = nullptr) {
   assert(rows == 0 || outputs == 0 || (x != nullptr && w != nullptr));
   assert(rows == 0 || outputs == 0 || (scale != nullptr) == kScaled<T>);
   assert(y_stride >= outputs);
@@ -207,6 +267,8 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
     return;
   }
   constexpr size_t kPanel = D::Blocks(D::kRows) * kBlock;
+  static_assert(kPanel <= kDenseWidenedOutputs, "a panel fits the scratch");
+  if constexpr (std::is_same_v<T, float>) scratch = nullptr;
   const size_t row_bytes = (inputs > 0 ? inputs : 1) * sizeof(float);
   size_t chunk = kChunkBytes / row_bytes / D::kRows * D::kRows;
   if (chunk < D::kRows) chunk = D::kRows;
@@ -216,14 +278,25 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
       const size_t next = o + kPanel < outputs ? o + kPanel : 0;
       const size_t next_outputs =
           outputs - next < kPanel ? outputs - next : kPanel;
-      Groups<D>(
-          n, inputs, outputs - o < kPanel ? outputs - o : kPanel,
-          x + r * inputs, w + PackedDenseOffset(inputs, o),
-          kScaled<T> ? scale + o : nullptr,
-          bias != nullptr ? bias + o : nullptr, lo, hi, y + r * y_stride + o,
-          y_stride,
-          reinterpret_cast<const char*>(w + PackedDenseOffset(inputs, next)),
-          PackedDenseOffset(inputs, next_outputs) * sizeof(T));
+      const size_t panel_outputs = outputs - o < kPanel ? outputs - o : kPanel;
+      const T* panel = w + PackedDenseOffset(inputs, o);
+      const char* ahead =
+          reinterpret_cast<const char*>(w + PackedDenseOffset(inputs, next));
+      const size_t ahead_bytes =
+          PackedDenseOffset(inputs, next_outputs) * sizeof(T);
+      const float* panel_scale = kScaled<T> ? scale + o : nullptr;
+      const float* panel_bias = bias != nullptr ? bias + o : nullptr;
+      if constexpr (!std::is_same_v<T, float>) {
+        if (scratch != nullptr && n >= 2 * D::kRows) {
+          Groups<D>(n, inputs, panel_outputs, x + r * inputs, panel,
+                    panel_scale, panel_bias, lo, hi, y + r * y_stride + o,
+                    y_stride, ahead, ahead_bytes, scratch);
+          continue;
+        }
+      }
+      Groups<D>(n, inputs, panel_outputs, x + r * inputs, panel, panel_scale,
+                panel_bias, lo, hi, y + r * y_stride + o, y_stride, ahead,
+                ahead_bytes);
     }
   }
   D::End();
@@ -245,23 +318,25 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
   }                                                                            \
   void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
                 const float* x, const uint16_t* w, const float* bias,          \
-                float y_min, float y_max, float* y) {                          \
+                float y_min, float y_max, float* y, float* scratch) {          \
     ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, nullptr,     \
-                                     bias, y_min, y_max, y, y_stride);         \
+                                     bias, y_min, y_max, y, y_stride,          \
+                                     scratch);                                 \
   }                                                                            \
   void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,    \
                const float* x, const int8_t* w, const float* scale,            \
-               const float* bias, float y_min, float y_max, float* y) {        \
+               const float* bias, float y_min, float y_max, float* y,          \
+               float* scratch) {                                               \
     ::tarn::kernels::dense::Dense<D>(rows, inputs, outputs, x, w, scale, bias, \
-                                     y_min, y_max, y, y_stride);               \
+                                     y_min, y_max, y, y_stride, scratch);      \
   }                                                                            \
   void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
                  const float* x, const uint16_t* w, const float* bias,         \
-                 float y_min, float y_max, float* y) {                         \
+                 float y_min, float y_max, float* y, float* scratch) {         \
     ::tarn::kernels::dense::Dense<D>(                                          \
         rows, inputs, outputs, x,                                              \
         reinterpret_cast<const ::tarn::kernels::Bf16*>(w), nullptr, bias,      \
-        y_min, y_max, y, y_stride);                                            \
+        y_min, y_max, y, y_stride, scratch);                                   \
   }
 
 #endif  // TARN_KERNELS_DENSE_DENSE_DRIVER_H_

@@ -106,21 +106,22 @@ void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
   Dense(rows, inputs, outputs, x, w, nullptr, bias, y_min, y_max, y, y_stride);
 }
 
+// The reference widens every weight where it is used: no scratch.
 void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
               const float* x, const uint16_t* w, const float* bias, float y_min,
-              float y_max, float* y) {
+              float y_max, float* y, float*) {
   Dense(rows, inputs, outputs, x, w, nullptr, bias, y_min, y_max, y, y_stride);
 }
 
 void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
              const float* x, const int8_t* w, const float* scale,
-             const float* bias, float y_min, float y_max, float* y) {
+             const float* bias, float y_min, float y_max, float* y, float*) {
   Dense(rows, inputs, outputs, x, w, scale, bias, y_min, y_max, y, y_stride);
 }
 
 void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
                const float* x, const uint16_t* w, const float* bias,
-               float y_min, float y_max, float* y) {
+               float y_min, float y_max, float* y, float*) {
   Dense(rows, inputs, outputs, x, reinterpret_cast<const Bf16*>(w), nullptr,
         bias, y_min, y_max, y, y_stride);
 }

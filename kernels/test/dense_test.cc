@@ -159,13 +159,16 @@ TEST(DensePack, Layout) {
 // Runs one variant's dense_f32, dense_f16, dense_i8 or dense_bf16 on `l` and
 // returns y [rows][outputs]; y is written with a row stride of outputs + gap
 // into a buffer of sentinels, and every sentinel outside the outputs must
-// survive.
+// survive. With `widen`, the kernel is given its scratch (guarded too),
+// else nullptr.
 std::vector<float> RunDense(const KernelTable& k, Dtype t, const Layer& l,
                             size_t rows, const std::vector<float>& x,
-                            bool with_bias, float lo, float hi,
-                            size_t gap = 3) {
+                            bool with_bias, float lo, float hi, size_t gap = 3,
+                            bool widen = true) {
   const size_t stride = l.outputs + gap;
   Guarded y(rows * stride, 1);
+  Guarded scratch(DenseScratchFloats(l.inputs), 1);
+  float* work = widen ? scratch.get() : nullptr;
   const float* bias = with_bias ? l.bias.data() : nullptr;
   switch (t) {
     case Dtype::kF32:
@@ -174,18 +177,20 @@ std::vector<float> RunDense(const KernelTable& k, Dtype t, const Layer& l,
       break;
     case Dtype::kF16:
       k.dense_f16(rows, l.inputs, l.outputs, stride, NonNull(x),
-                  NonNull(l.packed_h), bias, lo, hi, y.get());
+                  NonNull(l.packed_h), bias, lo, hi, y.get(), work);
       break;
     case Dtype::kI8:
       k.dense_i8(rows, l.inputs, l.outputs, stride, NonNull(x),
-                 NonNull(l.packed_q), l.scale.data(), bias, lo, hi, y.get());
+                 NonNull(l.packed_q), l.scale.data(), bias, lo, hi, y.get(),
+                 work);
       break;
     case Dtype::kBf16:
       k.dense_bf16(rows, l.inputs, l.outputs, stride, NonNull(x),
-                   NonNull(l.packed_b), bias, lo, hi, y.get());
+                   NonNull(l.packed_b), bias, lo, hi, y.get(), work);
       break;
   }
   EXPECT_TRUE(y.Intact()) << "wrote out of bounds";
+  EXPECT_TRUE(scratch.Intact()) << "wrote out of the scratch";
   std::vector<float> out(rows * l.outputs);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t o = 0; o < stride; ++o) {
@@ -416,6 +421,40 @@ TEST_P(DenseSimd, MatchesScalarAtModelSizes) {
   }
 }
 
+// f16, bf16 and int8 weights widened a panel at a time into the scratch
+// (more than one group of rows over a panel) and widened in the tile (no
+// scratch) give the scalar reference's bits: row counts around the groups
+// and chunks of the panel sweep, outputs around a panel.
+TEST_P(DenseSimd, WidenedPanelsMatchScalarBitForBit) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  const KernelTable* s = KernelsFor(Isa::kScalar);
+  struct Shape {
+    size_t inputs, outputs;
+  };
+  for (Shape shape : {Shape{7, 16}, Shape{40, 33}, Shape{256, 200},
+                      Shape{1024, 48}, Shape{4096, 20}}) {
+    const Layer l = RandomLayer(shape.inputs, shape.outputs, 17);
+    for (size_t rows : {5, 8, 9, 12, 16, 17, 24, 64, 67}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + ", " +
+                   std::to_string(shape.inputs) + " -> " +
+                   std::to_string(shape.outputs));
+      std::mt19937 rng(static_cast<uint32_t>(rows + shape.inputs));
+      const std::vector<float> x =
+          Uniform(rows * shape.inputs, -1.0f, 1.0f, rng);
+      for (Dtype t : {Dtype::kF16, Dtype::kBf16, Dtype::kI8}) {
+        SCOPED_TRACE(DtypeName(t));
+        const std::vector<float> want =
+            RunDense(*s, t, l, rows, x, true, -0.5f, kInf);
+        ExpectBitsEqual(RunDense(*k, t, l, rows, x, true, -0.5f, kInf, 3, true),
+                        want, "y (scratch)");
+        ExpectBitsEqual(
+            RunDense(*k, t, l, rows, x, true, -0.5f, kInf, 3, false), want,
+            "y (no scratch)");
+      }
+    }
+  }
+}
+
 // dense_i8 at the scalar test's sizes, inputs == 0 included, with and
 // without bias, free and clamped.
 TEST_P(DenseSimd, I8MatchesScalarBitForBit) {
@@ -439,6 +478,7 @@ TEST_P(DenseSplit, PiecesOfBlocksMatchTheWhole) {
   const Layer l = RandomLayer(inputs, outputs, 11);
   std::mt19937 rng(11);
   const std::vector<float> x = Uniform(rows * inputs, -1.0f, 1.0f, rng);
+  std::vector<float> scratch(DenseScratchFloats(inputs));
   for (Dtype t : kDtypes) {
     SCOPED_TRACE(DtypeName(t));
     const std::vector<float> whole =
@@ -458,17 +498,18 @@ TEST_P(DenseSplit, PiecesOfBlocksMatchTheWhole) {
           case Dtype::kF16:
             k->dense_f16(rows, inputs, count, outputs, x.data(),
                          l.packed_h.data() + offset, l.bias.data() + first,
-                         -kInf, kInf, y.data() + first);
+                         -kInf, kInf, y.data() + first, scratch.data());
             break;
           case Dtype::kI8:
             k->dense_i8(rows, inputs, count, outputs, x.data(),
                         l.packed_q.data() + offset, l.scale.data() + first,
-                        l.bias.data() + first, -kInf, kInf, y.data() + first);
+                        l.bias.data() + first, -kInf, kInf, y.data() + first,
+                        scratch.data());
             break;
           case Dtype::kBf16:
             k->dense_bf16(rows, inputs, count, outputs, x.data(),
                           l.packed_b.data() + offset, l.bias.data() + first,
-                          -kInf, kInf, y.data() + first);
+                          -kInf, kInf, y.data() + first, scratch.data());
             break;
         }
       }
@@ -485,15 +526,15 @@ TEST_P(DenseSplit, NoRowsOrNoOutputsWriteNothing) {
   k->dense_f32(0, 4, 16, 16, x.data(), l.packed_w.data(), nullptr, -kInf, kInf,
                y.get());
   k->dense_f16(1, 4, 0, 16, x.data(), l.packed_h.data(), nullptr, -kInf, kInf,
-               y.get());
+               y.get(), nullptr);
   k->dense_i8(0, 4, 16, 16, x.data(), l.packed_q.data(), l.scale.data(),
-              l.bias.data(), -kInf, kInf, y.get());
+              l.bias.data(), -kInf, kInf, y.get(), nullptr);
   k->dense_i8(1, 4, 0, 16, x.data(), l.packed_q.data(), l.scale.data(),
-              l.bias.data(), -kInf, kInf, y.get());
+              l.bias.data(), -kInf, kInf, y.get(), nullptr);
   k->dense_bf16(0, 4, 16, 16, x.data(), l.packed_b.data(), nullptr, -kInf, kInf,
-                y.get());
+                y.get(), nullptr);
   k->dense_bf16(1, 4, 0, 16, x.data(), l.packed_b.data(), nullptr, -kInf, kInf,
-                y.get());
+                y.get(), nullptr);
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ(Bits(y[i]), Guarded::kSentinel);
   EXPECT_TRUE(y.Intact());
 }

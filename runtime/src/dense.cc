@@ -100,8 +100,16 @@ Status DenseLayer::InitPacked(size_t inputs, Storage storage,
   return Status::Ok();
 }
 
+size_t DenseLayer::scratch_floats() const {
+  return storage_ == Storage::kF16 || storage_ == Storage::kBf16 ||
+                 storage_ == Storage::kI8
+             ? kernels::DenseScratchFloats(inputs_)
+             : 0;
+}
+
 void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
-                           float* output, size_t first, size_t count) const {
+                           float* output, size_t first, size_t count,
+                           float* scratch) const {
   assert(first % kernels::kDenseBlock == 0);
   const size_t offset = kernels::PackedDenseOffset(inputs_, first);
   const size_t at = part.first + first;  // in the layer's outputs
@@ -114,18 +122,18 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
   } else if (storage_ == Storage::kF16) {
     kernels_.dense_f16(rows, inputs_, count, outputs_, input,
                        static_cast<const uint16_t*>(part.weight) + offset,
-                       bias_.data() + at, output_min_, output_max_,
-                       output + at);
+                       bias_.data() + at, output_min_, output_max_, output + at,
+                       scratch);
   } else if (storage_ == Storage::kBf16) {
     kernels_.dense_bf16(rows, inputs_, count, outputs_, input,
                         static_cast<const uint16_t*>(part.weight) + offset,
                         bias_.data() + at, output_min_, output_max_,
-                        output + at);
+                        output + at, scratch);
   } else if (storage_ == Storage::kI8) {
     kernels_.dense_i8(rows, inputs_, count, outputs_, input,
                       static_cast<const int8_t*>(part.weight) + offset,
                       scale_.data() + at, bias_.data() + at, output_min_,
-                      output_max_, output + at);
+                      output_max_, output + at, scratch);
   } else {
     kernels_.dense_f32(rows, inputs_, count, outputs_, input,
                        static_cast<const float*>(part.weight) + offset,
@@ -135,7 +143,8 @@ void DenseLayer::RunBlocks(const Part& part, size_t rows, const float* input,
 }
 
 Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
-                           size_t member, size_t members) const {
+                           size_t member, size_t members,
+                           float* scratch) const {
   // The blocks of all parts, numbered in order, split evenly: a member's
   // outputs are contiguous in the layer's.
   size_t blocks = 0;
@@ -151,7 +160,7 @@ Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
       const size_t begin = (first - part_first_block) * kernels::kDenseBlock;
       const size_t end = std::min(
           part.outputs, (last - part_first_block) * kernels::kDenseBlock);
-      RunBlocks(part, rows, input, output, begin, end - begin);
+      RunBlocks(part, rows, input, output, begin, end - begin, scratch);
       outputs.first = std::min(outputs.first, part.first + begin);
       outputs.last = part.first + end;
     }
@@ -162,9 +171,11 @@ Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
 }
 
 void DenseLayer::Run(size_t rows, const float* input, float* output,
-                     pthreadpool_t threads) const {
+                     pthreadpool_t threads, float* scratch) const {
   RunTeam(threads, [&](size_t member, size_t members) {
-    RunShare(rows, input, output, member, members);
+    RunShare(
+        rows, input, output, member, members,
+        scratch != nullptr ? scratch + member * scratch_floats() : nullptr);
   });
 }
 

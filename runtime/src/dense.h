@@ -65,16 +65,23 @@ class DenseLayer {
   // every output is the same chain of operations whatever the split (see
   // kernels.h), so results are bit-identical for every thread count, and for
   // every row count. Thread-safe: the layer is read-only after Init.
+  // scratch: scratch_floats() floats for each thread of `threads` (1
+  // without), or nullptr; with more than 4 rows, f16, bf16 and int8 layers
+  // widen their weights there a panel at a time (kernels.h), same bits.
   void Run(size_t rows, const float* input, float* output,
-           pthreadpool_t threads) const;
+           pthreadpool_t threads, float* scratch = nullptr) const;
+
+  // Workspace floats Run can use per thread: 0 for f32 and kQ8 weights.
+  size_t scratch_floats() const;
 
   // Member `member` of a team of `members` threads: Run's share of that
   // member (the layer's blocks split evenly, in order), on the caller's
   // thread. Returns the outputs it wrote, [first, last) (empty when the
   // team has more members than blocks). The members' shares together are
-  // Run's outputs, bit for bit.
+  // Run's outputs, bit for bit. scratch: this member's scratch_floats(), or
+  // nullptr.
   Range RunShare(size_t rows, const float* input, float* output, size_t member,
-                 size_t members) const;
+                 size_t members, float* scratch = nullptr) const;
 
   size_t inputs() const { return inputs_; }
   size_t outputs() const { return outputs_; }
@@ -97,7 +104,8 @@ class DenseLayer {
 
   // Runs outputs [first, first + count) of `part` for all rows.
   void RunBlocks(const Part& part, size_t rows, const float* input,
-                 float* output, size_t first, size_t count) const;
+                 float* output, size_t first, size_t count,
+                 float* scratch) const;
 
   const kernels::KernelTable& kernels_ = kernels::Kernels();
   std::unique_ptr<void, Free> owned_;  // Init's packed copy, 64-byte aligned

@@ -11,7 +11,9 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
     : m_(model),
       c_(model.config),
       k_(model.kernels),
-      scratch_(model.PlanScratch(max_rows)),
+      scratch_(model.PlanScratch(
+          max_rows,
+          threads != nullptr ? pthreadpool_get_threads_count(threads) : 1)),
       scratch_floats_(scratch),
       threads_(threads),
       pre_norm_(c_.norm_placement == NormPlacement::kPre) {}
@@ -88,7 +90,8 @@ void Engine::Embed(const Rows& rows, float* x) {
   if (c_.input_kind == InputKind::kFrames) {
     if (m_.input_projection) {
       // A relu runs as the projection's output clamp.
-      m_.input_projection->Run(n, at(scratch_.windows), x, threads_);
+      m_.input_projection->Run(n, at(scratch_.windows), x, threads_,
+                               dense_scratch());
     } else {
       if (x != InputRow(0)) std::memcpy(x, InputRow(0), n * d * sizeof(float));
       // No projection to fuse a relu into: apply it here.
@@ -152,11 +155,15 @@ void Engine::FeatureMap(const LayerWeights& w, const float* x, float* phi) {
 
 Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
                     float* output, const Team& team) {
+  float* scratch = dense_scratch();
   if (team.members == 1) {
-    layer.Run(rows, input, output, threads_);
+    layer.Run(rows, input, output, threads_, scratch);
     return {0, layer.outputs()};
   }
-  return layer.RunShare(rows, input, output, team.member, team.members);
+  return layer.RunShare(rows, input, output, team.member, team.members,
+                        scratch != nullptr
+                            ? scratch + team.member * layer.scratch_floats()
+                            : nullptr);
 }
 
 float* Engine::Normed(const Team& team) {

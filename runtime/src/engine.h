@@ -90,6 +90,10 @@ class Engine {
 
  private:
   float* at(size_t offset) { return scratch_floats_ + offset; }
+  // The dense layers' workspace, or null where none is planned.
+  float* dense_scratch() {
+    return scratch_.dense_floats > 0 ? at(scratch_.dense) : nullptr;
+  }
   // The caller's part in a Forward: member `member` of `members` threads,
   // meeting at `barrier`. A team of one (Encode, or no pool) runs every
   // part itself, each dense layer split over the pool on its own.

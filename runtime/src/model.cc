@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -918,7 +919,7 @@ void Model::Impl::PlanState() {
   }
 }
 
-ScratchLayout Model::Impl::PlanScratch(size_t rows) const {
+ScratchLayout Model::Impl::PlanScratch(size_t rows, size_t threads) const {
   const ModelConfig& c = config;
   const size_t heads = c.num_heads, C = c.feature_dim;
   size_t next = 0;
@@ -941,6 +942,22 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows) const {
                          ? rows * c.stack_window * c.input_dim
                          : 0);
   s.streams = region(rows * sizeof(void*) / sizeof(float));
+  s.dense_floats = 0;
+  if (rows > 4) {
+    auto widest = [&](const std::unique_ptr<DenseLayer>& layer) {
+      if (layer != nullptr) {
+        s.dense_floats = std::max(s.dense_floats, layer->scratch_floats());
+      }
+    };
+    for (const LayerWeights& w : layers) {
+      for (const auto* layer : {&w.qkv, &w.out, &w.linear1, &w.linear2}) {
+        widest(*layer);
+      }
+    }
+    widest(input_projection);
+    widest(head);
+  }
+  s.dense = region(threads * s.dense_floats);
   s.total = next;
   return s;
 }
@@ -1045,7 +1062,9 @@ size_t Model::session_bytes(const SessionOptions& options) const {
       options.max_prefill_chunk > kMaxPrefillChunk) {
     return 0;
   }
-  const ScratchLayout scratch = impl_->PlanScratch(options.max_prefill_chunk);
+  const ScratchLayout scratch =
+      impl_->PlanScratch(options.max_prefill_chunk,
+                         static_cast<size_t>(std::max(options.num_threads, 1)));
   return kBlockHeaderBytes +
          (impl_->state.total + scratch.total) * sizeof(float);
 }
@@ -1055,7 +1074,10 @@ size_t Model::batch_bytes(const BatchOptions& options) const {
     return 0;
   }
   return kBlockHeaderBytes +
-         impl_->PlanScratch(options.max_streams).total * sizeof(float);
+         impl_->PlanScratch(options.max_streams, static_cast<size_t>(std::max(
+                                                     options.num_threads, 1)))
+                 .total *
+             sizeof(float);
 }
 
 std::vector<std::pair<std::string, std::string>> Model::metadata() const {

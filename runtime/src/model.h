@@ -102,6 +102,11 @@ struct ScratchLayout {
   size_t hidden;     // [rows][d_ff]
   size_t windows;    // [rows][stack_window * input_dim] frames to project
   size_t streams;    // [rows] Stream pointers of a batch call
+  // [threads][dense_floats] the dense layers' workspace (DenseLayer::Run):
+  // f16, bf16 and int8 weights widened a panel at a time. Empty for up to 4
+  // rows (never widened) and for f32 models.
+  size_t dense;
+  size_t dense_floats;  // per thread: the widest layer's scratch_floats()
   size_t total;
 };
 
@@ -136,7 +141,8 @@ class Model::Impl {
   uint64_t identity = 0;
   size_t output_size = 0;
 
-  ScratchLayout PlanScratch(size_t rows) const;
+  // Scratch for up to `rows` rows on `threads` threads (1 or more).
+  ScratchLayout PlanScratch(size_t rows, size_t threads) const;
 
  private:
   Status ReadConfig();

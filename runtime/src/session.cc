@@ -539,7 +539,10 @@ class SessionBatch::Impl {
         m_(internal::ModelAccess::Get(model)),
         c_(m_.config),
         streams_(reinterpret_cast<Stream**>(
-            floats + m_.PlanScratch(options.max_streams).streams)),
+            floats +
+            m_.PlanScratch(options.max_streams, static_cast<size_t>(std::max(
+                                                    options.num_threads, 1)))
+                .streams)),
         engine_(m_, floats, options.max_streams, threads) {}
 
   Status Check(Session* const* sessions, size_t count, float* outputs,

@@ -47,11 +47,35 @@ TEST_P(PrefillTest, ThenStepsEqualsSteppingAllTheWay) {
   EXPECT_EQ(prefilled->position(), stepped->position());
 }
 
+// With threads each takes whole blocks of outputs and its own part of the
+// dense layers' scratch (f16, bf16 and int8 weights widened a panel at a
+// time): the bits of one thread stepping.
+TEST(Prefill, OnThreadsEqualsSteppingOnOne) {
+  for (const char* name :
+       {"tokens", "tokens_f16", "tokens_bf16", "tokens_i8"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    const Inputs inputs(*model, 300);
+    SessionOptions threaded;
+    threaded.num_threads = 3;
+    std::unique_ptr<Session> stepped, prefilled;
+    ASSERT_TRUE(Session::Create(*model, SessionOptions(), &stepped).ok());
+    ASSERT_TRUE(Session::Create(*model, threaded, &prefilled).ok());
+    std::vector<float> expected, actual;
+    StepThrough(*stepped, inputs, 0, inputs.count, &expected);
+    PrefillThrough(*prefilled, inputs, 0, inputs.count, &actual);
+    EXPECT_TRUE(actual == expected) << ToString(Compare(actual, expected));
+    EXPECT_TRUE(StateOf(*prefilled) == StateOf(*stepped));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Goldens, PrefillTest,
-    ::testing::Combine(::testing::Values("tokens", "tokens_f16", "frames",
-                                         "speech", "favor", "favor_stabilize",
-                                         "relu", "learned", "concat_mixture"),
+    ::testing::Combine(::testing::Values("tokens", "tokens_f16", "tokens_bf16",
+                                         "tokens_i8", "frames", "speech",
+                                         "favor", "favor_stabilize", "relu",
+                                         "learned", "concat_mixture"),
                        ::testing::Values(1, 7, 64, 1000)),
     [](const auto& info) {
       std::string name = std::get<0>(info.param);
