@@ -19,11 +19,11 @@
 # (festival festvox-kdlpc16k festvox-us-slt-hts: scripts/install-deps.sh
 # demo), for the evaluation-only set.
 #
-# Wall time on 2 cores (Sapphire Rapids, otherwise idle): corpus about
-# 10 min (17 950 utterances, 1.1 GB); training about 1.4 s a step, so about
-# 4.7 h for 12 000 steps (an estimate from runs of the same model and batch
-# size; a full run of this recipe has not been timed); export and evaluation
-# 2 min.
+# Wall time on 2 cores (Sapphire Rapids, shared with other builds, load
+# average 5-7): corpus 10 min (17 950 utterances, 1.1 GB); training about
+# 0.75 s a step at nice 19 (as many CPU seconds, its batch maker included), so
+# about 2.5 h for 12 000 steps (measured over the first third of a run; a full run
+# has not been timed); export and evaluation 2 min.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:-$here/data}
