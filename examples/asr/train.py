@@ -155,9 +155,12 @@ def change_speed(samples, factor):
     return np.interp(positions, np.arange(len(samples)), samples)
 
 
-def augment(pieces, rng, speed_perturbed):
+def augment(pieces, rng, speed_perturbed, robust=False):
     """[samples, ...] of one training example -> augmented waveform (float64,
-    16-bit grid); a fraction speed_perturbed of the pieces change speed."""
+    16-bit grid); a fraction speed_perturbed of the pieces change speed.
+    robust (--augment robust) adds a room (35 %) before the gain and a
+    channel (25 %) after the noise; without it the random draws are those of
+    --augment basic, so earlier runs replay."""
     sr = features.RECIPE["sample_rate"]
     parts = [np.zeros(rng.integers(0, int(0.3 * sr)))]
     spoken = []
@@ -171,6 +174,8 @@ def augment(pieces, rng, speed_perturbed):
         parts.append(samples)
     parts.append(np.zeros(rng.integers(0, int(0.3 * sr))))
     x = np.concatenate(parts)
+    if robust and rng.random() < 0.35:
+        x = convolve(x, room_impulse_response(rng, sr))
     gain = 10 ** (rng.uniform(-30, 0) / 20) / (np.abs(x).max() + 1e-9)
     x *= gain
     roll = rng.random()
@@ -180,6 +185,8 @@ def augment(pieces, rng, speed_perturbed):
         x += noise * signal_rms * 10 ** (-rng.uniform(5, 40) / 20)
     elif roll < 0.75:  # a faint noise floor, like a quiet recording
         x += rng.standard_normal(len(x)) * 10 ** (-rng.uniform(60, 80) / 20)
+    if robust and rng.random() < 0.25:
+        x = channel(x, rng, sr)
     return np.round(np.clip(x, -1.0, 32767 / 32768) * 32768) / 32768
 
 
@@ -244,37 +251,6 @@ def channel(x, rng, sr):
     if roll < 0.7:  # recorded at 8, 11.025 or 12 kHz (and resampled)
         return band_limit(x, sr, 0, rng.choice((4000, 5512, 6000)) * rng.uniform(0.9, 1.0))
     return mu_law(x) if roll < 0.85 else a_law(x)
-
-
-def augment_robust(pieces, rng, speed_perturbed):
-    """augment()'s steps plus a room (35 %) and a channel (25 %)."""
-    sr = features.RECIPE["sample_rate"]
-    parts = [np.zeros(rng.integers(0, int(0.3 * sr)))]
-    spoken = []
-    for i, samples in enumerate(pieces):
-        if i:
-            parts.append(np.zeros(rng.integers(int(0.1 * sr), int(0.6 * sr))))
-        samples = samples.astype(np.float64)
-        if speed_perturbed and rng.random() < speed_perturbed:
-            samples = change_speed(samples, rng.uniform(*SPEED_RANGE))
-        spoken.append(samples)
-        parts.append(samples)
-    parts.append(np.zeros(rng.integers(0, int(0.3 * sr))))
-    x = np.concatenate(parts)
-    if rng.random() < 0.35:
-        x = convolve(x, room_impulse_response(rng, sr))
-    gain = 10 ** (rng.uniform(-30, 0) / 20) / (np.abs(x).max() + 1e-9)
-    x *= gain
-    roll = rng.random()
-    if roll < 0.65:
-        signal_rms = gain * math.sqrt(np.mean(np.concatenate(spoken) ** 2))
-        noise = rng.standard_normal(len(x)) if roll < 0.3 else pink_noise(len(x), rng)
-        x += noise * signal_rms * 10 ** (-rng.uniform(5, 40) / 20)
-    elif roll < 0.75:
-        x += rng.standard_normal(len(x)) * 10 ** (-rng.uniform(60, 80) / 20)
-    if rng.random() < 0.25:
-        x = channel(x, rng, sr)
-    return np.round(np.clip(x, -1.0, 32767 / 32768) * 32768) / 32768
 
 
 def vtlp_warp(f, alpha, nyquist):
@@ -349,7 +325,7 @@ class Batches(torch.utils.data.Dataset):
             pieces = [self.data[i][0] for i in example]
             texts.append(" ".join(self.data[i][1] for i in example))
             if self.train and self.augment == "robust":
-                x = augment_robust(pieces, rng, self.speed_perturbed)
+                x = augment(pieces, rng, self.speed_perturbed, robust=True)
                 alpha = rng.uniform(*VTLP_RANGE) if rng.random() < 0.6 else 1.0
                 f = warped_features(x, self.recipe, alpha)
                 feats.append(spec_augment(f, rng, freq_width=8, time_width=13, time_every=100))
