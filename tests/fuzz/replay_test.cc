@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<fs::path> FilesIn(const std::string& dir) {
+std::vector<fs::path> FilesIn(const fs::path& dir) {
   std::vector<fs::path> files;
   if (!fs::is_directory(dir)) return files;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -39,7 +39,7 @@ std::vector<uint8_t> ReadFile(const fs::path& path) {
 }
 
 TEST(FuzzCorpus, EverySeedLoadsAndSteps) {
-  const auto seeds = FilesIn(TARN_FUZZ_DIR "/seeds");
+  const auto seeds = FilesIn(fs::path(TARN_FUZZ_DIR) / "seeds");
   ASSERT_GE(seeds.size(), 10u);
   for (const fs::path& path : seeds) {
     const std::vector<uint8_t> bytes = ReadFile(path);
@@ -53,7 +53,7 @@ TEST(FuzzCorpus, EverySeedLoadsAndSteps) {
 }
 
 TEST(FuzzCorpus, ModelRegressionsAreSurvived) {
-  const auto files = FilesIn(TARN_FUZZ_DIR "/regressions/model");
+  const auto files = FilesIn(fs::path(TARN_FUZZ_DIR) / "regressions" / "model");
   ASSERT_FALSE(files.empty()) << "no file in regressions/model";
   for (const fs::path& path : files) {
     SCOPED_TRACE(path.string());
@@ -75,7 +75,7 @@ TEST(FuzzCorpus, WriteSnapshotSeedsWhenAsked) {
 }
 
 TEST(FuzzCorpus, EverySnapshotSeedRestores) {
-  const auto seeds = FilesIn(TARN_FUZZ_DIR "/seeds-snapshot");
+  const auto seeds = FilesIn(fs::path(TARN_FUZZ_DIR) / "seeds-snapshot");
   ASSERT_GE(seeds.size(), 3u);
   for (const fs::path& path : seeds) {
     const std::vector<uint8_t> bytes = ReadFile(path);
@@ -88,7 +88,8 @@ TEST(FuzzCorpus, EverySnapshotSeedRestores) {
 // Every snapshot regression is a damaged snapshot (regressions/README.md):
 // each model's session must refuse it with a message and step on.
 TEST(FuzzCorpus, SnapshotRegressionsAreRefused) {
-  const auto files = FilesIn(TARN_FUZZ_DIR "/regressions/snapshot");
+  const auto files =
+      FilesIn(fs::path(TARN_FUZZ_DIR) / "regressions" / "snapshot");
   ASSERT_FALSE(files.empty()) << "no file in regressions/snapshot";
   for (const fs::path& path : files) {
     SCOPED_TRACE(path.string());

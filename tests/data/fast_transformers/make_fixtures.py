@@ -29,8 +29,8 @@ Checks made while generating (printed; a failure raises):
   * an independent float64 NumPy re-implementation of the semantics, reading
     only model.pt + config.json, reproduces output.npy and the states.
 
-Usage:
-  PYTHONPATH=/path/to/fast-transformers OMP_WAIT_POLICY=PASSIVE \\
+Usage (FAST_TRANSFORMERS: a checkout of fast-transformers, built):
+  PYTHONPATH="$FAST_TRANSFORMERS" OMP_WAIT_POLICY=PASSIVE \\
       python3 make_fixtures.py [--out DIR] [--cases a,b,...]
 """
 

@@ -33,11 +33,12 @@ Their modules import torchvision (datasets) and imageio (saving pictures),
 neither used by the model classes; where those are not installed, empty
 stand-ins are registered so that the imports succeed.
 
-Usage (from the repository root, fast-transformers built with its CPU
-extensions and on PYTHONPATH):
-  PYTHONPATH=.:/path/to/fast-transformers OMP_WAIT_POLICY=PASSIVE \\
+Usage (from the repository root; FAST_TRANSFORMERS: a checkout of
+fast-transformers built with its CPU extensions; EXPERIMENTS: a checkout of
+linear-transformer-experiments):
+  PYTHONPATH=".:$FAST_TRANSFORMERS" OMP_WAIT_POLICY=PASSIVE \\
       python3 tests/data/linear_transformer_experiments/make_fixtures.py \\
-      --source /path/to/linear-transformer-experiments/image-generation
+      --source "$EXPERIMENTS/image-generation"
 """
 
 import argparse
