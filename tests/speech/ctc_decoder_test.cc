@@ -204,18 +204,24 @@ TEST(CtcBeam, WideBeamMatchesBruteForce) {
   }
 }
 
+// Scores that spell "cot", with "cat" close behind (o 0.6, a 0.3 at the
+// vowel).
+std::vector<std::vector<float>> CotNarrowlyOverCat(
+    const std::vector<std::string>& labels) {
+  return {Step(labels, {{"c", 0.9}}),
+          Step(labels, {{"<blank>", 0.9}}),
+          Step(labels, {{"o", 0.6}, {"a", 0.3}}),
+          Step(labels, {{"<blank>", 0.9}}),
+          Step(labels, {{"t", 0.9}}),
+          Step(labels, {{"<blank>", 0.9}})};
+}
+
 // Word list {cat, dog}. The scores spell "cot" (o 0.6, a 0.3 at the vowel):
 // greedy says "cot", the constrained beam "cat" (the only listed word that
 // fits: P(cat) is what is left once "cot" is forbidden).
 TEST(CtcBeam, WordListCorrectsANearMiss) {
   const auto labels = Letters();
-  std::vector<std::vector<float>> steps = {
-      Step(labels, {{"c", 0.9}}),
-      Step(labels, {{"<blank>", 0.9}}),
-      Step(labels, {{"o", 0.6}, {"a", 0.3}}),
-      Step(labels, {{"<blank>", 0.9}}),
-      Step(labels, {{"t", 0.9}}),
-      Step(labels, {{"<blank>", 0.9}})};
+  const auto steps = CotNarrowlyOverCat(labels);
   auto greedy = Make(labels, 0);
   EXPECT_EQ(Decode(*greedy, steps).text, "cot");
   auto unconstrained = Make(labels, 8);
@@ -453,13 +459,7 @@ TEST(CtcHotwords, PartialMatchGivesItsBonusBack) {
 // the scores make sure of are not forbidden.
 TEST(CtcHotwords, BoostedPhraseWinsWhereItNarrowlyLost) {
   const auto labels = Letters();
-  std::vector<std::vector<float>> steps = {
-      Step(labels, {{"c", 0.9}}),
-      Step(labels, {{"<blank>", 0.9}}),
-      Step(labels, {{"o", 0.6}, {"a", 0.3}}),
-      Step(labels, {{"<blank>", 0.9}}),
-      Step(labels, {{"t", 0.9}}),
-      Step(labels, {{"<blank>", 0.9}})};
+  const auto steps = CotNarrowlyOverCat(labels);
   auto plain = Make(labels, 8);
   EXPECT_EQ(Decode(*plain, steps).text, "cot");
   CtcDecoderOptions options;
