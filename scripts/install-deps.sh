@@ -16,9 +16,10 @@ demo_packages=(
   libcli11-dev nlohmann-json3-dev libsndfile1-dev libpng-dev zlib1g-dev
 )
 # Tests, goldens (PyTorch), sanitizers, ARM under qemu, benchmarks, the
-# speech corpus's synthesizers and the image model's data.
+# speech corpus's synthesizers and the image model's data; Ninja, which keeps
+# both cores busy through the test command's builds.
 test_packages=(
-  clang clang-format libclang-rt-14-dev
+  ninja-build clang clang-format libclang-rt-14-dev
   libxnnpack-dev python3-flatbuffers python3-xxhash
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-pytest libopenblas0-openmp

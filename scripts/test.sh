@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+# Every CMake build below, and those the tests and pip start, with Ninja:
+# make leaves a core idle at each target's link, Ninja goes on compiling.
+export CMAKE_GENERATOR=Ninja
 # The Python package (issue 16): `pip install .` builds the core, speech and
 # the extension only (pyproject.toml) into the project's venv, which also
 # sees Debian's numpy, torch and pytest; ctest runs its tests
