@@ -11,14 +11,19 @@ export CMAKE_GENERATOR=Ninja
 # The Python package (issue 16): `pip install .` builds the core, speech and
 # the extension only (pyproject.toml) into the project's venv, which also
 # sees Debian's numpy, torch and pytest; ctest runs its tests
-# (pytest_python_api) from there.
+# (pytest_python_api) from there. Then Ray Data for the batch example
+# (examples/batch/, test pytest_ray_batch), held to Debian's numpy (which
+# torch and scipy were built with) and to a pyarrow that runs on it. Both run
+# beside the main build (their downloads and pip's own steps leave the cores
+# idle); ctest waits for them.
 /usr/bin/python3 -m venv --system-site-packages .venv
-CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) .venv/bin/pip install --quiet .
-# Ray Data for the batch example (examples/batch/, test pytest_ray_batch),
-# held to Debian's numpy (which torch and scipy were built with) and to a
-# pyarrow that runs on it.
-.venv/bin/pip install --quiet "ray[data]==2.60.0" \
-  "numpy==$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')" "pyarrow<21"
+numpy_version=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
+python_log=$(mktemp)
+(
+  CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) .venv/bin/pip install --quiet . &&
+    .venv/bin/pip install --quiet "ray[data]==2.60.0" "numpy==$numpy_version" "pyarrow<21"
+) >"$python_log" 2>&1 &
+python_setup=$!
 # With nvcc present the same build adds the CUDA backend (-DTARN_CUDA=ON,
 # issue 7) and its tests (label `cuda`), so the core is compiled once; without
 # a GPU the CUDA tests report SKIPPED ("no CUDA device"). The builds without
@@ -30,6 +35,13 @@ build=${TARN_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTARN_BUILD_TESTS=ON -DTARN_BUILD_BENCH=ON \
   -DTARN_CUDA=$cuda
 cmake --build "$build" -j"$(nproc)"
+if ! wait "$python_setup"; then
+  cat "$python_log"
+  echo "test.sh: installing the Python package or Ray into .venv failed (above)" >&2
+  exit 1
+fi
+cat "$python_log"
+rm -f "$python_log"
 ctest --test-dir "$build" -j"$(nproc)" --output-on-failure
 
 # Reliability (issue 8), with clang: the whole suite again, built with

@@ -11,6 +11,7 @@
 #include "int8_option.h"
 #include "npy.h"
 #include "tarn/distribution.hpp"
+#include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
 #include "transcribe.h"
 
@@ -75,6 +76,7 @@ int Info(const std::string& path) {
   std::printf("snapshot bytes   %zu\n", model->snapshot_bytes());
   std::printf("identity         %016llx\n",
               static_cast<unsigned long long>(model->identity()));
+  std::printf("kernels          %s\n", tarn_kernels());
   for (const auto& [key, value] : model->metadata()) {
     std::printf("meta %-11s %s\n", key.c_str(), value.c_str());
   }

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "c_api_guard.h"
+#include "kernels/kernels.h"
 #include "log.h"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
@@ -120,6 +121,10 @@ const char* tarn_status_name(tarn_status status) {
 }
 
 const char* tarn_version(void) { return TARN_VERSION; }
+
+const char* tarn_kernels(void) {
+  return tarn::kernels::IsaName(tarn::kernels::ActiveIsa());
+}
 
 void tarn_log_set(tarn_log_callback callback, void* user_data) {
   tarn::SetCLogCallback(callback, user_data);

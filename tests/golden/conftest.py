@@ -1,7 +1,8 @@
 """The golden tests under a forced kernel variant (TARN_KERNELS, see
 kernels/kernels.h): ctest runs them once per variant. A variant this CPU or
 build lacks would silently fall back to scalar; the session ends with 77
-instead, which ctest reports as skipped."""
+instead, which ctest reports as skipped. So it does for the variant this CPU
+picks by itself, which pytest_goldens has just tested."""
 
 import os
 import subprocess
@@ -22,6 +23,26 @@ def pytest_sessionstart(session):
     result = subprocess.run([tarn, "info", str(model)], capture_output=True, text=True)
     if f"TARN_KERNELS={forced}" in result.stderr:
         pytest.exit(f"TARN_KERNELS={forced}: {result.stderr.strip()}", returncode=SKIP_RETURN_CODE)
+    if kernels_in_use(tarn, model, forced=None) == forced:
+        pytest.exit(f"TARN_KERNELS={forced} is what this CPU picks unforced: pytest_goldens tests it",
+                    returncode=SKIP_RETURN_CODE)
+
+
+def kernels_in_use(tarn, model, forced):
+    """The kernel variant `tarn info` reports, with TARN_KERNELS=forced (None:
+    unset)."""
+    env = {key: value for key, value in os.environ.items() if key != "TARN_KERNELS"}
+    if forced is not None:
+        env["TARN_KERNELS"] = forced
+    result = subprocess.run([tarn, "info", str(model)], capture_output=True, text=True, env=env, check=True)
+    names = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("kernels ")]
+    assert len(names) == 1, f"`tarn info` names no kernel variant:\n{result.stdout}"
+    return names[0]
+
+
+@pytest.fixture(name="kernels_in_use")
+def kernels_in_use_fixture():
+    return kernels_in_use
 
 
 def pytest_configure(config):

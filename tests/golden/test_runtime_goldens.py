@@ -190,6 +190,13 @@ def test_bf16_only_where_f16_may_be(tmp_path):
     assert "tensor 'layers.0.norm1.weight' must be f32" in result.stderr
 
 
+@pytest.mark.any_kernels
+def test_info_names_the_kernels_in_use(kernels_in_use):
+    model = GOLDENS / "tokens" / "model.tarn"
+    assert kernels_in_use(TARN, model, forced="scalar") == "scalar"
+    assert kernels_in_use(TARN, model, forced=None) in ("scalar", "avx2", "avx512", "neon")
+
+
 def rewritten_i8(tmp_path: Path, edit) -> Path:
     """tokens_i8's tensors as stored, changed by edit(tensors), in a new file
     (a valid checksum: the loader's own checks are what is tested)."""

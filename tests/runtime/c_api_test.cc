@@ -99,6 +99,27 @@ TEST(CApiLog, KernelWarningsReachTheCallback) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(CApi, KernelsNameTheVariantTarnKernelsForces) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The choice is made once per process: each variant in a child of its own.
+  EXPECT_EXIT(
+      {
+        setenv("TARN_KERNELS", "scalar", 1);
+        std::exit(std::string(tarn_kernels()) == "scalar" ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        unsetenv("TARN_KERNELS");
+        const std::string picked = tarn_kernels();
+        std::exit(picked == "avx2" || picked == "avx512" || picked == "neon" ||
+                          picked == "scalar"
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST(CApi, StepsAsTheCppApi) {
   const std::string path = GoldenModelPath("tokens");
   tarn_model* model = nullptr;

@@ -121,6 +121,11 @@ const char* tarn_status_name(tarn_status status);
 /* The library's version, "major.minor.patch". */
 const char* tarn_version(void);
 
+/* The kernel variant models run on in this process: "scalar", "avx2",
+ * "avx512" or "neon", the best this CPU supports unless the environment
+ * variable TARN_KERNELS forces one. Chosen once, on first use. */
+const char* tarn_kernels(void);
+
 /* --- Log ------------------------------------------------------------------ */
 
 /* What the library has to say beyond a status: a TARN_KERNELS value it
