@@ -43,30 +43,7 @@
 namespace tarn::cli {
 namespace {
 
-struct GenerateOptions {
-  std::string model_path;
-  std::string out_path;
-  std::string complete_path;
-  uint32_t count = 16;
-  uint32_t first = 0;
-  uint32_t per_image = 3;
-  int known_rows = -1;  // -1: half the image
-  uint64_t seed = 0;
-  float temperature = 1;
-  uint32_t top_k = 0;
-  uint32_t scale = 2;
-  int threads = 1;
-  Int8Compute int8_compute = Int8Compute::kExact;
-  bool quiet = false;
-};
-
-GenerateOptions& Options() {
-  static GenerateOptions options;
-  return options;
-}
-
 constexpr uint32_t kGreyLevels = 256;
-constexpr uint32_t kMaxImages = 4096;
 constexpr uint32_t kStreamsPerBatch = 64;
 constexpr uint8_t kHiddenGrey = 128;  // pixels not shown: gaps, unknown parts
 constexpr uint32_t kGap = 2;          // pixels between grid cells (x scale)
@@ -259,49 +236,7 @@ class Grid {
 
 }  // namespace
 
-CLI::App* AddGenerate(CLI::App* app) {
-  GenerateOptions& o = Options();
-  CLI::App* generate = app->add_subcommand(
-      "generate",
-      "Draw images pixel by pixel from an image model (unconditional, or "
-      "completing the top of idx images) into a PNG grid");
-  generate->add_option("model", o.model_path, "a .tarn image model")
-      ->required();
-  generate->add_option("--out", o.out_path, "the PNG grid to write")
-      ->required();
-  generate->add_option("--complete", o.complete_path,
-                       "an idx3-ubyte image file (gzipped or not): complete "
-                       "the top of its images instead");
-  generate
-      ->add_option("--count", o.count,
-                   "images to draw, or (--complete) images to complete")
-      ->check(CLI::Range(1u, kMaxImages));
-  generate->add_option("--first", o.first,
-                       "--complete: index of the first image to complete");
-  generate
-      ->add_option("--per-image", o.per_image,
-                   "--complete: completions of each image")
-      ->check(CLI::Range(1u, 64u));
-  generate
-      ->add_option("--known-rows", o.known_rows,
-                   "--complete: rows kept from each image (default: half)")
-      ->check(CLI::NonNegativeNumber);
-  generate->add_option("--seed", o.seed, "random seed");
-  generate->add_option("--temperature", o.temperature,
-                       "divides the logits (> 0; < 1 sharper)");
-  generate->add_option("--top-k", o.top_k,
-                       "draw among the k most probable grey levels (0: all)");
-  generate->add_option("--scale", o.scale, "pixels per image pixel in the grid")
-      ->check(CLI::Range(1u, 16u));
-  generate->add_option("--threads", o.threads, "threads for the dense layers")
-      ->check(CLI::Range(1, 256));
-  AddInt8Option(generate, &o.int8_compute);
-  generate->add_flag("--quiet", o.quiet, "no progress bar");
-  return generate;
-}
-
-int RunGenerate() {
-  const GenerateOptions& o = Options();
+int Generate(const GenerateOptions& o) {
   SamplingOptions sampling;
   sampling.temperature = o.temperature;
   sampling.top_k = o.top_k;

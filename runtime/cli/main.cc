@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,132 @@ int Run(const std::string& model_path, const std::string& input_path,
   return status.ok() ? 0 : Fail(status);
 }
 
+// The command line of every command is declared here, the one file that
+// includes CLI11 (each inclusion costs seconds of compile time).
+void AddInt8Option(CLI::App* command, Int8Compute* value) {
+  const std::map<std::string, Int8Compute> names{
+      {"exact", Int8Compute::kExact}, {"dot", Int8Compute::kIntegerDot}};
+  command
+      ->add_option("--int8", *value,
+                   "int8 models: exact (f32 activations, the default) or dot "
+                   "(activations quantised to int8, integer dot products)")
+      ->transform(CLI::CheckedTransformer(names));
+}
+
+CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
+  TranscribeOptions& o = *options;
+  CLI::App* command = app->add_subcommand(
+      "transcribe",
+      "Recognise speech in an audio file, or raw PCM on stdin, streaming");
+  command->footer(
+      "A file at another sample rate is refused (resample it, e.g. with sox); "
+      "a file with several channels is transcribed as their mean. Partial "
+      "hypotheses go to stderr, the transcript to the last line of stdout.");
+  command->add_option("model", o.model_path, "a speech .tarn model")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("audio", o.audio_path,
+                   "a WAV/FLAC/... file at the model's sample rate, or - for "
+                   "raw 16-bit little-endian mono PCM on stdin")
+      ->required();
+  command
+      ->add_option("--chunk-ms", o.chunk_ms,
+                   "audio fed per call, in milliseconds")
+      ->check(CLI::Range(10, 100))
+      ->capture_default_str();
+  command
+      ->add_option("--beam", o.beam,
+                   "prefix beam search of this width (0 or 1: greedy; "
+                   "default greedy, or 8 with --words)")
+      ->check(CLI::Range(0, static_cast<int>(kMaxCtcBeamWidth)));
+  command
+      ->add_option("--words", o.words_path,
+                   "a word list, one word per line: the beam search only "
+                   "forms these words")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--hotwords", o.hotwords_path,
+                   "phrases the beam search favours without forbidding other "
+                   "words: one per line, e.g. `turn on the light`, "
+                   "optionally ending in ` :BOOST` (nats per label, e.g. "
+                   "`call home :3`); needs the beam search (default 8 with "
+                   "this); works with --words too")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--hotword-boost", o.hotword_boost,
+                   "the boost of the phrases of --hotwords that give none, "
+                   "in nats per label")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_flag("--json", o.json,
+                    "print a JSON object (text, words with start/end "
+                    "seconds) instead of the plain transcript");
+  command->add_flag("--stats", o.stats,
+                    "print the real-time factor and per-step latency to "
+                    "stderr");
+  command->add_flag("-q,--quiet", o.quiet, "no partial hypotheses on stderr");
+  command->add_flag("--utterances", o.utterances,
+                    "print each utterance to stdout as its endpoint is "
+                    "detected (one line, or one JSON object, each), keeping "
+                    "nothing: for endless streams");
+  command
+      ->add_option("--endpoint-ms", o.endpoint_ms,
+                   "silence after speech that ends an utterance (0: never)")
+      ->check(CLI::Range(0, 600000))
+      ->capture_default_str();
+  command
+      ->add_option("--max-utterance-ms", o.max_utterance_ms,
+                   "longest utterance before a forced endpoint (0: none)")
+      ->check(CLI::Range(0, 3600000))
+      ->capture_default_str();
+  command->add_option("--threads", o.threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+  AddInt8Option(command, &o.int8_compute);
+  return command;
+}
+
+CLI::App* AddGenerate(CLI::App* app, GenerateOptions* options) {
+  GenerateOptions& o = *options;
+  CLI::App* generate = app->add_subcommand(
+      "generate",
+      "Draw images pixel by pixel from an image model (unconditional, or "
+      "completing the top of idx images) into a PNG grid");
+  generate->add_option("model", o.model_path, "a .tarn image model")
+      ->required();
+  generate->add_option("--out", o.out_path, "the PNG grid to write")
+      ->required();
+  generate->add_option("--complete", o.complete_path,
+                       "an idx3-ubyte image file (gzipped or not): complete "
+                       "the top of its images instead");
+  generate
+      ->add_option("--count", o.count,
+                   "images to draw, or (--complete) images to complete")
+      ->check(CLI::Range(1u, kMaxImages));
+  generate->add_option("--first", o.first,
+                       "--complete: index of the first image to complete");
+  generate
+      ->add_option("--per-image", o.per_image,
+                   "--complete: completions of each image")
+      ->check(CLI::Range(1u, 64u));
+  generate
+      ->add_option("--known-rows", o.known_rows,
+                   "--complete: rows kept from each image (default: half)")
+      ->check(CLI::NonNegativeNumber);
+  generate->add_option("--seed", o.seed, "random seed");
+  generate->add_option("--temperature", o.temperature,
+                       "divides the logits (> 0; < 1 sharper)");
+  generate->add_option("--top-k", o.top_k,
+                       "draw among the k most probable grey levels (0: all)");
+  generate->add_option("--scale", o.scale, "pixels per image pixel in the grid")
+      ->check(CLI::Range(1u, 16u));
+  generate->add_option("--threads", o.threads, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+  AddInt8Option(generate, &o.int8_compute);
+  generate->add_flag("--quiet", o.quiet, "no progress bar");
+  return generate;
+}
+
 }  // namespace
 }  // namespace tarn::cli
 
@@ -273,13 +400,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   tarn::cli::AddInt8Option(encode, &int8_compute);
 
-  CLI::App* transcribe = tarn::cli::AddTranscribe(&app);
-  CLI::App* generate = tarn::cli::AddGenerate(&app);
+  tarn::cli::TranscribeOptions transcribe_options;
+  CLI::App* transcribe = tarn::cli::AddTranscribe(&app, &transcribe_options);
+  tarn::cli::GenerateOptions generate_options;
+  CLI::App* generate = tarn::cli::AddGenerate(&app, &generate_options);
 
   CLI11_PARSE(app, argc, argv);
   if (*info) return tarn::cli::Info(model_path);
-  if (*transcribe) return tarn::cli::RunTranscribe();
-  if (*generate) return tarn::cli::RunGenerate();
+  if (*transcribe) return tarn::cli::Transcribe(transcribe_options);
+  if (*generate) return tarn::cli::Generate(generate_options);
   return tarn::cli::Run(model_path, input_path, output_path, state_dir,
                         log_probs_path, threads, prefill, encode->parsed(),
                         int8_compute);

@@ -34,29 +34,6 @@
 namespace tarn::cli {
 namespace {
 
-struct TranscribeOptions {
-  std::string model_path;
-  std::string audio_path;
-  int chunk_ms = 100;
-  int beam = -1;  // -1: greedy, or 8 with a word list
-  std::string words_path;
-  std::string hotwords_path;
-  float hotword_boost = kDefaultHotwordBoost;
-  bool json = false;
-  bool stats = false;
-  bool quiet = false;
-  bool utterances = false;
-  int endpoint_ms = 500;
-  int max_utterance_ms = 30000;
-  int threads = 1;
-  Int8Compute int8_compute = Int8Compute::kExact;
-};
-
-TranscribeOptions& Options() {
-  static TranscribeOptions options;
-  return options;
-}
-
 constexpr int kDefaultWordListBeam = 8;
 
 int Fail(const std::string& message) {
@@ -310,81 +287,7 @@ nlohmann::json WordsJson(const std::vector<RecognizedWord>& words) {
 
 }  // namespace
 
-CLI::App* AddTranscribe(CLI::App* app) {
-  TranscribeOptions& o = Options();
-  CLI::App* command = app->add_subcommand(
-      "transcribe",
-      "Recognise speech in an audio file, or raw PCM on stdin, streaming");
-  command->footer(
-      "A file at another sample rate is refused (resample it, e.g. with sox); "
-      "a file with several channels is transcribed as their mean. Partial "
-      "hypotheses go to stderr, the transcript to the last line of stdout.");
-  command->add_option("model", o.model_path, "a speech .tarn model")
-      ->required()
-      ->check(CLI::ExistingFile);
-  command
-      ->add_option("audio", o.audio_path,
-                   "a WAV/FLAC/... file at the model's sample rate, or - for "
-                   "raw 16-bit little-endian mono PCM on stdin")
-      ->required();
-  command
-      ->add_option("--chunk-ms", o.chunk_ms,
-                   "audio fed per call, in milliseconds")
-      ->check(CLI::Range(10, 100))
-      ->capture_default_str();
-  command
-      ->add_option("--beam", o.beam,
-                   "prefix beam search of this width (0 or 1: greedy; "
-                   "default greedy, or 8 with --words)")
-      ->check(CLI::Range(0, static_cast<int>(kMaxCtcBeamWidth)));
-  command
-      ->add_option("--words", o.words_path,
-                   "a word list, one word per line: the beam search only "
-                   "forms these words")
-      ->check(CLI::ExistingFile);
-  command
-      ->add_option("--hotwords", o.hotwords_path,
-                   "phrases the beam search favours without forbidding other "
-                   "words: one per line, e.g. `turn on the light`, "
-                   "optionally ending in ` :BOOST` (nats per label, e.g. "
-                   "`call home :3`); needs the beam search (default 8 with "
-                   "this); works with --words too")
-      ->check(CLI::ExistingFile);
-  command
-      ->add_option("--hotword-boost", o.hotword_boost,
-                   "the boost of the phrases of --hotwords that give none, "
-                   "in nats per label")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command->add_flag("--json", o.json,
-                    "print a JSON object (text, words with start/end "
-                    "seconds) instead of the plain transcript");
-  command->add_flag("--stats", o.stats,
-                    "print the real-time factor and per-step latency to "
-                    "stderr");
-  command->add_flag("-q,--quiet", o.quiet, "no partial hypotheses on stderr");
-  command->add_flag("--utterances", o.utterances,
-                    "print each utterance to stdout as its endpoint is "
-                    "detected (one line, or one JSON object, each), keeping "
-                    "nothing: for endless streams");
-  command
-      ->add_option("--endpoint-ms", o.endpoint_ms,
-                   "silence after speech that ends an utterance (0: never)")
-      ->check(CLI::Range(0, 600000))
-      ->capture_default_str();
-  command
-      ->add_option("--max-utterance-ms", o.max_utterance_ms,
-                   "longest utterance before a forced endpoint (0: none)")
-      ->check(CLI::Range(0, 3600000))
-      ->capture_default_str();
-  command->add_option("--threads", o.threads, "threads for the dense layers")
-      ->check(CLI::Range(1, 256));
-  AddInt8Option(command, &o.int8_compute);
-  return command;
-}
-
-int RunTranscribe() {
-  const TranscribeOptions& o = Options();
+int Transcribe(const TranscribeOptions& o) {
   std::unique_ptr<Model> model;
   Status status = Model::Load(o.model_path, &model, WithInt8(o.int8_compute));
   if (!status.ok()) return Fail(status.message());

@@ -4,15 +4,34 @@
 #ifndef TARN_RUNTIME_CLI_TRANSCRIBE_H_
 #define TARN_RUNTIME_CLI_TRANSCRIBE_H_
 
-#include <CLI/CLI.hpp>
+#include <string>
+
+#include "tarn/ctc.hpp"
+#include "tarn/tarn.hpp"
 
 namespace tarn::cli {
 
-// Adds the `transcribe` subcommand (and its options) to `app`.
-CLI::App* AddTranscribe(CLI::App* app);
+// What the command line asked for (main.cc declares each option).
+struct TranscribeOptions {
+  std::string model_path;
+  std::string audio_path;
+  int chunk_ms = 100;
+  int beam = -1;  // -1: greedy, or 8 with a word list
+  std::string words_path;
+  std::string hotwords_path;
+  float hotword_boost = kDefaultHotwordBoost;
+  bool json = false;
+  bool stats = false;
+  bool quiet = false;
+  bool utterances = false;
+  int endpoint_ms = 500;
+  int max_utterance_ms = 30000;
+  int threads = 1;
+  Int8Compute int8_compute = Int8Compute::kExact;
+};
 
-// Runs it, once the command line has been parsed; returns the exit status.
-int RunTranscribe();
+// Runs `tarn transcribe`; returns the exit status.
+int Transcribe(const TranscribeOptions& options);
 
 }  // namespace tarn::cli
 
