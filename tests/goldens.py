@@ -3,6 +3,8 @@ and the one builder of seeded random reference models every Python test and
 tool uses (build_model).
 
     python3 -m tests.goldens OUT_DIR --case tokens [--length T] [--seed N] [--dtype f16]
+    python3 -m tests.goldens ROOT --suite      every golden the tests read (SUITE),
+                                               each in ROOT/<name>, in one process
 
 writes into OUT_DIR:
     model.tarn       a seeded reference model, converted
@@ -20,7 +22,7 @@ i8, output.npy comes from the model the file holds (model_as_stored: int8
 weights times their scales, f16 embeddings), so a test compares with the f32
 tolerance, and output_f32.npy from the f32 reference shows what int8 costs;
 --dtype bf16 likewise (matrices rounded to bf16 by round_bf16).
-Nothing here is committed: ctest runs this at test time (the `goldens`
+Nothing here is committed: ctest runs --suite at test time (the `goldens`
 fixture of tests/CMakeLists.txt). Run from the repository root (PYTHONPATH=.).
 """
 
@@ -350,25 +352,47 @@ def generate(out_dir, case: str, length: Optional[int] = None, seed: int = 0, dt
     return out
 
 
+# The goldens the tests read, by folder under TARN_GOLDENS: (case, dtype).
+SUITE: Dict[str, Tuple[str, str]] = {
+    **{
+        case: (case, "f32")
+        for case in ("tokens", "frames", "speech", "favor", "favor_stabilize", "relu", "learned",
+                     "bidirectional", "bidirectional_speech", "concat_mixture")
+    },
+    "tokens_f16": ("tokens", "f16"),
+    "tokens_i8": ("tokens", "i8"),
+    "tokens_bf16": ("tokens", "bf16"),
+}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tests.goldens", description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
-    parser.add_argument("--case", required=True, choices=sorted(CASES))
+    parser.add_argument("--case", choices=sorted(CASES))
+    parser.add_argument("--suite", action="store_true",
+                        help="write every golden of SUITE into OUT_DIR/<name> (torch starts once)")
     parser.add_argument("--length", "-T", type=int, help="tokens or frames (default: the case's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dtype", choices=DTYPES, default="f32", help="of the model file's matrices")
     args = parser.parse_args(argv)
+    if (args.case is None) == (not args.suite):
+        parser.error("give --case or --suite")
+    if args.suite and (args.length is not None or args.dtype != "f32"):
+        parser.error("--suite makes each golden with its own length and dtype")
     if args.length is not None and args.length <= 0:
         parser.error("--length must be positive")
     # Steps are tiny matrix-vector products: threads cost more than they give.
     torch.set_num_threads(1)
-    start = time.perf_counter()
-    try:
-        generate(args.out_dir, args.case, args.length, args.seed, args.dtype)
-    except ConversionError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"{args.case}: wrote {args.out_dir} in {time.perf_counter() - start:.1f} s")
+    jobs = ([(name, Path(args.out_dir) / name, case, dtype) for name, (case, dtype) in SUITE.items()]
+            if args.suite else [(args.case, Path(args.out_dir), args.case, args.dtype)])
+    for name, out_dir, case, dtype in jobs:
+        start = time.perf_counter()
+        try:
+            generate(out_dir, case, args.length, args.seed, dtype)
+        except ConversionError as e:
+            print(f"error: {name}: {e}", file=sys.stderr)
+            return 1
+        print(f"{name}: wrote {out_dir} in {time.perf_counter() - start:.1f} s")
     return 0
 
 
