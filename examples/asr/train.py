@@ -53,6 +53,14 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def shown(path):
+    """path as the log shows it: relative to the repository when inside it,
+    so that a committed log names no machine's folders."""
+    path = os.path.abspath(path)
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # the repo root, for converter
 sys.path.insert(0, HERE)
 
@@ -506,13 +514,13 @@ def main(argv=None):
         rng.setstate(state["epoch_rng"])
         epoch, first_batch, step = state["epoch"], state["batch"], state["step"]
         history, done_before = state["history"], state["elapsed"]
-        log(f"resumed from {checkpoint_path}: epoch {epoch}, batch {first_batch}, step {step}")
+        log(f"resumed from {shown(checkpoint_path)}: epoch {epoch}, batch {first_batch}, step {step}")
     else:
         if args.init:
             initial = torch.load(args.init, map_location="cpu", weights_only=False)
             model.load_state_dict(initial["state_dict"])
             recipe = initial["recipe"]
-            log(f"started from {args.init} and its feature statistics")
+            log(f"started from {shown(args.init)} and its feature statistics")
         else:
             mean, std, count = feature_statistics([s for s, _ in data["train"]], max(1, args.threads))
             recipe = dict(features.RECIPE, feature_mean=mean.astype(np.float32).tolist(),
@@ -645,7 +653,7 @@ def main(argv=None):
             "speed_perturb": args.speed_perturb, "greedy": results, "history": history,
         },
     }, args.out)
-    log(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB); {times['total_seconds']:.0f} s, "
+    log(f"wrote {shown(args.out)} ({os.path.getsize(args.out) / 1e6:.1f} MB); {times['total_seconds']:.0f} s, "
         f"{times['cpu_seconds']:.0f} CPU s in all")
     return 0
 
