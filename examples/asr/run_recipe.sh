@@ -19,11 +19,12 @@
 # (festival festvox-kdlpc16k festvox-us-slt-hts: scripts/install-deps.sh
 # demo), for the evaluation-only set.
 #
-# Wall time on 2 cores (Sapphire Rapids, shared with other builds, load
-# average 5-7): corpus 10 min (17 950 utterances, 1.1 GB); training about
-# 0.75 s a step at nice 19 (as many CPU seconds, its batch maker included), so
-# about 2.5 h for 12 000 steps (measured over the first third of a run; a full run
-# has not been timed); export and evaluation 2 min.
+# Wall time on 2 cores (Sapphire Rapids): corpus 10 min (17 950
+# utterances, 1.1 GB); training 8 503 CPU seconds for the 12 000 steps of
+# the bundled model (its batch maker included), 0.34-0.43 s a step where
+# the machine was otherwise idle, so about 70-90 min (that run shared its
+# cores and was resumed twice: one uninterrupted run has not been timed);
+# export and evaluation 1 min.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:-$here/data}
