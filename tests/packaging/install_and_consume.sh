@@ -30,7 +30,7 @@ if [ "$headers" != "$expected" ]; then
   echo "installed headers: $headers; expected: $expected" >&2
   exit 1
 fi
-if grep -n 'impl()' "$prefix"/include/tarn/*; then
+if grep -n 'impl()' "$prefix/include/tarn/"*; then
   echo "a public header offers impl()" >&2
   exit 1
 fi

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -23,11 +24,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kSeeds = TARN_SOURCE_DIR "/tests/fuzz/seeds/";
+const std::filesystem::path kSeeds = TARN_FUZZ_SEEDS;
 // vocabulary 5, output 5; frames of 3, output 3; bidirectional tokens.
-const std::string kTokens = kSeeds + "tokens_elu_post_sinusoidal.tarn";
-const std::string kFrames = kSeeds + "frames_projected_conv_labels.tarn";
-const std::string kEncoder = kSeeds + "tokens_bidirectional.tarn";
+const std::string kTokens = kSeeds / "tokens_elu_post_sinusoidal.tarn";
+const std::string kFrames = kSeeds / "frames_projected_conv_labels.tarn";
+const std::string kEncoder = kSeeds / "tokens_bidirectional.tarn";
 
 std::string LastError() { return tarn_last_error(); }
 
@@ -693,9 +694,10 @@ TEST(CApiBadInput, EncodeWithACausalModel) {
 
 TEST(CApiBadInput, MissingFile) {
   tarn_model* model = nullptr;
-  EXPECT_EQ(tarn_model_load("/nonexistent/dir/m.tarn", &model),
-            TARN_STATUS_IO_ERROR);
-  EXPECT_THAT(LastError(), HasSubstr("cannot open '/nonexistent/dir/m.tarn'"));
+  const std::string missing =
+      std::filesystem::path(::testing::TempDir()) / "no-such-dir" / "m.tarn";
+  EXPECT_EQ(tarn_model_load(missing.c_str(), &model), TARN_STATUS_IO_ERROR);
+  EXPECT_THAT(LastError(), HasSubstr("cannot open '" + missing + "'"));
 }
 
 TEST(CApiBadInput, TruncatedModel) {
@@ -749,7 +751,7 @@ TEST(CApiBadInput, DamagedSnapshot) {
 }
 
 TEST(CApiBadInput, AnotherModelsSnapshot) {
-  Model model = Load(kTokens), other = Load(kSeeds + "tokens_favor.tarn");
+  Model model = Load(kTokens), other = Load(kSeeds / "tokens_favor.tarn");
   Session session = Open(model.get()), stranger = Open(other.get());
   std::vector<uint8_t> snapshot(tarn_model_snapshot_bytes(model.get()));
   ASSERT_EQ(

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -72,8 +73,8 @@ std::vector<std::string> ModelPaths() {
        {"tokens_elu_post_sinusoidal", "tokens_relu_pre_gelu_learned",
         "tokens_favor_stabilize_two_layers", "tokens_f16_no_head",
         "frames_projected_conv_labels", "frames_stacked_relu", "speech"}) {
-    paths.push_back(std::string(TARN_SOURCE_DIR "/tests/fuzz/seeds/") + seed +
-                    ".tarn");
+    paths.push_back(std::filesystem::path(TARN_FUZZ_SEEDS) /
+                    (std::string(seed) + ".tarn"));
   }
   if (const char* goldens = std::getenv("TARN_GOLDENS")) {
     for (const char* name : {"tokens", "speech"}) {

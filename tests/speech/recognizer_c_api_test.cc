@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -18,7 +19,9 @@
 
 namespace {
 
-const std::string kAsr = TARN_ASR_EXAMPLE_DIR;
+const std::filesystem::path kAsr = TARN_ASR_EXAMPLE_DIR;
+const std::string kAsrModel = kAsr / "model" / "asr.tarn";
+const std::filesystem::path kSamples = kAsr / "samples";
 
 std::string Fixture(const std::string& name) {
   const char* dir = std::getenv("TARN_SPEECH_FIXTURES");
@@ -157,13 +160,13 @@ void Load(const std::string& path, Loaded* loaded) {
 // reset.
 TEST(RecognizerCApi, SameAsCppRecognizer) {
   Loaded loaded;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
-  std::vector<int16_t> pcm = ReadPcm(kAsr + "/samples/en-us_klatt4_012205.wav");
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &loaded));
+  std::vector<int16_t> pcm = ReadPcm(kSamples / "en-us_klatt4_012205.wav");
   ASSERT_FALSE(pcm.empty());
   const std::vector<int16_t> once = pcm;
   pcm.insert(pcm.end(), 19200, 0);
   pcm.insert(pcm.end(), once.begin(), once.end());
-  const std::vector<std::string> words = ReadWords(kAsr + "/words.txt");
+  const std::vector<std::string> words = ReadWords(kAsr / "words.txt");
   ASSERT_EQ(words.size(), 40u);
   std::vector<const char*> word_pointers;
   for (const auto& w : words) word_pointers.push_back(w.c_str());
@@ -206,7 +209,7 @@ TEST(RecognizerCApi, SameAsCppRecognizer) {
 
 TEST(RecognizerCApi, NullHandlesAndArguments) {
   Loaded loaded;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &loaded));
   tarn_recognizer* recognizer = nullptr;
   EXPECT_EQ(tarn_recognizer_create(nullptr, 16000, nullptr, &recognizer),
             TARN_STATUS_INVALID_ARGUMENT);
@@ -267,7 +270,7 @@ TEST(RecognizerCApi, NullHandlesAndArguments) {
 
 TEST(RecognizerCApi, RefusesAnotherSampleRate) {
   Loaded loaded;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &loaded));
   tarn_recognizer* recognizer = nullptr;
   EXPECT_EQ(tarn_recognizer_create(loaded.model, 8000, nullptr, &recognizer),
             TARN_STATUS_INVALID_ARGUMENT);
@@ -279,7 +282,7 @@ TEST(RecognizerCApi, RefusesAnotherSampleRate) {
 
 TEST(RecognizerCApi, RefusesNonFiniteSamples) {
   Loaded loaded;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &loaded));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &loaded));
   tarn_recognizer* recognizer = nullptr;
   ASSERT_EQ(tarn_recognizer_create(loaded.model, 16000, nullptr, &recognizer),
             TARN_STATUS_OK);
@@ -327,7 +330,7 @@ TEST(RecognizerCApi, RefusesModelsThatCannotListen) {
 
   // Word list without the beam search: the decoder's refusal comes through.
   Loaded speech;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &speech));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
   tarn_recognizer_options options = tarn_recognizer_options_default();
   const char* words[1] = {"yes"};
   options.words = words;
@@ -342,7 +345,7 @@ TEST(RecognizerCApi, RefusesModelsThatCannotListen) {
 // Options): its first version ends at beam_prune; less is refused.
 TEST(RecognizerCApi, OptionsOfEveryStructSize) {
   Loaded speech;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &speech));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
   const size_t first =
       offsetof(tarn_recognizer_options, beam_prune) + sizeof(float);
   tarn_recognizer_options options = tarn_recognizer_options_default();
@@ -373,7 +376,7 @@ TEST(RecognizerCApi, OptionsOfEveryStructSize) {
 // sample's transcript.
 TEST(RecognizerCApi, HotwordsMendAnErrorAndBreakNothing) {
   Loaded speech;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &speech));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
   auto transcribe = [&](const std::string& sample, bool hotwords) {
     tarn_recognizer_options options = tarn_recognizer_options_default();
     options.beam_width = 8;
@@ -392,9 +395,8 @@ TEST(RecognizerCApi, HotwordsMendAnErrorAndBreakNothing) {
     if (recognizer == nullptr) return std::string();
     std::vector<std::string> partials;
     std::string text;
-    for (const auto& r :
-         RecognizeC(recognizer, ReadPcm(kAsr + "/samples/" + sample), 1600,
-                    false, &partials)) {
+    for (const auto& r : RecognizeC(recognizer, ReadPcm(kSamples / sample),
+                                    1600, false, &partials)) {
       if (r.text.empty()) continue;
       text += (text.empty() ? "" : " ") + r.text;
     }
@@ -413,7 +415,7 @@ TEST(RecognizerCApi, HotwordsMendAnErrorAndBreakNothing) {
 
 TEST(RecognizerCApi, RefusesBadHotwords) {
   Loaded speech;
-  ASSERT_NO_FATAL_FAILURE(Load(kAsr + "/model/asr.tarn", &speech));
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
   tarn_recognizer_options options = tarn_recognizer_options_default();
   EXPECT_EQ(options.hotword_boost, tarn::kDefaultHotwordBoost);
   options.beam_width = 8;
