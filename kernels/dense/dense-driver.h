@@ -286,17 +286,9 @@ void Dense(size_t rows, size_t inputs, size_t outputs, const float* x,
           PackedDenseOffset(inputs, next_outputs) * sizeof(T);
       const float* panel_scale = kScaled<T> ? scale + o : nullptr;
       const float* panel_bias = bias != nullptr ? bias + o : nullptr;
-      if constexpr (!std::is_same_v<T, float>) {
-        if (scratch != nullptr && n >= 2 * D::kRows) {
-          Groups<D>(n, inputs, panel_outputs, x + r * inputs, panel,
-                    panel_scale, panel_bias, lo, hi, y + r * y_stride + o,
-                    y_stride, ahead, ahead_bytes, scratch);
-          continue;
-        }
-      }
       Groups<D>(n, inputs, panel_outputs, x + r * inputs, panel, panel_scale,
                 panel_bias, lo, hi, y + r * y_stride + o, y_stride, ahead,
-                ahead_bytes);
+                ahead_bytes, n >= 2 * D::kRows ? scratch : nullptr);
     }
   }
   D::End();

@@ -147,6 +147,7 @@ Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
                            float* scratch) const {
   // The blocks of all parts, numbered in order, split evenly: a member's
   // outputs are contiguous in the layer's.
+  if (scratch != nullptr) scratch += member * scratch_floats();
   size_t blocks = 0;
   for (const Part& part : parts_) blocks += Blocks(part.outputs);
   const Range share = ShareOf(blocks, member, members);
@@ -173,9 +174,7 @@ Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
 void DenseLayer::Run(size_t rows, const float* input, float* output,
                      pthreadpool_t threads, float* scratch) const {
   RunTeam(threads, [&](size_t member, size_t members) {
-    RunShare(
-        rows, input, output, member, members,
-        scratch != nullptr ? scratch + member * scratch_floats() : nullptr);
+    RunShare(rows, input, output, member, members, scratch);
   });
 }
 

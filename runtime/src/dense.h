@@ -78,8 +78,8 @@ class DenseLayer {
   // member (the layer's blocks split evenly, in order), on the caller's
   // thread. Returns the outputs it wrote, [first, last) (empty when the
   // team has more members than blocks). The members' shares together are
-  // Run's outputs, bit for bit. scratch: this member's scratch_floats(), or
-  // nullptr.
+  // Run's outputs, bit for bit. scratch: Run's (the member uses its own
+  // scratch_floats() of it), or nullptr.
   Range RunShare(size_t rows, const float* input, float* output, size_t member,
                  size_t members, float* scratch = nullptr) const;
 

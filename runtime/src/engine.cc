@@ -11,9 +11,7 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
     : m_(model),
       c_(model.config),
       k_(model.kernels),
-      scratch_(model.PlanScratch(
-          max_rows,
-          threads != nullptr ? pthreadpool_get_threads_count(threads) : 1)),
+      scratch_(model.PlanScratch(max_rows, TeamSize(threads))),
       scratch_floats_(scratch),
       threads_(threads),
       pre_norm_(c_.norm_placement == NormPlacement::kPre) {}
@@ -161,9 +159,7 @@ Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
     return {0, layer.outputs()};
   }
   return layer.RunShare(rows, input, output, team.member, team.members,
-                        scratch != nullptr
-                            ? scratch + team.member * layer.scratch_floats()
-                            : nullptr);
+                        scratch);
 }
 
 float* Engine::Normed(const Team& team) {
