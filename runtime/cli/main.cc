@@ -231,6 +231,11 @@ int Run(const std::string& model_path, const std::string& input_path,
 
 // The command line of every command is declared here, the one file that
 // includes CLI11 (each inclusion costs seconds of compile time).
+void AddThreadsOption(CLI::App* command, int* value) {
+  command->add_option("--threads", *value, "threads for the dense layers")
+      ->check(CLI::Range(1, 256));
+}
+
 void AddInt8Option(CLI::App* command, Int8Compute* value) {
   const std::map<std::string, Int8Compute> names{
       {"exact", Int8Compute::kExact}, {"dot", Int8Compute::kIntegerDot}};
@@ -308,8 +313,7 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
                    "longest utterance before a forced endpoint (0: none)")
       ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
-  command->add_option("--threads", o.threads, "threads for the dense layers")
-      ->check(CLI::Range(1, 256));
+  AddThreadsOption(command, &o.threads);
   AddInt8Option(command, &o.int8_compute);
   return command;
 }
@@ -348,8 +352,7 @@ CLI::App* AddGenerate(CLI::App* app, GenerateOptions* options) {
                        "draw among the k most probable grey levels (0: all)");
   generate->add_option("--scale", o.scale, "pixels per image pixel in the grid")
       ->check(CLI::Range(1u, 16u));
-  generate->add_option("--threads", o.threads, "threads for the dense layers")
-      ->check(CLI::Range(1, 256));
+  AddThreadsOption(generate, &o.threads);
   AddInt8Option(generate, &o.int8_compute);
   generate->add_flag("--quiet", o.quiet, "no progress bar");
   return generate;
@@ -379,8 +382,7 @@ int main(int argc, char** argv) {
   run->add_option("--state-dir", state_dir,
                   "also write the final attention state (state_S/z.npy) here")
       ->check(CLI::ExistingDirectory);
-  run->add_option("--threads", threads, "threads for the dense layers")
-      ->check(CLI::Range(1, 256));
+  tarn::cli::AddThreadsOption(run, &threads);
   run->add_option("--prefill", prefill,
                   "feed the first N tokens or frames as one prefill");
   run->add_option("--log-probs", log_probs_path,
@@ -396,8 +398,7 @@ int main(int argc, char** argv) {
   encode->add_option("--input", input_path, ".npy input")->required();
   encode->add_option("--output", output_path, ".npy output [steps, d_out]")
       ->required();
-  encode->add_option("--threads", threads, "threads for the dense layers")
-      ->check(CLI::Range(1, 256));
+  tarn::cli::AddThreadsOption(encode, &threads);
   tarn::cli::AddInt8Option(encode, &int8_compute);
 
   tarn::cli::TranscribeOptions transcribe_options;
