@@ -142,6 +142,14 @@ def random_words(rng, min_words=1):
     return " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(min_words, 8)))
 
 
+def words_outside(rng, excluded, min_words=1):
+    """random_words(rng, min_words), drawn again until not in excluded."""
+    while True:
+        words = random_words(rng, min_words)
+        if words not in excluded:
+            return words
+
+
 def espeak_spec(rng, variants):
     voice = f"{rng.choice(ESPEAK_LANGUAGES)}+{rng.choice(variants)}"
     return {
@@ -204,11 +212,9 @@ def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide
         items.append(("train", words, spec))
 
     def unseen_words():
-        while True:
-            words = random_words(rng, min_words=2)
-            if words not in seen:
-                seen.add(words)  # also unique across the held-out sets
-                return words
+        words = words_outside(rng, seen, min_words=2)
+        seen.add(words)  # also unique across the held-out sets
+        return words
 
     for _ in range(n_dev):
         spec = espeak_spec(rng, train_variants) if rng.random() < 0.75 else flite_spec(rng, FLITE_TRAIN)
@@ -225,24 +231,16 @@ def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide
     held_out = {words for split, words, _ in items if split != "train"}
     wide_rng = random.Random(seed + 1000)
     for _ in range(n_wide_flite):
-        words = random_words(wide_rng)
-        while words in held_out:
-            words = random_words(wide_rng)
-        items.append(("train", words, wide_flite_spec(wide_rng)))
+        items.append(("train", words_outside(wide_rng, held_out), wide_flite_spec(wide_rng)))
     # The same for the extra flite voices and Festival: each from its own
     # generator, after everything above, so that none of them changes another.
     extra_rng = random.Random(seed + 2000)
     for _ in range(n_extra_flite):
-        words = random_words(extra_rng)
-        while words in held_out:
-            words = random_words(extra_rng)
-        items.append(("train", words, extra_flite_spec(extra_rng)))
+        items.append(("train", words_outside(extra_rng, held_out), extra_flite_spec(extra_rng)))
     trained = {words for split, words, _ in items if split == "train"}
     festival_rng = random.Random(seed + 3000)
     for _ in range(n_festival):
-        words = random_words(festival_rng, min_words=2)
-        while words in trained:
-            words = random_words(festival_rng, min_words=2)
+        words = words_outside(festival_rng, trained, min_words=2)
         items.append(("eval_festival", words, festival_spec(festival_rng)))
     return items
 
