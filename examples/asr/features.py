@@ -79,15 +79,21 @@ def mel_filterbank(recipe: dict = RECIPE) -> np.ndarray:
 def _mel_filterbank(sample_rate, fft_size, num_mel_bins, low_frequency, high_frequency):
     recipe = dict(sample_rate=sample_rate, fft_size=fft_size, num_mel_bins=num_mel_bins,
                   low_frequency=low_frequency, high_frequency=high_frequency)
-    n_bins = recipe["fft_size"] // 2 + 1
+    weights = mel_triangles(np.arange(fft_size // 2 + 1) * sample_rate / fft_size, recipe)
+    weights.flags.writeable = False
+    return weights
+
+
+def mel_triangles(frequencies, recipe: dict) -> np.ndarray:
+    """The filterbank's HTK triangles read at `frequencies` (Hz, one per FFT
+    bin): W [num_mel_bins, len(frequencies)]. At the bins' own frequencies
+    this is mel_filterbank(); training reads them at warped ones (VTLP)."""
     points = np.linspace(mel(recipe["low_frequency"]), mel(recipe["high_frequency"]), recipe["num_mel_bins"] + 2)
-    u = mel(np.arange(n_bins) * recipe["sample_rate"] / recipe["fft_size"])
+    u = mel(frequencies)
     left, centre, right = points[:-2, None], points[1:-1, None], points[2:, None]
     rising = (u - left) / (centre - left)
     falling = (right - u) / (right - centre)
-    weights = np.maximum(0.0, np.minimum(rising, falling))
-    weights.flags.writeable = False
-    return weights
+    return np.maximum(0.0, np.minimum(rising, falling))
 
 
 def frame_count(num_samples: int, recipe: dict = RECIPE) -> int:
@@ -96,8 +102,9 @@ def frame_count(num_samples: int, recipe: dict = RECIPE) -> int:
     return 1 + (num_samples - recipe["window_length"]) // recipe["hop_length"]
 
 
-def log_mel(samples: np.ndarray, recipe: dict = RECIPE) -> np.ndarray:
-    """Samples [N] (floats in [-1, 1)) -> unnormalised log-mel L [frames, num_mel_bins], float64."""
+def log_mel(samples: np.ndarray, recipe: dict = RECIPE, filterbank: np.ndarray = None) -> np.ndarray:
+    """Samples [N] (floats in [-1, 1)) -> unnormalised log-mel L [frames, num_mel_bins], float64.
+    filterbank: in place of mel_filterbank(recipe) (training's warped ones)."""
     n, hop = recipe["window_length"], recipe["hop_length"]
     x = np.asarray(samples, dtype=np.float64)
     t = frame_count(len(x), recipe)
@@ -115,7 +122,9 @@ def log_mel(samples: np.ndarray, recipe: dict = RECIPE) -> np.ndarray:
     frames *= hamming(n)
     spectrum = np.fft.rfft(frames, n=recipe["fft_size"], axis=1)  # [T, fft/2 + 1]
     power = spectrum.real**2 + spectrum.imag**2
-    energies = power @ mel_filterbank(recipe).T  # [T, num_mel_bins]
+    if filterbank is None:
+        filterbank = mel_filterbank(recipe)
+    energies = power @ filterbank.T  # [T, num_mel_bins]
     return np.log(np.maximum(energies, recipe["log_floor"]))
 
 

@@ -273,11 +273,7 @@ def warped_filterbank(recipe, alpha):
     """features.mel_filterbank's triangles read at warped FFT-bin frequencies:
     a formant at f lands where one at alpha f would (vocal-tract length)."""
     sr, size = recipe["sample_rate"], recipe["fft_size"]
-    points = np.linspace(features.mel(recipe["low_frequency"]), features.mel(recipe["high_frequency"]),
-                         recipe["num_mel_bins"] + 2)
-    u = features.mel(vtlp_warp(np.arange(size // 2 + 1) * sr / size, alpha, sr / 2))
-    left, centre, right = points[:-2, None], points[1:-1, None], points[2:, None]
-    return np.maximum(0.0, np.minimum((u - left) / (centre - left), (right - u) / (right - centre)))
+    return features.mel_triangles(vtlp_warp(np.arange(size // 2 + 1) * sr / size, alpha, sr / 2), recipe)
 
 
 def warped_features(samples, recipe, alpha):
@@ -285,21 +281,7 @@ def warped_features(samples, recipe, alpha):
     filterbank (alpha = 1 gives features.features() exactly); training only."""
     if alpha == 1.0:
         return features.features(samples, recipe)
-    n, hop = recipe["window_length"], recipe["hop_length"]
-    x = np.asarray(samples, dtype=np.float64)
-    t = features.frame_count(len(x), recipe)
-    if t == 0:
-        return np.zeros((0, recipe["num_mel_bins"]), dtype=np.float32)
-    frames = np.lib.stride_tricks.sliding_window_view(x, n)[::hop][:t].copy()
-    frames -= frames.mean(axis=1, keepdims=True)
-    c = recipe["preemphasis"]
-    frames[:, 1:] -= c * frames[:, :-1].copy()
-    frames[:, 0] -= c * frames[:, 0]
-    frames *= features.hamming(n)
-    spectrum = np.fft.rfft(frames, n=recipe["fft_size"], axis=1)
-    power = spectrum.real**2 + spectrum.imag**2
-    energies = power @ warped_filterbank(recipe, alpha).T
-    return features.normalise(np.log(np.maximum(energies, recipe["log_floor"])), recipe)
+    return features.normalise(features.log_mel(samples, recipe, warped_filterbank(recipe, alpha)), recipe)
 
 
 def spec_augment(feats, rng, freq_width=6, time_width=11, time_every=150):
