@@ -147,28 +147,47 @@ Range DenseLayer::RunShare(size_t rows, const float* input, float* output,
                            float* scratch) const {
   // The blocks of all parts, numbered in order, split evenly: a member's
   // outputs are contiguous in the layer's.
-  if (scratch != nullptr) scratch += member * scratch_floats();
   size_t blocks = 0;
   for (const Part& part : parts_) blocks += Blocks(part.outputs);
   const Range share = ShareOf(blocks, member, members);
-  Range outputs{outputs_, outputs_};
-  size_t part_first_block = 0;
-  for (const Part& part : parts_) {
-    const size_t part_blocks = Blocks(part.outputs);
-    const size_t first = std::max(share.first, part_first_block),
-                 last = std::min(share.last, part_first_block + part_blocks);
-    if (first < last) {
-      const size_t begin = (first - part_first_block) * kernels::kDenseBlock;
-      const size_t end = std::min(
-          part.outputs, (last - part_first_block) * kernels::kDenseBlock);
-      RunBlocks(part, rows, input, output, begin, end - begin, scratch);
-      outputs.first = std::min(outputs.first, part.first + begin);
-      outputs.last = part.first + end;
-    }
-    part_first_block += part_blocks;
-  }
-  if (outputs.first > outputs.last) outputs.first = outputs.last;
+  const Range outputs{BlockStart(share.first), BlockStart(share.last)};
+  RunOutputs(rows, input, output, outputs, member, scratch);
   return outputs;
+}
+
+size_t DenseLayer::BlockStart(size_t block) const {
+  for (const Part& part : parts_) {
+    if (block < Blocks(part.outputs)) {
+      return part.first + block * kernels::kDenseBlock;
+    }
+    block -= Blocks(part.outputs);
+  }
+  return outputs_;
+}
+
+bool DenseLayer::StartsBlock(size_t output) const {
+  if (output == outputs_) return true;
+  for (const Part& part : parts_) {
+    if (output < part.first + part.outputs) {
+      return (output - part.first) % kernels::kDenseBlock == 0;
+    }
+  }
+  return false;
+}
+
+void DenseLayer::RunOutputs(size_t rows, const float* input, float* output,
+                            Range outputs, size_t member,
+                            float* scratch) const {
+  assert(StartsBlock(outputs.first));
+  if (scratch != nullptr) scratch += member * scratch_floats();
+  for (const Part& part : parts_) {
+    const size_t first = std::max(outputs.first, part.first),
+                 last = std::min(outputs.last, part.first + part.outputs);
+    if (first < last) {
+      RunBlocks(part, rows, input, output, first - part.first, last - first,
+                scratch);
+    }
+  }
 }
 
 void DenseLayer::Run(size_t rows, const float* input, float* output,

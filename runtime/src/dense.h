@@ -83,6 +83,15 @@ class DenseLayer {
   Range RunShare(size_t rows, const float* input, float* output, size_t member,
                  size_t members, float* scratch = nullptr) const;
 
+  // Outputs [outputs.first, outputs.last) for all rows, on the caller's
+  // thread (member `member` of a team), the same bits as Run's. The range
+  // starts a block (StartsBlock). scratch: Run's, as in RunShare.
+  void RunOutputs(size_t rows, const float* input, float* output,
+                  Range outputs, size_t member, float* scratch) const;
+  // Whether a range of outputs can start at `output`: it starts a block of
+  // its part, or is the layer's output count.
+  bool StartsBlock(size_t output) const;
+
   size_t inputs() const { return inputs_; }
   size_t outputs() const { return outputs_; }
   bool initialized() const { return !parts_.empty(); }
@@ -102,6 +111,9 @@ class DenseLayer {
     size_t outputs;
   };
 
+  // The first output of block `block` (the parts' blocks numbered in
+  // order), or outputs_ past the last.
+  size_t BlockStart(size_t block) const;
   // Runs outputs [first, first + count) of `part` for all rows.
   void RunBlocks(const Part& part, size_t rows, const float* input,
                  float* output, size_t first, size_t count,

@@ -14,7 +14,8 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
       scratch_(model.PlanScratch(max_rows, TeamSize(threads))),
       scratch_floats_(scratch),
       threads_(threads),
-      pre_norm_(c_.norm_placement == NormPlacement::kPre) {}
+      pre_norm_(c_.norm_placement == NormPlacement::kPre),
+      qkv_by_head_(QkvSplitsByHead(model)) {}
 
 Engine::~Engine() {
   if (threads_ != nullptr) pthreadpool_destroy(threads_);
@@ -170,6 +171,25 @@ bool Engine::FeaturesPerHead(const Team& team) const {
   return team.members > 1 && c_.feature_map != tarn::FeatureMap::kFavorPlus;
 }
 
+bool Engine::QkvPerHead(const Team& team) const {
+  return qkv_by_head_ && FeaturesPerHead(team);
+}
+
+bool Engine::QkvSplitsByHead(const Model::Impl& model) {
+  const ModelConfig& c = model.config;
+  const size_t heads = c.num_heads, d_key = c.d_key, d_value = c.d_value;
+  for (const LayerWeights& w : model.layers) {
+    for (size_t h = 0; h <= heads; ++h) {
+      if (!w.qkv->StartsBlock(h * d_key) ||
+          !w.qkv->StartsBlock((heads + h) * d_key) ||
+          !w.qkv->StartsBlock(2 * heads * d_key + h * d_value)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 void Engine::FeatureMapSlice(size_t n, const float* x, float* phi) {
   if (c_.feature_map == tarn::FeatureMap::kEluPlusOne) {
     k_.elu_plus_one(n, x, phi);
@@ -195,6 +215,20 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
     input = normed;
   }
   float* qkv = at(scratch_.qkv);
+  if (QkvPerHead(team)) {
+    // The member projects only the queries, keys and values of the heads it
+    // steps next (StepAttention's share), so nobody waits for the others'.
+    const size_t d_key = c_.d_key, d_value = c_.d_value;
+    const Range mine = team.Share(heads), columns[] = {
+        {mine.first * d_key, mine.last * d_key},
+        {(heads + mine.first) * d_key, (heads + mine.last) * d_key},
+        {2 * heads * d_key + mine.first * d_value,
+         2 * heads * d_key + mine.last * d_value}};
+    for (const Range& part : columns) {
+      w.qkv->RunOutputs(rows, input, qkv, part, team.member, dense_scratch());
+    }
+    return;
+  }
   Dense(*w.qkv, rows, input, qkv, team);
   team.Sync();
   if (!FeaturesPerHead(team)) {

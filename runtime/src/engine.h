@@ -136,11 +136,16 @@ class Engine {
   // With a team, elementwise feature maps (elu+1, relu) are computed by the
   // member stepping each head, in StepAttention, not in AttentionInputs.
   bool FeaturesPerHead(const Team& team) const;
+  // With a team stepping heads, each member also projects its own heads'
+  // queries, keys and values, where every head's columns start a block.
+  bool QkvPerHead(const Team& team) const;
+  static bool QkvSplitsByHead(const Model::Impl& model);
   // An elementwise feature map over n values.
   void FeatureMapSlice(size_t n, const float* x, float* phi);
   // Norm (pre-norm), projections and feature maps of rows: qkv, phi_k
   // scratch and phi_q ([rows][heads][C]). Members meet at the end: every
-  // member then sees all of them.
+  // member then sees all of them; or, with QkvPerHead, each has projected
+  // the heads it steps and goes on without meeting.
   void AttentionInputs(size_t layer, size_t rows, const float* x, float* phi_q,
                        const Team& team);
   // The member's heads; the caller syncs before reading their output.
@@ -165,6 +170,7 @@ class Engine {
   float* scratch_floats_;
   pthreadpool_t threads_;
   const bool pre_norm_;  // c_.norm_placement == kPre
+  const bool qkv_by_head_;  // QkvSplitsByHead(m_)
 };
 
 }  // namespace tarn
