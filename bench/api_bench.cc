@@ -14,8 +14,10 @@
 // position) as a share of the FMA peak this program measures in the same run
 // (fma_peak.h: one core's FMA loop on the ISA the kernels chose, times
 // --threads), and, for stepping, the weight bytes streamed per second beside
-// the read bandwidth of a buffer that size (bandwidth.h). The ratios use CPU
-// time (one thread).
+// the read bandwidth of a buffer that size (bandwidth.h); for batches, the
+// memory floor too (the weights once and every stream's state in and out,
+// at the read bandwidth of a buffer of both), and the share of the peak the
+// slower of the two limits leaves. The ratios use CPU time (one thread).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -235,6 +237,21 @@ int main(int argc, char** argv) {
       }
     });
   }
+  // A batch step reads the weights once and every stream's state (a
+  // snapshot's bytes) in and out: its memory floor, at the read bandwidth
+  // of a buffer of weights and states.
+  std::vector<double> floor_ms, floor_gbs;
+  for (uint32_t b : batches) {
+    const double bytes =
+        model->weight_bytes() + double(b) * model->snapshot_bytes();
+    tarn::bench::ReadBandwidthMeter batch_meter(
+        model->weight_bytes() + b * model->snapshot_bytes(), threads);
+    for (int i = 0; i < 11; ++i) batch_meter.Pass();
+    floor_gbs.push_back(batch_meter.best_gbs());
+    floor_ms.push_back(
+        (bytes + double(b) * model->snapshot_bytes()) /
+        (batch_meter.best_gbs() * 1e6));
+  }
   times = Measure(reps, jobs);
   std::printf(
       "SessionBatch, %zu steps of every stream: throughput in stream-steps "
@@ -253,6 +270,16 @@ int main(int argc, char** argv) {
         batches[k], per_ms * 1e3, 1 / per_ms, gflops, of_peak(gflops),
         per_ms / first, per_ms_median / first_median, times[k].cpu_ms,
         times[k].median_cpu_ms, times[k].wall_ms);
+    // The best a batch step can do: the slower of its FMA work at the peak
+    // and its memory floor.
+    const double fma_ms = 2 * macs * batches[k] / (peak * 1e6);
+    std::printf(
+        "           memory floor %.3f ms a batch step (weights once, %u "
+        "states of %.0f KB in and out, at %.1f GB/s), FMA work at the peak "
+        "%.3f ms: at most %3.0f%% of peak; this run %3.0f%% of that bound\n",
+        floor_ms[k], batches[k], model->snapshot_bytes() / 1e3, floor_gbs[k],
+        fma_ms, 100 * fma_ms / std::max(fma_ms, floor_ms[k]),
+        100 * std::max(fma_ms, floor_ms[k]) / (batches[k] / per_ms));
   }
   return 0;
 }
