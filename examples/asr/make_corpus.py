@@ -247,6 +247,10 @@ def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide
 
 # -- synthesis ----------------------------------------------------------------------
 
+# sox -R: repeatable, its dither seeded, so a rerun writes the same bytes
+# (without it every file that sox resamples or requantises differs by a
+# least significant bit or two from run to run).
+SOX = ["sox", "-R"]
 SOX_OUT = ["-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", "-e", "signed-integer"]
 
 
@@ -258,13 +262,13 @@ def synthesise(job):
     final, path = path, base + ".partial" + extension
     if spec["engine"] == "espeak-ng":
         wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
-        subprocess.run(["sox", "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
+        subprocess.run([*SOX, "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
     elif spec["engine"] == "festival":
         raw = path + ".festival.wav"
         cmd = ["text2wave", "-eval", f"(voice_{spec['voice']})",
                "-eval", f"(Parameter.set 'Duration_Stretch {spec['stretch']})", "-o", raw]
         subprocess.run(cmd, input=words.encode(), check=True, capture_output=True)
-        subprocess.run(["sox", raw, *SOX_OUT, path], check=True, capture_output=True)
+        subprocess.run([*SOX, raw, *SOX_OUT, path], check=True, capture_output=True)
         os.remove(raw)
     else:
         cmd = ["flite", "-voice", spec["voice"], "--setf", f"duration_stretch={spec['stretch']}"]
@@ -273,7 +277,7 @@ def synthesise(job):
         raw = path + ".flite.wav"
         subprocess.run(cmd + ["-t", words, "-o", raw], check=True, capture_output=True)
         effects = ["pitch", str(spec["cents"])] if spec["cents"] else []
-        subprocess.run(["sox", raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
+        subprocess.run([*SOX, raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
         os.remove(raw)
     os.replace(path, final)
     return final
