@@ -159,6 +159,12 @@ Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
     layer.Run(rows, input, output, threads_, scratch);
     return {0, layer.outputs()};
   }
+  // The input is partly the other members' just-written outputs: ask for
+  // all of its lines at once rather than as the kernel reaches them.
+  const char* bytes = reinterpret_cast<const char*>(input);
+  for (size_t b = 0; b < rows * layer.inputs() * sizeof(float); b += 64) {
+    __builtin_prefetch(bytes + b);
+  }
   return layer.RunShare(rows, input, output, team.member, team.members,
                         scratch);
 }
