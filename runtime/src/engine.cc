@@ -160,9 +160,11 @@ Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
     return {0, layer.outputs()};
   }
   // The input is partly the other members' just-written outputs: ask for
-  // all of its lines at once rather than as the kernel reaches them.
+  // all of its lines at once rather than as the kernel reaches them (a
+  // step's or a small batch's; longer inputs stream past L1 anyway).
   const char* bytes = reinterpret_cast<const char*>(input);
-  for (size_t b = 0; b < rows * layer.inputs() * sizeof(float); b += 64) {
+  const size_t size = rows * layer.inputs() * sizeof(float);
+  for (size_t b = 0; b < size && b < kPrefetchedInputBytes; b += 64) {
     __builtin_prefetch(bytes + b);
   }
   return layer.RunShare(rows, input, output, team.member, team.members,

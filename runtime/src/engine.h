@@ -122,6 +122,8 @@ class Engine {
   // The widest row a member keeps its own copy of (Team::own_rows), on its
   // stack: a row and its norm.
   static constexpr size_t kOwnRowFloats = 1024;
+  // The most of a dense layer's input a team member prefetches (Dense).
+  static constexpr size_t kPrefetchedInputBytes = 16 * 1024;
   // The member's normed rows: its own, or the scratch's.
   float* Normed(const Team& team);
   // The team member's share of a dense layer; returns the outputs it wrote.
