@@ -248,9 +248,8 @@ int main(int argc, char** argv) {
         model->weight_bytes() + b * model->snapshot_bytes(), threads);
     for (int i = 0; i < 11; ++i) batch_meter.Pass();
     floor_gbs.push_back(batch_meter.best_gbs());
-    floor_ms.push_back(
-        (bytes + double(b) * model->snapshot_bytes()) /
-        (batch_meter.best_gbs() * 1e6));
+    floor_ms.push_back((bytes + double(b) * model->snapshot_bytes()) /
+                       (batch_meter.best_gbs() * 1e6));
   }
   times = Measure(reps, jobs);
   std::printf(

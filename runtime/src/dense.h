@@ -86,8 +86,8 @@ class DenseLayer {
   // Outputs [outputs.first, outputs.last) for all rows, on the caller's
   // thread (member `member` of a team), the same bits as Run's. The range
   // starts a block (StartsBlock). scratch: Run's, as in RunShare.
-  void RunOutputs(size_t rows, const float* input, float* output,
-                  Range outputs, size_t member, float* scratch) const;
+  void RunOutputs(size_t rows, const float* input, float* output, Range outputs,
+                  size_t member, float* scratch) const;
   // Whether a range of outputs can start at `output`: it starts a block of
   // its part, or is the layer's output count.
   bool StartsBlock(size_t output) const;

@@ -227,11 +227,12 @@ void Engine::AttentionInputs(size_t layer, size_t rows, const float* x,
     // The member projects only the queries, keys and values of the heads it
     // steps next (StepAttention's share), so nobody waits for the others'.
     const size_t d_key = c_.d_key, d_value = c_.d_value;
-    const Range mine = team.Share(heads), columns[] = {
-        {mine.first * d_key, mine.last * d_key},
-        {(heads + mine.first) * d_key, (heads + mine.last) * d_key},
-        {2 * heads * d_key + mine.first * d_value,
-         2 * heads * d_key + mine.last * d_value}};
+    const Range mine = team.Share(heads),
+                columns[] = {
+                    {mine.first * d_key, mine.last * d_key},
+                    {(heads + mine.first) * d_key, (heads + mine.last) * d_key},
+                    {2 * heads * d_key + mine.first * d_value,
+                     2 * heads * d_key + mine.last * d_value}};
     for (const Range& part : columns) {
       w.qkv->RunOutputs(rows, input, qkv, part, team.member, dense_scratch());
     }

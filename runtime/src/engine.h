@@ -171,7 +171,7 @@ class Engine {
   const ScratchLayout scratch_;
   float* scratch_floats_;
   pthreadpool_t threads_;
-  const bool pre_norm_;  // c_.norm_placement == kPre
+  const bool pre_norm_;     // c_.norm_placement == kPre
   const bool qkv_by_head_;  // QkvSplitsByHead(m_)
 };
 
