@@ -126,18 +126,23 @@ StepBytes CountStepBytes(const Model& model, const std::string& dtype) {
     m += size_t{c.output_dim} * d;
     v += c.output_dim;
   }
-  // f16 and bf16 files hold about 2 bytes a parameter, i8 files about 1 (their
-  // embeddings f16, a small share).
-  const double per_parameter = static_cast<double>(model.weight_bytes()) /
-                               static_cast<double>(model.parameter_count());
-  const size_t matrix_bytes = per_parameter < 1.5 ? 1
-                              : per_parameter < 3 ? 2
-                                                  : 4;
-  // Byte counts cannot tell f16 from bf16: --dtype does.
-  b.dtype = !dtype.empty()      ? dtype.c_str()
-            : matrix_bytes == 1 ? "i8"
-            : matrix_bytes == 2 ? "f16"
-                                : "f32";
+  // The matrices' dtype: --dtype, else the file's with the most bytes
+  // (vectors, norms and scales are f32; the matrices outweigh them).
+  b.dtype = "f32";
+  size_t most = model.weight_bytes(DType::kF32);
+  for (auto [file_dtype, name] : {std::pair{DType::kF16, "f16"},
+                                  {DType::kBf16, "bf16"},
+                                  {DType::kI8, "i8"}}) {
+    if (model.weight_bytes(file_dtype) > most) {
+      most = model.weight_bytes(file_dtype);
+      b.dtype = name;
+    }
+  }
+  if (!dtype.empty()) b.dtype = dtype.c_str();
+  const std::string chosen = b.dtype;
+  const size_t matrix_bytes = chosen == "i8"                        ? 1
+                              : chosen == "f16" || chosen == "bf16" ? 2
+                                                                    : 4;
   if (matrix_bytes == 1) v += dense_outputs;  // a scale per output row
   b.matrix_params = m;
   b.vector_params = v;
@@ -1038,8 +1043,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--dtype", o.dtype,
                  "the file's matrix dtype, for the report and the profile's "
-                 "dense kernels (default: guessed from the bytes per "
-                 "parameter, f16 for 2)")
+                 "dense kernels (default: the dtype most of the file's "
+                 "weight bytes are stored in)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "i8"}));
   app.add_flag("--int8-dot", o.int8_dot,
                "int8 models: quantise activations, integer dot products");

@@ -290,6 +290,22 @@ def model_as_stored(model: LinearTransformer, dtype: str) -> LinearTransformer:
     return stored
 
 
+def stored_bytes_by_dtype(path: Path) -> dict:
+    """Each dtype's bytes of tensor data, read from the file with the
+    flatc-generated Python code (not tarn's loader)."""
+    from converter.schema_code import schema
+
+    s = schema()
+    model = s.Model.GetRootAs(path.read_bytes(), 0)
+    names = {getattr(s.DType, name): name.lower() for name in ("F32", "F16", "I8", "BF16")}
+    stored = {}
+    for i in range(model.TensorsLength()):
+        tensor = model.Tensors(i)
+        name = names[tensor.Dtype()]
+        stored[name] = stored.get(name, 0) + model.Buffers(tensor.Buffer()).DataLength()
+    return stored
+
+
 def make_input(config: ModelConfig, length: int, rng: np.random.Generator) -> np.ndarray:
     if config.input_kind == "tokens":
         return rng.integers(0, config.vocab_size, size=length, dtype=np.int32)

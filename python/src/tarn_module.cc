@@ -544,6 +544,18 @@ NB_MODULE(_tarn, m) {
            [](const PyModel& m) { return m.Get()->parameter_count(); })
       .def("weight_bytes",
            [](const PyModel& m) { return m.Get()->weight_bytes(); })
+      .def("weight_bytes_by_dtype",
+           [](const PyModel& m) {
+             nb::dict bytes;
+             for (auto [dtype, name] : {std::pair{tarn::DType::kF32, "f32"},
+                                        {tarn::DType::kF16, "f16"},
+                                        {tarn::DType::kBf16, "bf16"},
+                                        {tarn::DType::kI8, "i8"}}) {
+               const size_t n = m.Get()->weight_bytes(dtype);
+               if (n > 0) bytes[name] = n;
+             }
+             return bytes;
+           })
       .def(
           "session_bytes",
           [](const PyModel& m, uint32_t max_prefill_chunk) {

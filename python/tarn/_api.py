@@ -177,6 +177,13 @@ class Model:
         """Bytes of weights as stored in the file."""
         return self._native.weight_bytes()
 
+    @property
+    def weight_bytes_by_dtype(self) -> dict:
+        """weight_bytes split by how the file stores them, e.g. {"i8": ...,
+        "f32": ...} (the converter's --dtype for the matrices; vectors, norms
+        and int8 scales stay f32); dtypes the file does not use are left out."""
+        return self._native.weight_bytes_by_dtype()
+
     def session_bytes(self, max_prefill_chunk: int = 64) -> int:
         """Bytes of one session's memory (state and scratch)."""
         return self._native.session_bytes(max_prefill_chunk)

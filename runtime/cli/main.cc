@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,7 +69,23 @@ int Info(const std::string& path) {
                 c.output_dim / 3, c.output_levels);
   }
   std::printf("parameters       %zu\n", model->parameter_count());
-  std::printf("weight bytes     %zu\n", model->weight_bytes());
+  // By dtype, largest first: the matrices' dtype leads.
+  std::printf("weight bytes     %zu (", model->weight_bytes());
+  std::pair<size_t, const char*> parts[] = {
+      {model->weight_bytes(DType::kF32), "f32"},
+      {model->weight_bytes(DType::kF16), "f16"},
+      {model->weight_bytes(DType::kBf16), "bf16"},
+      {model->weight_bytes(DType::kI8), "i8"}};
+  std::stable_sort(
+      std::begin(parts), std::end(parts),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
+  const char* separator = "";
+  for (const auto& [bytes, name] : parts) {
+    if (bytes == 0) continue;
+    std::printf("%s%s %zu", separator, name, bytes);
+    separator = ", ";
+  }
+  std::printf(")\n");
   SessionOptions smallest;
   smallest.max_prefill_chunk = 1;
   std::printf("session bytes    %zu (prefill chunks of %u; %zu with 1)\n",

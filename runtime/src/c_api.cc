@@ -181,6 +181,17 @@ size_t tarn_model_output_size(const tarn_model* model) {
   return model ? Cpp(model)->output_size() : 0;
 }
 
+size_t tarn_model_weight_bytes(const tarn_model* model) {
+  return model ? Cpp(model)->weight_bytes() : 0;
+}
+
+size_t tarn_model_weight_bytes_of(const tarn_model* model, tarn_dtype dtype) {
+  if (model == nullptr || dtype < TARN_DTYPE_F32 || dtype > TARN_DTYPE_BF16) {
+    return 0;
+  }
+  return Cpp(model)->weight_bytes(static_cast<tarn::DType>(dtype));
+}
+
 uint64_t tarn_model_identity(const tarn_model* model) {
   return model ? Cpp(model)->identity() : 0;
 }

@@ -308,6 +308,20 @@ const char* Name(OutputDistribution distribution) {
 
 namespace {
 
+// The file's dtype as the public enum (dtypes are checked at load).
+DType PublicDType(schema::DType dtype) {
+  switch (dtype) {
+    case schema::DType::F16:
+      return DType::kF16;
+    case schema::DType::I8:
+      return DType::kI8;
+    case schema::DType::BF16:
+      return DType::kBf16;
+    default:
+      return DType::kF32;
+  }
+}
+
 size_t ElementBytes(schema::DType dtype) {
   return dtype == schema::DType::F16 || dtype == schema::DType::BF16 ? 2
          : dtype == schema::DType::I8                                ? 1
@@ -655,6 +669,8 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     // An int8 weight's scales describe it; they are not parameters of its own.
     if (!EndsWith(name, kScaleSuffix)) parameter_count += view.elements;
     weight_bytes += view.bytes;
+    weight_bytes_by_dtype[static_cast<size_t>(PublicDType(view.dtype))] +=
+        view.bytes;
     tensors.emplace(name, std::move(view));
   }
   if (verify_checksum) {
@@ -1052,6 +1068,10 @@ size_t Model::output_size() const { return impl_->output_size; }
 size_t Model::frame_size() const { return impl_->config.input_dim; }
 size_t Model::parameter_count() const { return impl_->parameter_count; }
 size_t Model::weight_bytes() const { return impl_->weight_bytes; }
+size_t Model::weight_bytes(DType dtype) const {
+  const size_t index = static_cast<size_t>(dtype);
+  return index < 4 ? impl_->weight_bytes_by_dtype[index] : 0;
+}
 uint64_t Model::identity() const { return impl_->identity; }
 size_t Model::snapshot_bytes() const {
   return kSnapshotHeaderBytes + impl_->state.total * sizeof(float);

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.goldens import bf16_values, build_model, quantize_per_row, round_bf16, scaled_error
+from tests.goldens import bf16_values, build_model, quantize_per_row, round_bf16, scaled_error, stored_bytes_by_dtype
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
@@ -195,6 +195,22 @@ def test_info_names_the_kernels_in_use(kernels_in_use):
     model = GOLDENS / "tokens" / "model.tarn"
     assert kernels_in_use(TARN, model, forced="scalar") == "scalar"
     assert kernels_in_use(TARN, model, forced=None) in ("scalar", "avx2", "avx512", "neon")
+
+
+@pytest.mark.any_kernels
+@pytest.mark.parametrize("case,matrices", [("tokens", "f32"), ("tokens_f16", "f16"), ("tokens_i8", "i8"),
+                                           ("tokens_bf16", "bf16")])
+def test_info_splits_the_weight_bytes_by_dtype(case, matrices):
+    path = GOLDENS / case / "model.tarn"
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("weight bytes"))
+    total, parts = line.split(None, 2)[2].split(" ", 1)
+    printed = {name: int(n) for name, n in (part.split() for part in parts.strip("()").split(", "))}
+    stored = stored_bytes_by_dtype(path)
+    assert printed == stored
+    assert int(total) == sum(stored.values())
+    assert next(iter(printed)) == matrices  # largest first: the matrices' dtype
 
 
 def rewritten_i8(tmp_path: Path, edit) -> Path:

@@ -22,13 +22,13 @@ SPEECH_MODEL = REPO / "examples" / "asr" / "model" / "asr.tarn"
 SAMPLES = sorted((REPO / "examples" / "asr" / "samples").glob("*.wav"))
 
 
-def _random_model(path: Path, seed: int, **config) -> Path:
+def _random_model(path: Path, seed: int, dtype: str = "f32", **config) -> Path:
     """The tests' one random-model builder (tests/goldens.py), converted with
     the installed package's converter."""
     from converter.reference import ModelConfig
     from tests.goldens import build_model
 
-    tarn.convert(build_model(ModelConfig(**config), seed).state_dict(), path, config=config)
+    tarn.convert(build_model(ModelConfig(**config), seed).state_dict(), path, config=config, dtype=dtype)
     return path
 
 

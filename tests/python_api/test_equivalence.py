@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tarn
-from conftest import SAMPLES, SPEECH_MODEL, cli_outputs, run_cli
+from conftest import SAMPLES, SPEECH_MODEL, _random_model, cli_outputs, run_cli
 from tarn._api import round3
 
 
@@ -170,3 +170,16 @@ def test_transcribe_array_equals_file():
     from_file = tarn.transcribe(model, SAMPLES[2])
     from_array = tarn.transcribe(model, tarn.read_wav(SAMPLES[2]))
     assert from_file == from_array
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "i8"])
+def test_weight_bytes_by_dtype_match_the_file(tmp_path, dtype):
+    from tests.goldens import stored_bytes_by_dtype
+
+    common = dict(d_model=32, num_layers=2, num_heads=2, d_key=16, d_value=16, d_ff=64)
+    path = _random_model(tmp_path / f"{dtype}.tarn", 4, dtype=dtype, vocab_size=50, output_dim=50, **common)
+    model = tarn.Model(path)
+    stored = stored_bytes_by_dtype(path)
+    assert model.weight_bytes_by_dtype == stored
+    assert sum(stored.values()) == model.weight_bytes
+    assert max(stored, key=stored.get) == dtype

@@ -19,9 +19,11 @@ std::string LastError() { return tarn_last_error(); }
 
 TEST(CApi, ErrorsAreStatusesWithAThreadLocalMessage) {
   tarn_model* model = nullptr;
-  EXPECT_EQ(tarn_model_load("/nonexistent.tarn", &model), TARN_STATUS_IO_ERROR);
+  const std::string missing =
+      ::testing::TempDir() + "no-such-folder/model.tarn";
+  EXPECT_EQ(tarn_model_load(missing.c_str(), &model), TARN_STATUS_IO_ERROR);
   EXPECT_EQ(model, nullptr);
-  EXPECT_NE(LastError().find("/nonexistent.tarn"), std::string::npos);
+  EXPECT_NE(LastError().find(missing), std::string::npos);
   std::thread([] { EXPECT_EQ(LastError(), ""); }).join();
   EXPECT_EQ(tarn_model_load(nullptr, &model), TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "path is null");
@@ -30,6 +32,7 @@ TEST(CApi, ErrorsAreStatusesWithAThreadLocalMessage) {
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "session is null");
   EXPECT_EQ(tarn_model_output_size(nullptr), 0u);
+  EXPECT_EQ(tarn_model_weight_bytes_of(nullptr, TARN_DTYPE_F32), 0u);
   tarn_session_free(nullptr);
   tarn_model_free(nullptr);
 }
@@ -118,6 +121,32 @@ TEST(CApi, KernelsNameTheVariantTarnKernelsForces) {
                       : 1);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// The split itself is checked against the file in
+// tests/golden (test_info_splits_the_weight_bytes_by_dtype).
+TEST(CApi, WeightBytesSplitByDtype) {
+  for (const char* name :
+       {"tokens", "tokens_f16", "tokens_i8", "tokens_bf16"}) {
+    const std::string path = GoldenModelPath(name);
+    tarn_model* model = nullptr;
+    ASSERT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_OK)
+        << LastError();
+    std::unique_ptr<Model> cpp_model = LoadGolden(name);
+    EXPECT_EQ(tarn_model_weight_bytes(model), cpp_model->weight_bytes());
+    size_t sum = 0;
+    for (tarn_dtype dtype :
+         {TARN_DTYPE_F32, TARN_DTYPE_F16, TARN_DTYPE_I8, TARN_DTYPE_BF16}) {
+      sum += tarn_model_weight_bytes_of(model, dtype);
+      EXPECT_EQ(tarn_model_weight_bytes_of(model, dtype),
+                cpp_model->weight_bytes(static_cast<DType>(dtype)))
+          << name;
+    }
+    EXPECT_EQ(sum, tarn_model_weight_bytes(model)) << name;
+    EXPECT_EQ(tarn_model_weight_bytes_of(model, static_cast<tarn_dtype>(4)),
+              0u);
+    tarn_model_free(model);
+  }
 }
 
 TEST(CApi, StepsAsTheCppApi) {

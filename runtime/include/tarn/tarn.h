@@ -179,6 +179,18 @@ uint32_t tarn_model_vocab_size(const tarn_model* model);
 size_t tarn_model_frame_size(const tarn_model* model);
 /* Floats of one step's output. */
 size_t tarn_model_output_size(const tarn_model* model);
+/* How a .tarn file stores a tensor's elements (the converter's --dtype for
+ * the matrices; vectors, norms and int8 scales stay f32). */
+typedef enum tarn_dtype {
+  TARN_DTYPE_F32 = 0,
+  TARN_DTYPE_F16 = 1,
+  TARN_DTYPE_I8 = 2,
+  TARN_DTYPE_BF16 = 3
+} tarn_dtype;
+/* Bytes of weights as stored in the file, and the part of them stored as
+ * `dtype` (0 for a value outside tarn_dtype). */
+size_t tarn_model_weight_bytes(const tarn_model* model);
+size_t tarn_model_weight_bytes_of(const tarn_model* model, tarn_dtype dtype);
 /* A hash of the configuration and weights; snapshots carry it. */
 uint64_t tarn_model_identity(const tarn_model* model);
 /* Bytes of a session snapshot. */

@@ -175,6 +175,10 @@ struct ModelConfig {
   uint32_t output_levels = 0;
 };
 
+// How a .tarn file stores a tensor's elements (its converter's --dtype for
+// the matrices; vectors, norms and int8 scales stay f32).
+enum class DType { kF32, kF16, kI8, kBf16 };
+
 // How dense layers with int8 weights compute (docs/decisions.md, "int8
 // weights").
 enum class Int8Compute {
@@ -275,6 +279,8 @@ class Model {
   size_t parameter_count() const;
   // Bytes of weights as stored in the file.
   size_t weight_bytes() const;
+  // The part of weight_bytes() stored as `dtype`.
+  size_t weight_bytes(DType dtype) const;
   // Bytes of one Session's block (its state and scratch), for these
   // options; 0 if the options are invalid.
   size_t session_bytes(const SessionOptions& options = SessionOptions()) const;
