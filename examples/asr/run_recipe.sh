@@ -12,7 +12,8 @@
 # Environment: STEPS (12000), THREADS (2), DEVICE (auto: a CUDA GPU when
 # torch sees one, else the CPU), WORKERS (1 batch-making process; give a GPU
 # more), JOBS (2 synthesis processes), OUT (examples/asr/model/asr.pt),
-# TARN (the `tarn` binary; default build*/runtime/tarn, else PATH), PYTHON.
+# TARN (the `tarn` binary; default build/runtime/tarn, another
+# build*/runtime/tarn, else PATH), PYTHON.
 #
 # Needs Debian's python3 with python3-torch and python3-numpy,
 # libopenblas0-openmp, espeak-ng, flite, sox, and Festival with two voices
@@ -43,7 +44,8 @@ export OMP_WAIT_POLICY=PASSIVE
 
 tarn=${TARN:-}
 if [ -z "$tarn" ]; then
-  for candidate in "$here"/../../build*/runtime/tarn; do
+  # build/ (the README's) first, then other build folders.
+  for candidate in "$here"/../../build/runtime/tarn "$here"/../../build*/runtime/tarn; do
     if [ -x "$candidate" ]; then tarn=$candidate; break; fi
   done
 fi
