@@ -1,9 +1,10 @@
 """The bundled speech model in tarn against the PyTorch reference it was
 trained as: for each bundled sample WAV, features from examples/asr/features.py
 (the recipe's one Python definition) go through `tarn run` and through
-converter/reference.py's LinearTransformer loaded from asr.pt; every step's
-29 logits must agree within 1e-4, relative to max |logit| where that exceeds 1
-(as tests/golden). The front end is tested on its own by test_front_end.py.
+converter/reference.py's LinearTransformer loaded from asr.pt, its weights
+rounded as the file stores them (f16: tests.goldens.model_as_stored); every
+step's 29 logits must agree within 1e-4, relative to max |logit| where that
+exceeds 1 (as tests/golden). The front end is tested on its own by test_front_end.py.
 Run by ctest (speech_model_vs_pytorch), which passes `tarn` in the
 environment (conftest.py).
 """
@@ -21,7 +22,7 @@ ASR = ROOT / "examples" / "asr"
 sys.path.insert(0, str(ASR))
 
 import features  # noqa: E402
-from tests.goldens import scaled_error  # noqa: E402
+from tests.goldens import model_as_stored, scaled_error, stored_bytes_by_dtype  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -29,10 +30,14 @@ TOLERANCE = 1e-4
 
 @pytest.fixture(scope="module")
 def trained():
-    """The bundled model as PyTorch (its checkpoint, asr.pt) and its recipe."""
+    """The bundled model as PyTorch (its checkpoint, asr.pt, with the values
+    asr.tarn stores: its matrices' dtype is the one most of its bytes are in)
+    and its recipe."""
     checkpoint = torch.load(ASR / "model" / "asr.pt", map_location="cpu", weights_only=False)
     model = LinearTransformer(ModelConfig.from_dict(checkpoint["config"]))
     model.load_state_dict(checkpoint["state_dict"])
+    stored = stored_bytes_by_dtype(ASR / "model" / "asr.tarn")
+    model = model_as_stored(model, max(stored, key=stored.get))
     model.eval()
     return model, checkpoint["recipe"]
 
