@@ -186,6 +186,7 @@ size_t tarn_model_weight_bytes(const tarn_model* model) {
 }
 
 size_t tarn_model_weight_bytes_of(const tarn_model* model, tarn_dtype dtype) {
+  // A C caller can pass any int.
   if (model == nullptr || dtype < TARN_DTYPE_F32 || dtype > TARN_DTYPE_BF16) {
     return 0;
   }
