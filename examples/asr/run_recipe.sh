@@ -22,12 +22,12 @@
 # (festival festvox-kdlpc16k festvox-us-slt-hts: scripts/install-deps.sh
 # demo), for the evaluation-only set.
 #
-# Wall time on 2 cores (Sapphire Rapids): corpus 10 min (17 950
+# Wall time on 2 cores (Sapphire Rapids): corpus 3-10 min (17 950
 # utterances, 1.1 GB); training 8 503 CPU seconds for the 12 000 steps of
 # the bundled model (its batch maker included), 0.34-0.43 s a step where
-# the machine was otherwise idle, so about 70-90 min (that run shared its
-# cores and was resumed twice: one uninterrupted run has not been timed);
-# export and evaluation 1 min.
+# the machine was otherwise idle, so about 70-90 min; export and
+# evaluation 1 min. One uninterrupted rerun from a fresh clone took 98 min
+# in all (corpus 192 s, training 8 610 CPU seconds, 5 649 s of wall time).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:-$here/data}
