@@ -594,18 +594,11 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
       return Invalid("tensor '" + name + "' appears twice");
     TensorView view;
     view.dtype = t->dtype();
-    size_t element_bytes;
-    if (view.dtype == schema::DType::F32) {
-      element_bytes = 4;
-    } else if (view.dtype == schema::DType::F16 ||
-               view.dtype == schema::DType::BF16) {
-      element_bytes = 2;
-    } else if (view.dtype == schema::DType::I8) {
-      element_bytes = 1;
-    } else {
+    if (view.dtype < schema::DType::MIN || view.dtype > schema::DType::MAX) {
       return Invalid("tensor '" + name + "' has an unknown dtype " +
                      std::to_string(static_cast<int>(view.dtype)));
     }
+    const size_t element_bytes = ElementBytes(view.dtype);
     if (t->shape() == nullptr || t->shape()->size() == 0 ||
         t->shape()->size() > 4) {
       return Invalid("tensor '" + name + "' has no valid shape");
