@@ -242,13 +242,12 @@ int main(int argc, char** argv) {
   // of a buffer of weights and states.
   std::vector<double> floor_ms, floor_gbs;
   for (uint32_t b : batches) {
-    const double bytes =
-        model->weight_bytes() + double(b) * model->snapshot_bytes();
-    tarn::bench::ReadBandwidthMeter batch_meter(
-        model->weight_bytes() + b * model->snapshot_bytes(), threads);
+    const size_t states = b * model->snapshot_bytes();
+    tarn::bench::ReadBandwidthMeter batch_meter(model->weight_bytes() + states,
+                                                threads);
     for (int i = 0; i < 11; ++i) batch_meter.Pass();
     floor_gbs.push_back(batch_meter.best_gbs());
-    floor_ms.push_back((bytes + double(b) * model->snapshot_bytes()) /
+    floor_ms.push_back(double(model->weight_bytes() + 2 * states) /
                        (batch_meter.best_gbs() * 1e6));
   }
   times = Measure(reps, jobs);
