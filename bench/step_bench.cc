@@ -128,16 +128,13 @@ StepBytes CountStepBytes(const Model& model, const std::string& dtype) {
   }
   // The matrices' dtype: --dtype, else the file's with the most bytes
   // (vectors, norms and scales are f32; the matrices outweigh them).
-  b.dtype = "f32";
-  size_t most = model.weight_bytes(DType::kF32);
-  for (auto [file_dtype, name] : {std::pair{DType::kF16, "f16"},
-                                  {DType::kBf16, "bf16"},
-                                  {DType::kI8, "i8"}}) {
-    if (model.weight_bytes(file_dtype) > most) {
-      most = model.weight_bytes(file_dtype);
-      b.dtype = name;
+  DType most = DType::kF32;
+  for (DType file_dtype : kDTypes) {
+    if (model.weight_bytes(file_dtype) > model.weight_bytes(most)) {
+      most = file_dtype;
     }
   }
+  b.dtype = Name(most);
   if (!dtype.empty()) b.dtype = dtype.c_str();
   const std::string chosen = b.dtype;
   const size_t matrix_bytes = chosen == "i8"                        ? 1

@@ -547,12 +547,9 @@ NB_MODULE(_tarn, m) {
       .def("weight_bytes_by_dtype",
            [](const PyModel& m) {
              nb::dict bytes;
-             for (auto [dtype, name] : {std::pair{tarn::DType::kF32, "f32"},
-                                        {tarn::DType::kF16, "f16"},
-                                        {tarn::DType::kBf16, "bf16"},
-                                        {tarn::DType::kI8, "i8"}}) {
+             for (tarn::DType dtype : tarn::kDTypes) {
                const size_t n = m.Get()->weight_bytes(dtype);
-               if (n > 0) bytes[name] = n;
+               if (n > 0) bytes[tarn::Name(dtype)] = n;
              }
              return bytes;
            })

@@ -71,18 +71,14 @@ int Info(const std::string& path) {
   std::printf("parameters       %zu\n", model->parameter_count());
   // By dtype, largest first: the matrices' dtype leads.
   std::printf("weight bytes     %zu (", model->weight_bytes());
-  std::pair<size_t, const char*> parts[] = {
-      {model->weight_bytes(DType::kF32), "f32"},
-      {model->weight_bytes(DType::kF16), "f16"},
-      {model->weight_bytes(DType::kBf16), "bf16"},
-      {model->weight_bytes(DType::kI8), "i8"}};
-  std::stable_sort(
-      std::begin(parts), std::end(parts),
-      [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<DType> dtypes(std::begin(kDTypes), std::end(kDTypes));
+  std::stable_sort(dtypes.begin(), dtypes.end(), [&](DType a, DType b) {
+    return model->weight_bytes(a) > model->weight_bytes(b);
+  });
   const char* separator = "";
-  for (const auto& [bytes, name] : parts) {
-    if (bytes == 0) continue;
-    std::printf("%s%s %zu", separator, name, bytes);
+  for (DType dtype : dtypes) {
+    if (model->weight_bytes(dtype) == 0) continue;
+    std::printf("%s%s %zu", separator, Name(dtype), model->weight_bytes(dtype));
     separator = ", ";
   }
   std::printf(")\n");

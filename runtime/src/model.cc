@@ -306,6 +306,20 @@ const char* Name(OutputDistribution distribution) {
   return "?";
 }
 
+const char* Name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kI8:
+      return "i8";
+    case DType::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
+
 namespace {
 
 // The file's dtype as the public enum (dtypes are checked at load).
@@ -1063,7 +1077,7 @@ size_t Model::parameter_count() const { return impl_->parameter_count; }
 size_t Model::weight_bytes() const { return impl_->weight_bytes; }
 size_t Model::weight_bytes(DType dtype) const {
   const size_t index = static_cast<size_t>(dtype);
-  return index < 4 ? impl_->weight_bytes_by_dtype[index] : 0;
+  return index < std::size(kDTypes) ? impl_->weight_bytes_by_dtype[index] : 0;
 }
 uint64_t Model::identity() const { return impl_->identity; }
 size_t Model::snapshot_bytes() const {

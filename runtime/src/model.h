@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -123,7 +124,7 @@ class Model::Impl {
   std::map<std::string, TensorView> tensors;
   size_t parameter_count = 0;
   size_t weight_bytes = 0;
-  size_t weight_bytes_by_dtype[4] = {};  // indexed by DType
+  size_t weight_bytes_by_dtype[std::size(kDTypes)] = {};  // indexed by DType
 
   std::vector<LayerWeights> layers;
   TensorView token_embedding;     // [vocab][d_model - position_concat_dim]
