@@ -213,10 +213,13 @@ void SnapshotRestoreClone(const Model& model, Session& session,
   if (!session.Snapshot(snapshot.data(), snapshot.size()).ok()) return;
   (void)session.Snapshot(snapshot.data(), snapshot.size() - 1);
   (void)session.Restore(snapshot.data(), snapshot.size());
-  // Damaged: one byte flipped, or cut short.
-  std::vector<uint8_t> damaged = snapshot;
-  if (!damaged.empty()) damaged[random.Next() % damaged.size()] ^= 0x5a;
-  (void)session.Restore(damaged.data(), damaged.size());
+  // Damaged: one byte flipped (and flipped back), or cut short.
+  if (!snapshot.empty()) {
+    const size_t flipped = random.Next() % snapshot.size();
+    snapshot[flipped] ^= 0x5a;
+    (void)session.Restore(snapshot.data(), snapshot.size());
+    snapshot[flipped] ^= 0x5a;
+  }
   (void)session.Restore(snapshot.data(), snapshot.size() / 2);
   (void)session.Restore(nullptr, snapshot.size());
   std::unique_ptr<Session> clone;
