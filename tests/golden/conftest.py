@@ -17,9 +17,10 @@ SKIP_RETURN_CODE = 77
 def pytest_sessionstart(session):
     forced = os.environ.get("TARN_KERNELS")
     tarn = os.environ.get("TARN_BIN")
-    if not forced or not tarn:
+    goldens = os.environ.get("TARN_GOLDENS")
+    if not forced or not tarn or not goldens:
         return
-    model = Path(os.environ.get("TARN_GOLDENS", "/nonexistent")) / "tokens" / "model.tarn"
+    model = Path(goldens) / "tokens" / "model.tarn"
     result = subprocess.run([tarn, "info", str(model)], capture_output=True, text=True)
     if f"TARN_KERNELS={forced}" in result.stderr:
         pytest.exit(f"TARN_KERNELS={forced}: {result.stderr.strip()}", returncode=SKIP_RETURN_CODE)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(os.environ.get("TARN_SPEECH_FIXTURES", "/nonexistent"))
+FIXTURES = Path(os.environ.get("TARN_SPEECH_FIXTURES", ""))
 TARN = os.environ.get("TARN_BIN")
 failures = []
 
