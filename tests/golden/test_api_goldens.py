@@ -17,11 +17,11 @@ from tests.goldens import scaled_error
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
-GOLDENS = Path(os.environ.get("TARN_GOLDENS", ""))
+GOLDENS = Path(os.environ["TARN_GOLDENS"]) if "TARN_GOLDENS" in os.environ else None
 FAST_TRANSFORMERS = ROOT / "tests" / "data" / "fast_transformers"
 
 pytestmark = pytest.mark.skipif(
-    not TARN or "TARN_GOLDENS" not in os.environ, reason="TARN_BIN or TARN_GOLDENS is not set: run through ctest"
+    not TARN or GOLDENS is None, reason="TARN_BIN or TARN_GOLDENS is not set: run through ctest"
 )
 
 # max |tarn - reference| relative to max(1, max |reference|), as the step goldens.

@@ -18,11 +18,11 @@ from tests.goldens import bf16_values, build_model, quantize_per_row, round_bf16
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
-GOLDENS = Path(os.environ.get("TARN_GOLDENS", ""))
+GOLDENS = Path(os.environ["TARN_GOLDENS"]) if "TARN_GOLDENS" in os.environ else None
 FAST_TRANSFORMERS = ROOT / "tests" / "data" / "fast_transformers"
 
 pytestmark = pytest.mark.skipif(
-    not TARN or "TARN_GOLDENS" not in os.environ, reason="TARN_BIN or TARN_GOLDENS is not set: run through ctest"
+    not TARN or GOLDENS is None, reason="TARN_BIN or TARN_GOLDENS is not set: run through ctest"
 )
 
 # Acceptance bound of the end-to-end slice: max |tarn - reference| <= 1e-4,

@@ -245,9 +245,9 @@ def test_unwritable_output(tmp_path):
 
 # --- tarn transcribe -------------------------------------------------------------
 
-SPEECH = Path(os.environ.get("TARN_GOLDENS", "")) / "speech" / "model.tarn"
+SPEECH = Path(os.environ["TARN_GOLDENS"]) / "speech" / "model.tarn" if "TARN_GOLDENS" in os.environ else None
 needs_speech = pytest.mark.skipif(
-    "TARN_GOLDENS" not in os.environ or not SPEECH.exists(), reason="no golden speech model ($TARN_GOLDENS)"
+    SPEECH is None or not SPEECH.exists(), reason="no golden speech model ($TARN_GOLDENS)"
 )
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(os.environ.get("TARN_SPEECH_FIXTURES", ""))
+FIXTURES = Path(os.environ["TARN_SPEECH_FIXTURES"]) if "TARN_SPEECH_FIXTURES" in os.environ else None
 TARN = os.environ.get("TARN_BIN")
 failures = []
 
 pytestmark = pytest.mark.skipif(
-    not TARN or "TARN_SPEECH_FIXTURES" not in os.environ, reason="TARN_BIN or TARN_SPEECH_FIXTURES is not set: run through ctest")
+    not TARN or FIXTURES is None, reason="TARN_BIN or TARN_SPEECH_FIXTURES is not set: run through ctest")
 
 
 def transcribe(*args, stdin=None):
