@@ -83,8 +83,8 @@ LABEL_INDEX = {c: i for i, c in enumerate(LABELS)}
 CONFIG = ModelConfig(
     input_kind="frames", input_dim=40, stack_window=9, stack_hop=3,
     input_projection=True, input_activation="gelu", norm_placement="pre",
-    activation="gelu", d_model=144, num_layers=4, num_heads=4, d_key=36,
-    d_value=36, d_ff=512, conv_kernel=7, final_norm=True, output_dim=len(LABELS),
+    activation="gelu", d_model=160, num_layers=6, num_heads=4, d_key=40,
+    d_value=40, d_ff=640, conv_kernel=7, final_norm=True, output_dim=len(LABELS),
 )
 
 
