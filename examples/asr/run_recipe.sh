@@ -22,12 +22,10 @@
 # (festival festvox-kdlpc16k festvox-us-slt-hts: scripts/install-deps.sh
 # demo), for the evaluation-only set.
 #
-# Wall time on 2 cores (Sapphire Rapids): corpus 3-10 min (17 950
-# utterances, 1.1 GB); training 8 503 CPU seconds for the 12 000 steps of
-# the bundled model (its batch maker included), 0.34-0.43 s a step where
-# the machine was otherwise idle, so about 70-90 min; export and
-# evaluation 1 min. One uninterrupted rerun from a fresh clone took 98 min
-# in all (corpus 192 s, training 8 610 CPU seconds, 5 649 s of wall time).
+# Wall time on 2 cores (Sapphire Rapids), one uninterrupted run of the
+# bundled model: corpus 185 s (17 950 utterances, 1.1 GB); training 12 595
+# CPU seconds for the 12 000 steps (its batch maker included), 0.55-0.67 s
+# a step, 8 393 s of wall time; export and evaluation 1 min: 143 min in all.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:-$here/data}

@@ -2,7 +2,7 @@
 trained as: for each bundled sample WAV, features from examples/asr/features.py
 (the recipe's one Python definition) go through `tarn run` and through
 converter/reference.py's LinearTransformer loaded from asr.pt, its weights
-rounded as the file stores them (f16: tests.goldens.model_as_stored); every
+as the file stores them (tests.goldens.model_as_stored); every
 step's 29 logits must agree within 1e-4, relative to max |logit| where that
 exceeds 1 (as tests/golden). The front end is tested on its own by test_front_end.py.
 Run by ctest (speech_model_vs_pytorch), which passes `tarn` in the
