@@ -31,7 +31,8 @@ optimiser, the step, the position in the epoch and the random generators'
 states; one is written every --checkpoint-minutes and at the end. Rerun with
 the same arguments after an interruption and training resumes from it: with
 --steps the final weights are those of an uninterrupted run. A log (--log,
-default OUT with .train.log) gets every line printed: loss every 50 steps,
+default OUT with .train.log; a resumed run appends to it, a run from scratch
+starts it anew) gets every line printed: loss every 50 steps,
 dev greedy error rates after each epoch (or every --eval-every steps), wall
 and CPU time. --device cuda trains on a GPU when one is present.
 
@@ -448,7 +449,8 @@ def main(argv=None):
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0,
                         help="wall-clock minutes between checkpoints (0: after every step)")
     parser.add_argument("--restart", action="store_true", help="ignore (and replace) an existing checkpoint")
-    parser.add_argument("--log", help="training log, appended to (default: OUT with .train.log)")
+    parser.add_argument("--log", help="training log (default: OUT with .train.log); "
+                        "a resumed run appends to it, a run from scratch replaces it")
     parser.add_argument("--eval-every", type=int, default=0, help="dev error rates every N steps (0: each epoch)")
     parser.add_argument("--final-splits", nargs="*", default=["dev", "eval_espeak", "eval_slt"],
                         help="splits scored (greedy, in Python) at the end")
@@ -485,6 +487,10 @@ def main(argv=None):
             changed = {k: (state["plan"].get(k), v) for k, v in plan.items() if state["plan"].get(k) != v}
             sys.exit(f"{checkpoint_path} was made with other settings (checkpoint, now: {changed}); "
                      "rerun with those, or with --restart to discard it")
+    if state is None:
+        # A run from scratch writes its own log, not after another run's (the
+        # bundled model's log sits where a fresh clone's rerun writes).
+        open(LOG_FILE, "w").close()
     log(f"loaded {', '.join(f'{k} {len(v)}' for k, v in data.items())} utterances "
         f"({sum(len(s) for s, _ in data['train']) / 16000 / 3600:.1f} h of training audio); device {device}, "
         f"{args.threads} threads, augment {args.augment}")

@@ -65,7 +65,13 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
     data = tmp_path / "data"
     write_corpus(data)
     straight, resumed = tmp_path / "straight" / "asr.pt", tmp_path / "resumed" / "asr.pt"
+    # Another run's log where this one writes (as the bundled model's is in a
+    # fresh clone): a run from scratch starts its own.
+    straight.parent.mkdir()
+    (straight.parent / "asr.train.log").write_text("12:00:00 a line of another run\n")
     assert train.main(arguments(data, straight)) == 0
+    straight_log = (straight.parent / "asr.train.log").read_text()
+    assert "another run" not in straight_log and straight_log.count(" loaded ") == 1, straight_log
     # Step 5 falls in the second epoch, mid-way: the epoch's batch order and
     # the position in it must both be restored.
     assert train.main(arguments(data, resumed) + ["--stop-after", "5"]) == 3
@@ -77,6 +83,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
     resume = [line for line in log.splitlines() if "resumed from" in line]
     assert len(resume) == 1 and "epoch 2, batch " in resume[0] and "epoch 2, batch 0," not in resume[0], resume
     assert resume[0].endswith("step 5")
+    assert log.count(" loaded ") == 2, log  # the resumed run appended to the interrupted one's log
     a = torch.load(straight, weights_only=False)
     b = torch.load(resumed, weights_only=False)
     assert a["training"]["steps"] == b["training"]["steps"] == 7
