@@ -3,8 +3,9 @@
 # all are present.
 #   scripts/install-deps.sh        everything: build, tests, examples, benchmarks
 #   scripts/install-deps.sh demo   only what the main job needs (scripts/demo.sh):
-#                                  the core, speech and the `tarn` command; and
-#                                  Festival for the ASR recipe's evaluation
+#                                  the core, speech and the `tarn` command
+#   scripts/install-deps.sh recipe the demo's, and what the ASR recipe adds
+#                                  (examples/asr/run_recipe.sh): its synthesizers
 set -euo pipefail
 
 # The core library, the speech library and the `tarn` command.
@@ -28,17 +29,24 @@ test_packages=(
   espeak-ng sox flite dataset-fashion-mnist
 )
 
-# Festival and two of its English voices: the ASR recipe's evaluation-only
-# synthesiser (examples/asr/make_corpus.py --festival, run_recipe.sh), which
-# no test needs.
-recipe_packages=(festival festvox-kdlpc16k festvox-us-slt-hts)
+# The ASR recipe's synthesizers, which no test needs: Festival and two of its
+# English voices, the evaluation-only synthesiser (make_corpus.py --festival);
+# MBROLA and its voices that espeak-ng speaks English with, training voices
+# (make_corpus.py --mbrola), from Debian's contrib and non-free components.
+recipe_packages=(
+  python3-torch python3-numpy libopenblas0-openmp espeak-ng sox flite
+  festival festvox-kdlpc16k festvox-us-slt-hts
+  mbrola mbrola-us1 mbrola-us2 mbrola-us3 mbrola-en1 mbrola-af1 mbrola-de1
+  mbrola-de2 mbrola-de3 mbrola-de4 mbrola-de5 mbrola-de6 mbrola-fr1 mbrola-fr4
+  mbrola-gr2 mbrola-hu1 mbrola-nl2 mbrola-pl1 mbrola-ro1 mbrola-sw1 mbrola-sw2
+)
 
 packages=("${demo_packages[@]}")
-if [ "${1:-all}" = demo ]; then
-  packages+=("${recipe_packages[@]}")
-else
-  packages+=("${test_packages[@]}")
-fi
+case "${1:-all}" in
+  demo) ;;
+  recipe) packages+=("${recipe_packages[@]}") ;;
+  *) packages+=("${test_packages[@]}") ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -48,6 +56,13 @@ done
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
+  if [ "${1:-all}" = recipe ] && ! apt-cache show mbrola-us1 > /dev/null 2>&1; then
+    # Debian's main component has no MBROLA voice.
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    echo "adding Debian's contrib and non-free components (/etc/apt/sources.list.d/tarn-contrib-non-free.sources)"
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$codename" | $sudo tee /etc/apt/sources.list.d/tarn-contrib-non-free.sources > /dev/null
+  fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

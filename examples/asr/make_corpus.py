@@ -2,8 +2,9 @@
 """Synthesises the speech corpus of the ASR example (no corpus can be downloaded).
 
 Utterances are 1-8 words drawn from a 40-word vocabulary, spoken by espeak-ng
-(English accents x voice variants, speed, pitch, word gap) and flite (voices
-kal16, awb, rms, with speed, pitch and a sox pitch shift for variety), written
+(English accents x voice variants, speed, pitch, word gap; and, with --mbrola,
+its MBROLA voices: diphones of recorded speakers) and flite (voices kal16,
+awb, rms, with speed, pitch and a sox pitch shift for variety), written
 as 16 kHz mono 16-bit WAV. Gain and noise augmentation happen at training time
 (train.py), so every file here is the clean synthesiser output.
 
@@ -16,10 +17,12 @@ Splits (column `split` of manifest.tsv):
   eval_festival (--festival N) voices of Festival, a synthesiser never used
                 for training (ked_diphone, cmu_us_slt_arctic_hts), word
                 sequences not in train: evaluation only, never tuned on.
+  eval_mbrola   (--eval-mbrola N) held-out MBROLA voices mb-us1 (a US woman)
+                and mb-en1 (a British man), word sequences not in train.
 No held-out voice is used for train or dev. Every variant name is checked
 against espeak-ng's voice files and by synthesis (espeak-ng silently falls back
 to its default voice on an unknown variant), every flite voice against
-`flite -lv`.
+`flite -lv`, every MBROLA voice by synthesis.
 
 Usage: make_corpus.py [--out examples/asr/data] [--train 12000] [--jobs 2]
                       [--keep-existing] [--only SPLIT ...]
@@ -65,6 +68,17 @@ FLITE_EXTRA = ("kal",)
 # used for training. cmu_us_slt_arctic_hts is the speaker of the held-out
 # flite slt through another synthesiser (HTS); ked_diphone is a US male.
 FESTIVAL_VOICES = ("ked_diphone", "cmu_us_slt_arctic_hts")
+# espeak-ng's MBROLA voices (Debian contrib mbrola, non-free mbrola-xx): the
+# diphones of recorded speakers, US and British English and English with
+# other languages' diphones, women among them. espeak-ng's own voices are
+# formant synthesis and flite's training voices are all men. Two are held
+# out: a US woman and a British man, recorded speakers never heard.
+MBROLA_TRAIN = (
+    "mb-us2", "mb-us3", "mb-af1-en", "mb-de1-en", "mb-de2-en", "mb-de3-en", "mb-de4-en", "mb-de5-en",
+    "mb-de6-en", "mb-fr1-en", "mb-fr4-en", "mb-gr2-en", "mb-hu1-en", "mb-nl2-en", "mb-pl1-en", "mb-ro1-en",
+    "mb-sw1-en", "mb-sw2-en",
+)
+MBROLA_HELD_OUT = ("mb-us1", "mb-en1")
 
 SAMPLE_RATE = 16000
 CHECK_TEXT = "hello world"
@@ -77,7 +91,9 @@ def espeak_data_dir():
 
 
 def espeak_raw(voice, text, speed=175, pitch=50, gap=0):
-    cmd = ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-g", str(gap), "--stdout", text]
+    # -w /dev/stdout: --stdout's bytes for espeak-ng's own voices, and
+    # MBROLA voices write nothing to --stdout.
+    cmd = ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-g", str(gap), "-w", "/dev/stdout", text]
     return subprocess.run(cmd, capture_output=True, check=True).stdout
 
 
@@ -127,6 +143,14 @@ def check_festival_voices():
             sys.exit(f"Festival voice {voice} does not load: {result.stderr.decode().strip()[-300:]}")
 
 
+def check_mbrola_voices():
+    """espeak-ng names a missing MBROLA voice on stderr and writes no samples."""
+    missing = [v for v in MBROLA_TRAIN + MBROLA_HELD_OUT if len(espeak_raw(v, CHECK_TEXT)) <= 44]
+    if missing:
+        sys.exit(f"MBROLA voices missing: {missing}: apt-get install mbrola mbrola-us1 ... from Debian's "
+                 "contrib and non-free (scripts/install-deps.sh recipe)")
+
+
 def check_flite_voices():
     listed = subprocess.run(["flite", "-lv"], capture_output=True, text=True).stdout
     voices = listed.split(":", 1)[1].split()
@@ -151,7 +175,14 @@ def words_outside(rng, excluded, min_words=1):
 
 
 def espeak_spec(rng, variants):
-    voice = f"{rng.choice(ESPEAK_LANGUAGES)}+{rng.choice(variants)}"
+    return espeak_settings(rng, f"{rng.choice(ESPEAK_LANGUAGES)}+{rng.choice(variants)}")
+
+
+def mbrola_spec(rng, voices):
+    return espeak_settings(rng, rng.choice(voices))
+
+
+def espeak_settings(rng, voice):
     return {
         "engine": "espeak-ng",
         "voice": voice,
@@ -201,7 +232,7 @@ def festival_spec(rng):
 
 
 def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide_flite=0, n_extra_flite=0,
-         n_festival=0):
+         n_festival=0, n_mbrola=0, n_eval_mbrola=0):
     rng = random.Random(seed)
     items = []
     seen = set()
@@ -242,6 +273,17 @@ def plan(n_train, n_dev, n_eval_espeak, n_eval_slt, seed, train_variants, n_wide
     for _ in range(n_festival):
         words = words_outside(festival_rng, trained, min_words=2)
         items.append(("eval_festival", words, festival_spec(festival_rng)))
+    # MBROLA: the held-out voices' words outside training so far, then the
+    # training voices' outside every evaluation set.
+    eval_mbrola_rng = random.Random(seed + 4000)
+    for i in range(n_eval_mbrola):
+        words = words_outside(eval_mbrola_rng, trained, min_words=2)
+        spec = mbrola_spec(eval_mbrola_rng, [MBROLA_HELD_OUT[i % len(MBROLA_HELD_OUT)]])
+        items.append(("eval_mbrola", words, spec))
+    evaluated = {words for split, words, _ in items if split != "train"}
+    mbrola_rng = random.Random(seed + 5000)
+    for _ in range(n_mbrola):
+        items.append(("train", words_outside(mbrola_rng, evaluated), mbrola_spec(mbrola_rng, MBROLA_TRAIN)))
     return items
 
 
@@ -300,6 +342,10 @@ def main():
                         help="extra training utterances of flite's other voice (kal, 8 kHz); the recipe uses 1000")
     parser.add_argument("--festival", type=int, default=0,
                         help="utterances of Festival voices, split eval_festival (evaluation only)")
+    parser.add_argument("--mbrola", type=int, default=0,
+                        help="extra training utterances of espeak-ng's MBROLA voices; the recipe uses 6000")
+    parser.add_argument("--eval-mbrola", type=int, default=0,
+                        help="utterances of the held-out MBROLA voices, split eval_mbrola; the recipe uses 200")
     parser.add_argument("--only", nargs="+", metavar="SPLIT",
                         help="synthesise only these splits (the manifest lists the files present)")
     parser.add_argument("--seed", type=int, default=1)
@@ -312,6 +358,8 @@ def main():
     check_flite_voices()
     if args.festival:
         check_festival_voices()
+    if args.mbrola or args.eval_mbrola:
+        check_mbrola_voices()
     variants = espeak_variants()
     train_variants = [v for v in variants if v not in ESPEAK_HELD_OUT and v not in ESPEAK_EXCLUDED]
     print(f"espeak-ng: {len(ESPEAK_LANGUAGES)} languages; {len(train_variants)} training variants: "
@@ -320,7 +368,7 @@ def main():
           f"flite held out: {' '.join(FLITE_HELD_OUT)}")
 
     items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants, args.wide_flite,
-                 args.extra_flite, args.festival)
+                 args.extra_flite, args.festival, args.mbrola, args.eval_mbrola)
     splits = sorted({split for split, _, _ in items})
     jobs, rows = [], []
     for split in splits:

@@ -18,9 +18,9 @@
 # build*/runtime/tarn, else PATH), PYTHON.
 #
 # Needs Debian's python3 with python3-torch and python3-numpy,
-# libopenblas0-openmp, espeak-ng, flite, sox, and Festival with two voices
-# (festival festvox-kdlpc16k festvox-us-slt-hts: scripts/install-deps.sh
-# demo), for the evaluation-only set.
+# libopenblas0-openmp, espeak-ng, flite, sox, MBROLA and its voices
+# (Debian's contrib and non-free), and Festival with two voices, for the
+# evaluation-only set: scripts/install-deps.sh recipe installs them all.
 #
 # Wall time on 2 cores (Sapphire Rapids), one uninterrupted run of the
 # bundled model: corpus 185 s (17 950 utterances, 1.1 GB); training 12 595
@@ -35,11 +35,11 @@ stem=${out%.pt}
 export OMP_WAIT_POLICY=PASSIVE
 
 "$python" "$here/make_corpus.py" --out "$data" --jobs "${JOBS:-2}" --keep-existing \
-  --wide-flite 4000 --extra-flite 1000 --festival 200
+  --wide-flite 4000 --extra-flite 1000 --festival 200 --eval-mbrola 200 --mbrola 6000
 "$python" "$here/train.py" --data "$data" --out "$out" --steps "${STEPS:-12000}" \
   --lr 2e-3 --augment robust --speed-perturb 0.5 --threads "${THREADS:-2}" \
   --workers "${WORKERS:-1}" --device "${DEVICE:-auto}" \
-  --final-splits dev eval_espeak eval_slt eval_festival
+  --final-splits dev eval_espeak eval_slt eval_festival eval_mbrola
 "$python" "$here/export.py" "$out" "$stem.tarn" --dtype "${DTYPE:-i8}"
 
 tarn=${TARN:-}
@@ -55,4 +55,4 @@ if [ -z "$tarn" ]; then
   exit 1
 fi
 "$python" "$here/eval.py" --tarn "$tarn" --model "$stem.tarn" --manifest "$data/manifest.tsv" \
-  --splits eval_espeak eval_slt eval_festival --json "$stem.eval.json" | tee "$stem.eval.txt"
+  --splits eval_espeak eval_slt eval_festival eval_mbrola --json "$stem.eval.json" | tee "$stem.eval.txt"

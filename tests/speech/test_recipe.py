@@ -8,9 +8,9 @@ front end's filterbank as it is at factor 1. On a tiny corpus of tones and
 noise made here (the model learns nothing from it in 7 steps; only
 the equality is checked).
 
-make_corpus.py's plan: sets added later (extra flite, Festival) change none
-of the utterances planned before them, and Festival's word sequences are
-none of training's. Run by ctest (speech_recipe).
+make_corpus.py's plan: sets added later (extra flite, Festival, MBROLA)
+change none of the utterances planned before them, and no word sequence of
+an evaluation set (Festival's, MBROLA's held-out voices') is one of training's. Run by ctest (speech_recipe).
 """
 
 import csv
@@ -119,14 +119,22 @@ def test_vocal_tract_warp_is_the_front_end_at_factor_one():
 def test_corpus_plan_keeps_earlier_utterances_when_sets_are_added():
     variants = ["m1", "m2", "f1"]
     before = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40)
-    after = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40, n_extra_flite=30, n_festival=25)
+    after = make_corpus.plan(300, 20, 16, 10, 1, variants, n_wide_flite=40, n_extra_flite=30, n_festival=25,
+                             n_mbrola=20, n_eval_mbrola=12)
     assert after[: len(before)] == before
     added = after[len(before):]
-    assert [split for split, _, _ in added] == ["train"] * 30 + ["eval_festival"] * 25
-    assert {spec["voice"] for _, _, spec in added[:30]} <= set(make_corpus.FLITE_EXTRA)
-    assert {spec["engine"] for _, _, spec in added[30:]} == {"festival"}
+    assert [split for split, _, _ in added] == (["train"] * 30 + ["eval_festival"] * 25 + ["eval_mbrola"] * 12
+                                                + ["train"] * 20)
+    extra, festival, eval_mbrola, mbrola = added[:30], added[30:55], added[55:67], added[67:]
+    assert {spec["voice"] for _, _, spec in extra} <= set(make_corpus.FLITE_EXTRA)
+    assert {spec["engine"] for _, _, spec in festival} == {"festival"}
+    assert {spec["voice"] for _, _, spec in eval_mbrola} == set(make_corpus.MBROLA_HELD_OUT)
+    assert {spec["voice"] for _, _, spec in mbrola} <= set(make_corpus.MBROLA_TRAIN)
+    assert not set(make_corpus.MBROLA_TRAIN) & set(make_corpus.MBROLA_HELD_OUT)
     trained = {words for split, words, _ in after if split == "train"}
-    assert not trained & {words for split, words, _ in added[30:]}
+    assert not trained & {words for _, words, _ in festival + eval_mbrola}
     held_out = {words for split, words, _ in before if split != "train"}
-    assert not held_out & {words for _, words, _ in added[:30]}
-    assert make_corpus.plan(300, 20, 16, 10, 1, variants, 40, 30, 25) == after  # deterministic
+    assert not held_out & {words for _, words, _ in extra}
+    evaluated = {words for split, words, _ in after if split != "train"}
+    assert not evaluated & {words for _, words, _ in mbrola}
+    assert make_corpus.plan(300, 20, 16, 10, 1, variants, 40, 30, 25, 20, 12) == after  # deterministic
