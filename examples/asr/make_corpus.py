@@ -138,7 +138,7 @@ def check_festival_voices():
                                     input=CHECK_TEXT.encode(), capture_output=True)
         except FileNotFoundError:
             sys.exit("--festival needs Festival: apt-get install festival festvox-kdlpc16k festvox-us-slt-hts "
-                     "(scripts/install-deps.sh demo)")
+                     "(scripts/install-deps.sh recipe)")
         if result.returncode != 0:
             sys.exit(f"Festival voice {voice} does not load: {result.stderr.decode().strip()[-300:]}")
 
