@@ -16,17 +16,20 @@ demo_packages=(
   libkissfft-dev
   libcli11-dev nlohmann-json3-dev libsndfile1-dev libpng-dev zlib1g-dev
 )
-# Tests, goldens (PyTorch), sanitizers, ARM under qemu, benchmarks, the
-# speech corpus's synthesizers and the image model's data; Ninja, which keeps
-# both cores busy through the test command's builds.
+# PyTorch and the speech corpus's synthesizers: the tests' goldens and
+# corpora, and the ASR recipe's.
+speech_corpus_packages=(python3-torch python3-numpy libopenblas0-openmp espeak-ng sox flite)
+# Tests, goldens, sanitizers, ARM under qemu, benchmarks and the image
+# model's data; Ninja, which keeps both cores busy through the test
+# command's builds.
 test_packages=(
+  "${speech_corpus_packages[@]}"
   ninja-build clang clang-format libclang-rt-14-dev
   libxnnpack-dev python3-flatbuffers python3-xxhash
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch python3-numpy python3-pytest libopenblas0-openmp
-  python3-matplotlib python3-venv python3-dev
+  python3-pytest python3-matplotlib python3-venv python3-dev
   g++-aarch64-linux-gnu qemu-user
-  espeak-ng sox flite dataset-fashion-mnist
+  dataset-fashion-mnist
 )
 
 # The ASR recipe's synthesizers, which no test needs: Festival and two of its
@@ -34,7 +37,7 @@ test_packages=(
 # MBROLA and its voices that espeak-ng speaks English with, training voices
 # (make_corpus.py --mbrola), from Debian's contrib and non-free components.
 recipe_packages=(
-  python3-torch python3-numpy libopenblas0-openmp espeak-ng sox flite
+  "${speech_corpus_packages[@]}"
   festival festvox-kdlpc16k festvox-us-slt-hts
   mbrola mbrola-us1 mbrola-us2 mbrola-us3 mbrola-en1 mbrola-af1 mbrola-de1
   mbrola-de2 mbrola-de3 mbrola-de4 mbrola-de5 mbrola-de6 mbrola-fr1 mbrola-fr4

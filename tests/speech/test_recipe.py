@@ -10,7 +10,8 @@ the equality is checked).
 
 make_corpus.py's plan: sets added later (extra flite, Festival, MBROLA)
 change none of the utterances planned before them, and no word sequence of
-an evaluation set (Festival's, MBROLA's held-out voices') is one of training's. Run by ctest (speech_recipe).
+an evaluation set (Festival's, MBROLA's held-out voices') is one of
+training's. Run by ctest (speech_recipe).
 """
 
 import csv
