@@ -22,10 +22,11 @@
 # (Debian's contrib and non-free), and Festival with two voices, for the
 # evaluation-only set: scripts/install-deps.sh recipe installs them all.
 #
-# Wall time on 2 cores (Sapphire Rapids), one uninterrupted run of the
-# bundled model: corpus 185 s (17 950 utterances, 1.1 GB); training 12 595
-# CPU seconds for the 12 000 steps (its batch maker included), 0.55-0.67 s
-# a step, 8 393 s of wall time; export and evaluation 1 min: 143 min in all.
+# Time on 2 cores (Sapphire Rapids), the bundled model's run: corpus 380 s
+# (24 150 utterances, 1.4 GB); training 12 582 CPU seconds for the 12 000
+# steps (its batch maker included); export and evaluation about a minute.
+# Alone on the 2 cores that is about 2.5 h (the recipe without the MBROLA
+# voices, the same CPU time, took 143 min); examples/asr/README.md has more.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:-$here/data}

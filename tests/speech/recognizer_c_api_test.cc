@@ -403,7 +403,7 @@ TEST(RecognizerCApi, HotwordsMendAnErrorAndBreakNothing) {
     tarn_recognizer_free(recognizer);
     return text;
   };
-  EXPECT_EQ(transcribe("slt_012600.wav", false), "the hon six is");
+  EXPECT_EQ(transcribe("slt_012600.wav", false), "the on six is");
   EXPECT_EQ(transcribe("slt_012600.wav", true), "the home six is");
   for (const char* sample :
        {"en-gb_m3_012200.wav", "en-gb-x-rp_f5_012219.wav",
