@@ -22,11 +22,8 @@
 # (Debian's contrib and non-free), and Festival with two voices, for the
 # evaluation-only set: scripts/install-deps.sh recipe installs them all.
 #
-# Time on 2 cores (Sapphire Rapids), the bundled model's run: corpus 380 s
-# (24 150 utterances, 1.4 GB); training 12 582 CPU seconds for the 12 000
-# steps (its batch maker included); export and evaluation about a minute.
-# Alone on the 2 cores that is about 2.5 h (the recipe without the MBROLA
-# voices, the same CPU time, took 143 min); examples/asr/README.md has more.
+# Its time on 2 cores: examples/asr/README.md, "How the bundled model was
+# made".
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:-$here/data}
