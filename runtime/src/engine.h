@@ -134,6 +134,8 @@ class Engine {
     float *S, *z, *S_carry, *z_carry;
   };
   HeadState Head(Stream& s, size_t layer, size_t head) const;
+  // Asks for a head's S and S carry ahead of its step (StepAttention).
+  void PrefetchHead(const HeadState& state) const;
   void FeatureMap(const LayerWeights& w, const float* x, float* phi);
   // With a team, elementwise feature maps (elu+1, relu) are computed by the
   // member stepping each head, in StepAttention, not in AttentionInputs.
