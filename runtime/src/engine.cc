@@ -282,7 +282,7 @@ void Engine::StepAttention(size_t layer, const Rows& rows, const Team& team) {
       Stream& stream = rows.stream(r);
       // A batch's next step is another stream's state, which the hardware
       // prefetcher has not seen coming: ask for it while this one runs
-      // (B = 16 at the MNIST shape: 61 -> 66 % of the FMA peak on Zen 5).
+      // (B = 16 at the MNIST shape: 61 -> 65 % of the FMA peak on Zen 5).
       if (!rows.one_stream) {
         const bool wraps = r + 1 == rows.count;
         if (!wraps || h + 1 < mine.last) {
