@@ -180,7 +180,7 @@ struct KernelTable {
   // dense_i8 on dynamically quantised activations, with integer dot
   // products (VNNI's vpdpbusd, AVX2's vpmaddubsw, NEON's sdot). Each row of x
   // is quantised on its own, symmetrically:
-  //   a = max_i |x[r][i]|,  inv = 127 / a,  sx = a / 127,
+  //   a = max_i |x[r][i]| (NaNs skipped),  inv = 127 / a,  sx = a / 127,
   //   qx[i] = nearbyint(clamp(x[r][i] * inv, -127, 127))  (0 if NaN),
   // each operation rounded once, ties to even. Then per output
   //   sum = sum_i qx[i] q[o][i]   (int32, exact: inputs <= kDenseQ8MaxInputs)

@@ -16,14 +16,22 @@ namespace kernels {
 namespace {
 namespace dense_q8 {
 
-// Writes qx [padded] (zeros past n, padded >= n) and returns sx, the scale
-// with x[i] ~ sx * qx[i].
-inline float QuantizeRow(size_t n, const float* x, size_t padded, int8_t* qx) {
+// max |x[i]| (0 for none), NaNs skipped: what QuantizeRow scales by. A
+// maximum is exact in any order, so a variant may take it a vector at a time
+// (dense-q8-driver.h).
+inline float MaxAbs(size_t n, const float* x) {
   float a = 0.0f;
   for (size_t i = 0; i < n; ++i) {
     const float m = std::fabs(x[i]);
     a = m > a ? m : a;  // NaNs are skipped
   }
+  return a;
+}
+
+// Writes qx [padded] (zeros past n, padded >= n) and returns sx, the scale
+// with x[i] ~ sx * qx[i]; a is MaxAbs(n, x).
+inline float QuantizeRow(size_t n, const float* x, float a, size_t padded,
+                         int8_t* qx) {
   const float inv = a > 0.0f ? 127.0f / a : 0.0f;
   for (size_t i = 0; i < n; ++i) {
     float v = x[i] * inv;

@@ -52,7 +52,10 @@ Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
 }
 
 // Activations with what quantisation must handle: both signs, zeros, a
-// row of zeros, ties of the rounding (x = k + 0.5 with max |x| = 127).
+// row of zeros, ties of the rounding (x = k + 0.5 with max |x| = 127), NaNs
+// (skipped by the maximum, quantised to 0) and a largest magnitude that is
+// negative and last (past a variant's whole vectors when inputs is not a
+// multiple of them).
 std::vector<float> RandomRows(size_t rows, size_t inputs, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<float> x = Uniform(rows * inputs, -3.0f, 3.0f, rng);
@@ -64,6 +67,11 @@ std::vector<float> RandomRows(size_t rows, size_t inputs, uint32_t seed) {
       row[0] = 127.0f;
       for (size_t i = 1; i < inputs; ++i)
         row[i] = static_cast<float>(i % 9) - 4.5f;
+    }
+    if (r % 4 == 3) {
+      row[0] = std::nanf("");
+      row[inputs / 2] = std::nanf("");
+      row[inputs - 1] = -5.0f - static_cast<float>(r);
     }
   }
   return x;
@@ -77,12 +85,14 @@ std::vector<float> Reference(const Layer& l, size_t rows,
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x.data() + r * l.inputs;
     float a = 0.0f;
-    for (size_t i = 0; i < l.inputs; ++i) a = std::max(a, std::fabs(row[i]));
+    for (size_t i = 0; i < l.inputs; ++i) {
+      if (!std::isnan(row[i])) a = std::max(a, std::fabs(row[i]));
+    }
     const float inv = a > 0.0f ? 127.0f / a : 0.0f;
     std::vector<int> qx(l.inputs);
     for (size_t i = 0; i < l.inputs; ++i) {
       const float v = std::min(127.0f, std::max(-127.0f, row[i] * inv));
-      qx[i] = static_cast<int>(std::nearbyint(v));
+      qx[i] = std::isnan(row[i]) ? 0 : static_cast<int>(std::nearbyint(v));
     }
     const float sx = a / 127.0f;
     for (size_t o = 0; o < l.outputs; ++o) {
