@@ -24,7 +24,10 @@ against the reference's step(); the softmax step, eager and ONNX, against the
 softmax model's parallel causal form; tarn's outputs against the reference).
 
 Smaller weights, at the first position of each shape: tarn with its f16, bf16
-and i8 files (each checked against the reference holding the file's values), and
+and i8 files (each checked against the reference holding the file's values),
+the i8 file again with --int8-dot (activations quantised per step, integer
+dot products, as ONNX Runtime's dynamic int8 does; checked as ONNX Runtime's
+smaller forms are), and
 ONNX Runtime's own smaller forms of the linear step, made by its own tools
 (bench/peer_models.py reduced_precision_exports: all-float16, and int8
 dynamic quantisation; they need the onnx package). Each is listed with how far
@@ -91,13 +94,17 @@ VENV_HINT = (
 )
 ENGINES = ["tarn", "torch_linear", "ort_linear", "torch_softmax", "ort_softmax"]
 # Smaller weights: timed at the first position only.
-TARN_REDUCED = {"tarn_f16": "f16", "tarn_bf16": "bf16", "tarn_i8": "i8"}
+TARN_REDUCED = {"tarn_f16": "f16", "tarn_bf16": "bf16", "tarn_i8": "i8", "tarn_i8dot": "i8"}
+# tarn_step_bench's flags beyond the file; runs with them are approximations
+# of the file's model, checked to REDUCED_TOLERANCE.
+TARN_FLAGS = {"tarn_i8dot": ["--int8-dot"]}
 REDUCED = [*TARN_REDUCED, "ort_f16", "ort_int8"]
 LABELS = {
     "tarn": "tarn (linear)",
     "tarn_f16": "tarn, f16 weights",
     "tarn_bf16": "tarn, bf16 weights",
     "tarn_i8": "tarn, int8 weights",
+    "tarn_i8dot": "tarn, int8, integer dot products",
     "ort_f16": "ONNX Runtime, linear, float16",
     "ort_int8": "ONNX Runtime, linear, int8 dynamic",
     "torch_linear": "PyTorch eager, linear recurrent",
@@ -142,9 +149,9 @@ def main(argv=None) -> int:
     shapes = prepare_shapes(args, work, report)
     tarns = {}
     for name, s in shapes.items():
-        tarns[(name, "tarn")] = TarnSweep(args, s, s["tarn_path"], s["positions"], s["model"], work, "f32")
+        tarns[(name, "tarn")] = TarnSweep(args, s, s["tarn_path"], s["positions"], s["model"], work, "tarn")
         for engine, (path, stored) in s["reduced"].items():
-            tarns[(name, engine)] = TarnSweep(args, s, path, s["positions"][:1], stored, work, TARN_REDUCED[engine])
+            tarns[(name, engine)] = TarnSweep(args, s, path, s["positions"][:1], stored, work, engine)
     cells = [cell for s in shapes.values() for cell in python_cells(args, s)]
     for r in range(args.rounds):
         for sweep in tarns.values():
@@ -311,18 +318,20 @@ class TarnSweep:
     """tarn_step_bench --positions --rounds-on-stdin: it advances its sessions
     once, then times one round per request."""
 
-    def __init__(self, args, s: dict, model_path: Path, positions: list, reference, work: Path, dtype: str):
+    def __init__(self, args, s: dict, model_path: Path, positions: list, reference, work: Path, engine: str):
         """reference: the PyTorch model the file holds (its weights rounded
         as the file stores them)."""
-        self.json_path = work / f"{s['name']}-tarn-{dtype}.json"
+        self.json_path = work / f"{s['name']}-{engine}.json"
+        self.tolerance = REDUCED_TOLERANCE if engine in TARN_FLAGS else CHECK_TOLERANCE
         self.reference, self.model = reference, s["model"]
         tokens = [t % s["config"].vocab_size for t in CHECK_TOKENS]
         cmd = [
             args.bench, "--model", str(model_path), "--threads", str(args.threads),
             "--positions", ",".join(map(str, positions)), "--rounds-on-stdin",
             "--check-tokens", ",".join(map(str, tokens)), "--json", str(self.json_path),
+            *TARN_FLAGS.get(engine, []),
         ]  # fmt: skip
-        print(f"{s['name']}: tarn ({dtype}) advancing its sessions to positions {positions}", flush=True)
+        print(f"{s['name']}: {engine} advancing its sessions to positions {positions}", flush=True)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         ready = json.loads(self.proc.stdout.readline() or "{}")
         if "ready" not in ready:
@@ -345,7 +354,7 @@ class TarnSweep:
         result["max_abs_diff_vs_reference"] = float(np.abs(outputs - expected).max())
         if self.reference is not self.model:
             result["max_abs_diff_vs_reference_f32"] = float(np.abs(outputs - reference_outputs(self.model, tokens)).max())
-        if not result["max_abs_diff_vs_reference"] <= CHECK_TOLERANCE:
+        if not result["max_abs_diff_vs_reference"] <= self.tolerance:
             raise SystemExit(f"bench/peers.py: tarn disagrees with the reference: {result['max_abs_diff_vs_reference']}")
         return result
 
@@ -532,19 +541,19 @@ def print_reduced(e: dict, first: str):
     print("smaller weights, largest |difference| of logits from the f32 reference: "
           + ", ".join(f"{LABELS[k]} {v:.2e}" for k, v in errors.items())
           + " (tarn vs the reference holding the file's values: "
-          + ", ".join(f"{TARN_REDUCED[k]} {e[k]['max_abs_diff_vs_reference']:.2e}" for k in own) + ")")
+          + ", ".join(f"{k[len('tarn_'):]} {e[k]['max_abs_diff_vs_reference']:.2e}" for k in own) + ")")
     # ONNX Runtime's CPU provider has no bfloat16 MatMul (its graphs in bf16
     # do not run there), so tarn's bf16 is set against its float16: the same
     # bytes per weight.
     pairs = [("ort_linear", "tarn", "f32"), ("ort_f16", "tarn_f16", "f16"), ("ort_f16", "tarn_bf16", "bf16 (ORT float16)"),
-             ("ort_int8", "tarn_i8", "int8")]
+             ("ort_int8", "tarn_i8", "int8"), ("ort_int8", "tarn_i8dot", "int8 (tarn dot products)")]
     cells = []
     for peer, own, label in pairs:
         a, b = engine_runs(e, peer).get(first), engine_runs(e, own).get(first)
         if a is None or b is None:
             continue
         r = {k: a[k] / b[k] for k in ("ms_per_step_median", "ms_per_step_best", "cpu_ms_per_step_median")}
-        e.setdefault("ratios_equal_precision", {})[peer if own != "tarn_bf16" else f"{peer}_vs_tarn_bf16"] = r
+        e.setdefault("ratios_equal_precision", {})[peer if own in ("tarn", "tarn_f16", "tarn_i8") else f"{peer}_vs_{own}"] = r
         cells.append(f"{label} {r['ms_per_step_median']:.2f}x / {r['ms_per_step_best']:.2f}x / {r['cpu_ms_per_step_median']:.2f}x")
     if cells:
         print("ONNX Runtime / tarn at equal weight precision (median / fastest / cpu): " + "; ".join(cells))

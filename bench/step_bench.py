@@ -5,7 +5,8 @@
         --json step_bench.json
 
 For each shape (random weights, seeded) it writes the model with the
-converter in f32, f16, bf16 and i8 (int8 dense weights), runs tarn_step_bench on each (ms/step for 1 and 2
+converter in f32, f16, bf16 and i8 (int8 dense weights), runs tarn_step_bench on each, and on the i8 file
+again as i8dot (--int8-dot: activations quantised, integer dot products) (ms/step for 1 and 2
 threads, the weight bytes streamed per step, the read bandwidth the same
 program measures for a buffer that size, and a profile), and in the same run
 steps the same model with PyTorch eager: the reference model's step() (a
@@ -16,7 +17,7 @@ for CIFAR-10) beside the paper's CPU figures, and writes every figure to
 --json.
 
 PyTorch has no f16 matrix product on the CPU (torch 1.13: addmm is not
-implemented for Half), so the f16, bf16 and i8 rows compare with the f32 PyTorch
+implemented for Half), so the f16, bf16, i8 and i8dot rows compare with the f32 PyTorch
 model; their outputs are checked against the reference holding the file's
 values (tests.goldens.model_as_stored).
 Timing, for a shared machine: --rounds rounds, each running tarn and then
@@ -71,6 +72,12 @@ SMOKE_SHAPE = dict(
     paper_softmax_s=None,
 )
 CHECK_TOKENS = [3, 141, 59, 26, 53, 58, 97, 93]
+# What each --dtypes entry runs: the file's matrix dtype, tarn_step_bench's
+# extra flags.
+RUNS = {
+    **{dtype: (dtype, []) for dtype in DTYPES},
+    "i8dot": ("i8", ["--int8-dot"]),
+}
 
 
 def main(argv=None) -> int:
@@ -104,9 +111,11 @@ def main(argv=None) -> int:
         model = build_model(config, seed=args.seed)
         paths = {}
         for dtype in args.dtypes:
-            paths[dtype] = work / f"{name}-{dtype}.tarn"
-            meta = {"source": f"bench/step_bench.py {name}, seed {args.seed}"}
-            convert_state_dict(model.state_dict(), config, paths[dtype], dtype=dtype, metadata=meta)
+            stored = RUNS[dtype][0]
+            paths[dtype] = work / f"{name}-{stored}.tarn"
+            if stored not in (RUNS[d][0] for d in paths if d != dtype):  # i8 and i8dot share a file
+                meta = {"source": f"bench/step_bench.py {name}, seed {args.seed}"}
+                convert_state_dict(model.state_dict(), config, paths[dtype], dtype=stored, metadata=meta)
         models[name] = (config, model, paths)
         report["shapes"][name] = {
             "config": config.to_dict(),
@@ -138,7 +147,7 @@ def main(argv=None) -> int:
         entry["tarn"] = {dtype: pool_tarn(rounds) for dtype, rounds in tarn_rounds[name].items()}
         for dtype, result in entry["tarn"].items():
             if result.get("check_outputs") is not None:
-                reference = model_as_stored(model, dtype)
+                reference = model_as_stored(model, RUNS[dtype][0])
                 expected = reference_outputs(reference, result["check_tokens"])
                 result["max_abs_diff_vs_torch"] = float(np.max(np.abs(np.array(result.pop("check_outputs")) - expected)))
         entry["torch"] = {
@@ -220,7 +229,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench/step_bench.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default=str(REPO / "build" / "bench" / "tarn_step_bench"), help="the tarn_step_bench executable")
     p.add_argument("--shapes", default="mnist,cifar", type=lambda s: s.split(","), help="mnist,cifar")
-    p.add_argument("--dtypes", default="f32,f16,bf16,i8", type=lambda s: s.split(","), help="f32,f16,bf16,i8")
+    p.add_argument("--dtypes", default="f32,f16,bf16,i8,i8dot", type=lambda s: s.split(","), help="f32,f16,bf16,i8,i8dot")
     p.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")], help="thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of tarn then PyTorch, pooled (default 3)")
     p.add_argument("--steps", type=int, default=200, help="timed tarn steps per round (default 200)")
@@ -238,8 +247,8 @@ def parse_args(argv):
         if name not in SHAPES:
             p.error(f"unknown shape {name!r}; known: {', '.join(SHAPES)}")
     for dtype in args.dtypes:
-        if dtype not in DTYPES:
-            p.error(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+        if dtype not in RUNS:
+            p.error(f"unknown dtype {dtype!r}; known: {', '.join(RUNS)}")
     if not Path(args.bench).is_file():
         p.error(f"{args.bench} does not exist: build tarn_step_bench first, or pass --bench")
     return args
@@ -272,7 +281,7 @@ def run_tarn(args, model_path: Path, out: Path, tokens, dtype: str, profile: boo
     cmd = [
         args.bench,
         "--model", str(model_path),
-        "--dtype", dtype,
+        "--dtype", RUNS[dtype][0],
         "--threads", ",".join(map(str, args.threads)),
         "--steps", str(args.steps),
         "--max-seconds", str(args.max_seconds),
@@ -284,7 +293,7 @@ def run_tarn(args, model_path: Path, out: Path, tokens, dtype: str, profile: boo
         cmd += ["--check-tokens", ",".join(map(str, tokens))]
     if not profile:
         cmd.append("--no-profile")
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd + RUNS[dtype][1], check=True)
 
 
 def reference_outputs(model, tokens) -> np.ndarray:
@@ -409,8 +418,8 @@ def print_summary(report: dict, args):
         "ms/step: median wall time of one step, each after a read-bandwidth pass over a buffer as large as the weights (cold: the\n"
         "weights partly evicted, as when other work runs between steps); best: fastest step; cpu ms: median CPU time of the\n"
         "stepping thread (1 thread only). warm ms: median of as many steps again, back to back (a stream stepping alone).\n"
-        "f16, bf16 and i8 rows: the floor counts the file's bytes (2 or 1 per matrix weight, and i8's scales), whatever the runtime\n"
-        "does with them."
+        "f16, bf16, i8 and i8dot rows: the floor counts the file's bytes (2 or 1 per matrix weight, and i8's scales), whatever\n"
+        "the runtime does with them. i8dot: the i8 file with --int8-dot (activations quantised per row, integer dot products)."
     )
     for dtype in (d for d in args.dtypes if d != "f32" and "f32" in args.dtypes):
         print(f"{dtype} speed-up over f32 (median; fastest step; CPU time), per thread count:")
