@@ -44,7 +44,7 @@ inline void ShiftToUnsigned(size_t n, int8_t* qx) {
 // MaxAbs a vector at a time, the same value (a maximum is exact in any
 // order): for a >= 0, |v| > a is v > a or -v > a, and Clamp(v, a, +inf) is
 // v > a ? v : a lane by lane, so a NaN keeps a. One running maximum of
-// scalars is a chain of dependent operations: 7 % of an int8 step.
+// scalars is a chain of dependent operations: 7 % of a dot-product step.
 template <class D>
 inline float VectorMaxAbs(size_t n, const float* x) {
   using V = typename D::V;
