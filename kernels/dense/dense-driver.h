@@ -99,7 +99,8 @@ inline void Tile(size_t inputs, size_t outputs, const float* x, const T* w,
     if constexpr (MR == 1 && sizeof(T) == 2) {
       // A step of f16 or bf16 weights asks for each block's line
       // kStepPrefetchBytes ahead, once per line (see the constant).
-      if (i % (64 / (2 * kBlock)) == 0) {
+      constexpr size_t kInputsPerLine = 64 / (kBlock * sizeof(T));
+      if (i % kInputsPerLine == 0) {
 #pragma GCC unroll 16
         for (int b = 0; b < NB; ++b) {
           __builtin_prefetch(

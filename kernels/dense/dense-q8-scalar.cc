@@ -23,9 +23,9 @@ void DenseQ8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
   const size_t block_bytes = PackedDenseQ8Offset(inputs, kDenseBlock);
   int8_t qx[kDenseQ8MaxInputs];
   for (size_t r = 0; r < rows; ++r) {
+    const float* row = x + r * inputs;
     const float sx = dense_q8::QuantizeRow(
-        inputs, x + r * inputs, dense_q8::MaxAbs(inputs, x + r * inputs),
-        4 * groups, qx);
+        inputs, row, dense_q8::MaxAbs(inputs, row), 4 * groups, qx);
     for (size_t o = 0; o < outputs; ++o) {
       const int8_t* wq =
           w + o / kDenseBlock * block_bytes + 64 + o % kDenseBlock * 4;
