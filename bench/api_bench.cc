@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   std::string path;
   size_t tokens = 1024, steps = 256;
   int reps = 5, threads = 1;
+  bool int8_dot = false;
   std::vector<uint32_t> chunks = {16, 32, 64, 128, 256};
   std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32};  // the first: 1
   app.add_option("model", path, "a causal token model (.tarn)")->required();
@@ -97,10 +98,14 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads for the dense layers");
   app.add_option("--chunks", chunks, "prefill chunk sizes");
   app.add_option("--batches", batches, "batch sizes B");
+  app.add_flag("--int8-dot", int8_dot,
+               "int8 models: quantise activations, integer dot products");
   CLI11_PARSE(app, argc, argv);
 
   std::unique_ptr<tarn::Model> model;
-  Check(tarn::Model::Load(path, &model));
+  tarn::LoadOptions load;
+  if (int8_dot) load.int8_compute = tarn::Int8Compute::kIntegerDot;
+  Check(tarn::Model::Load(path, &model, load));
   const tarn::ModelConfig& c = model->config();
   if (c.input_kind != tarn::InputKind::kTokens || !c.causal) {
     std::fprintf(stderr, "error: needs a causal token model\n");

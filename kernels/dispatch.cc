@@ -15,6 +15,10 @@
 #if TARN_KERNELS_X86
 #include <cpuid.h>
 #endif
+#if TARN_KERNELS_X86 && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if TARN_KERNELS_ARM64 && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -66,7 +70,20 @@ struct CpuFeatures {
   bool avx_vnni = false;     // AVX-VNNI (256-bit vpdpbusd, VEX-encoded)
   bool avx512_vnni = false;  // AVX512-VNNI
   bool neon_dot = false;     // FEAT_DotProd (sdot)
+  bool amx = false;  // AMX-TILE + AMX-INT8, granted by the OS, and AVX512-VNNI
 };
+
+// Linux gives a process AMX's tile data (8 KB more state a thread) only
+// when it asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), which
+// holds for every thread of the process. Elsewhere, no AMX.
+[[maybe_unused]] bool RequestAmx() {
+#if TARN_KERNELS_X86 && defined(__linux__)
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 CpuFeatures DetectFeatures() {
   CpuFeatures f;
@@ -102,6 +119,8 @@ CpuFeatures DetectFeatures() {
   unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     f.avx512_vnni = f.avx512 && (ecx & (1u << 11)) != 0;
+    // AMX-TILE and AMX-INT8: leaf 7.0 EDX bits 24 and 25.
+    f.amx = f.avx512_vnni && (edx & (3u << 24)) == (3u << 24) && RequestAmx();
   }
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
     f.avx_vnni = f.avx2 && (eax & (1u << 4)) != 0;
@@ -123,6 +142,7 @@ CpuFeatures DetectFeatures() {
 DenseQ8Fn BestDot(Isa isa) {
   switch (isa) {
     case Isa::kAvx512:
+      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAmx)) return f;
       if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvx512Vnni)) return f;
       [[fallthrough]];
     case Isa::kAvx2:
@@ -254,6 +274,12 @@ DenseQ8Fn DenseQ8For(DotIsa isa) {
 #else
       return nullptr;
 #endif
+    case DotIsa::kAmx:
+#if TARN_KERNELS_X86
+      return Features().amx ? amx::DenseQ8 : nullptr;
+#else
+      return nullptr;
+#endif
   }
   return nullptr;
 }
@@ -270,6 +296,8 @@ const char* DotIsaName(DotIsa isa) {
       return "avx512vnni";
     case DotIsa::kNeonDot:
       return "neondot";
+    case DotIsa::kAmx:
+      return "amx";
   }
   return "unknown";
 }

@@ -248,13 +248,14 @@ enum class Isa { kScalar, kAvx2, kAvx512, kNeon };
 
 // The integer dot-product variants of dense_q8, chosen apart from Isa (a
 // table's dense_q8 is the best one its ISA and the CPU allow): kAvx2 uses
-// vpmaddubsw, kAvxVnni and kAvx512Vnni vpdpbusd, kNeonDot sdot.
-enum class DotIsa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot };
+// vpmaddubsw, kAvxVnni and kAvx512Vnni vpdpbusd, kNeonDot sdot, kAmx AMX's
+// tdpbssd on 16 rows at a time (fewer rows go to kAvx512Vnni).
+enum class DotIsa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot, kAmx };
 using DenseQ8Fn = decltype(KernelTable::dense_q8);
 // The dense_q8 of one dot variant, or nullptr if this CPU or build lacks it.
 // For tests and benchmarks.
 DenseQ8Fn DenseQ8For(DotIsa isa);
-// "scalar", "avx2", "avxvnni", "avx512vnni" or "neondot".
+// "scalar", "avx2", "avxvnni", "avx512vnni", "neondot" or "amx".
 const char* DotIsaName(DotIsa isa);
 
 // The process-wide table (see the top of this file). Thread-safe.

@@ -17,8 +17,9 @@ namespace testing {
 namespace {
 
 constexpr float kInf = HUGE_VALF;
-constexpr DotIsa kDotIsas[] = {DotIsa::kScalar, DotIsa::kAvx2, DotIsa::kAvxVnni,
-                               DotIsa::kAvx512Vnni, DotIsa::kNeonDot};
+constexpr DotIsa kDotIsas[] = {DotIsa::kScalar,  DotIsa::kAvx2,
+                               DotIsa::kAvxVnni, DotIsa::kAvx512Vnni,
+                               DotIsa::kNeonDot, DotIsa::kAmx};
 
 uint32_t Bits(float f) {
   uint32_t b;
@@ -247,13 +248,15 @@ TEST_P(DenseQ8Variant, MatchesScalarBitForBit) {
     GTEST_SKIP() << "this CPU or build has no " << DotIsaName(GetParam());
   }
   const DenseQ8Fn ref = DenseQ8For(DotIsa::kScalar);
-  for (size_t inputs : {0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 64, 130, 1027}) {
+  // 2049: past the rows AMX quantises on its stack.
+  for (size_t inputs : {0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 64, 130, 1027, 2049}) {
     for (size_t outputs : {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 127,
                            128, 129, 145, 300}) {
       SCOPED_TRACE("inputs " + std::to_string(inputs) + ", outputs " +
                    std::to_string(outputs));
       const Layer l = RandomLayer(inputs, outputs, inputs * 1000 + outputs);
-      for (size_t rows : {1, 2, 3, 4, 5, 7, 9}) {
+      // 16 and more: AMX's tiles of 16 rows, and rows left after them.
+      for (size_t rows : {1, 2, 3, 4, 5, 7, 9, 16, 17, 33}) {
         SCOPED_TRACE("rows " + std::to_string(rows));
         const std::vector<float> x = RandomRows(rows, inputs, rows + inputs);
         const bool bias = (rows + outputs) % 2 == 0;

@@ -105,9 +105,9 @@ TEST_P(BatchTest, SixteenStreamsEqualSixteenSessions) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, BatchTest,
-                         ::testing::Values("tokens", "frames", "speech",
-                                           "favor_stabilize", "learned",
-                                           "concat_mixture"));
+                         ::testing::Values("tokens", "tokens_i8+dot", "frames",
+                                           "speech", "favor_stabilize",
+                                           "learned", "concat_mixture"));
 
 TEST(Batch, AnySubsetInAnyOrder) {
   std::unique_ptr<Model> model = LoadGolden("tokens");

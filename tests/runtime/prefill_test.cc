@@ -52,7 +52,7 @@ TEST_P(PrefillTest, ThenStepsEqualsSteppingAllTheWay) {
 // time): the bits of one thread stepping.
 TEST(Prefill, OnThreadsEqualsSteppingOnOne) {
   for (const char* name :
-       {"tokens", "tokens_f16", "tokens_bf16", "tokens_i8"}) {
+       {"tokens", "tokens_f16", "tokens_bf16", "tokens_i8", "tokens_i8+dot"}) {
     SCOPED_TRACE(name);
     std::unique_ptr<Model> model = LoadGolden(name);
     ASSERT_TRUE(model);
@@ -73,9 +73,9 @@ TEST(Prefill, OnThreadsEqualsSteppingOnOne) {
 INSTANTIATE_TEST_SUITE_P(
     Goldens, PrefillTest,
     ::testing::Combine(::testing::Values("tokens", "tokens_f16", "tokens_bf16",
-                                         "tokens_i8", "frames", "speech",
-                                         "favor", "favor_stabilize", "relu",
-                                         "learned", "concat_mixture"),
+                                         "tokens_i8", "tokens_i8+dot", "frames",
+                                         "speech", "favor", "favor_stabilize",
+                                         "relu", "learned", "concat_mixture"),
                        ::testing::Values(1, 7, 64, 1000)),
     [](const auto& info) {
       std::string name = std::get<0>(info.param);

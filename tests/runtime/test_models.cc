@@ -14,8 +14,17 @@ std::string GoldenModelPath(const std::string& name) {
 }
 
 std::unique_ptr<Model> LoadGolden(const std::string& name) {
+  const std::string dot = "+dot";
+  const bool integer_dot =
+      name.size() > dot.size() &&
+      name.compare(name.size() - dot.size(), dot.size(), dot) == 0;
+  LoadOptions options;
+  if (integer_dot) options.int8_compute = Int8Compute::kIntegerDot;
   std::unique_ptr<Model> model;
-  Status status = Model::Load(GoldenModelPath(name), &model);
+  Status status = Model::Load(
+      GoldenModelPath(integer_dot ? name.substr(0, name.size() - dot.size())
+                                  : name),
+      &model, options);
   EXPECT_TRUE(status.ok()) << status.message();
   return model;
 }

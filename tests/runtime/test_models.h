@@ -16,7 +16,8 @@ namespace tarn::testing {
 // $TARN_GOLDENS/<name>/model.tarn
 std::string GoldenModelPath(const std::string& name);
 
-// Loads a golden model; fails the current test if it cannot.
+// Loads a golden model; fails the current test if it cannot. "NAME+dot" is
+// NAME's int8 file with Int8Compute::kIntegerDot.
 std::unique_ptr<Model> LoadGolden(const std::string& name);
 
 // A file's bytes in 64-byte aligned memory, as Model::FromBuffer needs.

@@ -191,7 +191,7 @@ enum class Int8Compute {
   // accuracy.
   kExact,
   // Each row of activations is quantised to int8 (symmetric, one scale per
-  // row) and multiplied by integer dot products (VNNI, AVX2, NEON sdot):
+  // row) and multiplied by integer dot products (AMX, VNNI, AVX2, NEON sdot):
   // faster, at the cost of the activations' rounding as well.
   kIntegerDot,
 };
