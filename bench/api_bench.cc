@@ -137,6 +137,29 @@ int main(int argc, char** argv) {
       tarn::kernels::IsaName(isa), meter.best_gbs(), meter.passes(),
       meter.bytes() / 1e6);
   auto of_peak = [peak](double gflops) { return 100 * gflops / peak; };
+  // With --int8-dot, the int8 limit too: the dot variant the table uses.
+  double dot_peak = 0;
+  if (int8_dot) {
+    using tarn::kernels::DotIsa;
+    for (DotIsa d : {DotIsa::kScalar, DotIsa::kAvx2, DotIsa::kAvxVnni,
+                     DotIsa::kAvx512Vnni, DotIsa::kNeonDot, DotIsa::kAmx}) {
+      if (tarn::kernels::DenseQ8For(d) != tarn::kernels::Kernels().dense_q8)
+        continue;
+      dot_peak = threads * tarn::bench::DotPeakGmacs(d);
+      std::printf("int8 dot products (%s): peak %.0f G multiply-adds/s%s\n\n",
+                  tarn::kernels::DotIsaName(d), dot_peak,
+                  dot_peak > 0 ? "" : " (no loop here for this variant)");
+    }
+  }
+  // " (N% of the int8 peak)" for `gflops` of dense work, or nothing.
+  auto of_dot_peak = [dot_peak](double gflops) {
+    char text[48] = "";
+    if (dot_peak > 0) {
+      std::snprintf(text, sizeof text, " (%.0f%% of the int8 peak)",
+                    100 * gflops / 2 / dot_peak);
+    }
+    return std::string(text);
+  };
 
   std::vector<int32_t> input(std::max(tokens, steps));
   for (size_t i = 0; i < input.size(); ++i)
@@ -193,10 +216,12 @@ int main(int argc, char** argv) {
     options.max_prefill_chunk = chunks[i];
     std::printf(
         "  chunk %4u: %6.1f ms (median %6.1f, wall %6.1f), %5.1f GFLOP/s "
-        "(%3.0f%% of peak), %4.1fx steps (median %4.1fx); session %.2f MB\n",
+        "(%3.0f%% of peak)%s, %4.1fx steps (median %4.1fx); session %.2f "
+        "MB\n",
         chunks[i], prefill.cpu_ms, prefill.median_cpu_ms, prefill.wall_ms,
         2 * macs * tokens / (prefill.cpu_ms * 1e6),
         of_peak(2 * macs * tokens / (prefill.cpu_ms * 1e6)),
+        of_dot_peak(2 * macs * tokens / (prefill.cpu_ms * 1e6)).c_str(),
         stepping.cpu_ms / prefill.cpu_ms,
         stepping.median_cpu_ms / prefill.median_cpu_ms,
         model->session_bytes(options) / 1e6);
@@ -268,21 +293,27 @@ int main(int argc, char** argv) {
     const double gflops = 2 * macs * per_ms / 1e6;
     std::printf(
         "  B = %3u: %7.0f stream-steps/s, %.3f ms per stream-step, %6.1f "
-        "GFLOP/s (%3.0f%% of peak), %5.2fx (median %5.2fx) (cpu %.1f ms, "
+        "GFLOP/s (%3.0f%% of peak)%s, %5.2fx (median %5.2fx) (cpu %.1f ms, "
         "median %.1f, wall %.1f)\n",
         batches[k], per_ms * 1e3, 1 / per_ms, gflops, of_peak(gflops),
-        per_ms / first, per_ms_median / first_median, times[k].cpu_ms,
-        times[k].median_cpu_ms, times[k].wall_ms);
-    // The best a batch step can do: the slower of its FMA work at the peak
-    // and its memory floor.
-    const double fma_ms = 2 * macs * batches[k] / (peak * 1e6);
+        of_dot_peak(gflops).c_str(), per_ms / first,
+        per_ms_median / first_median, times[k].cpu_ms, times[k].median_cpu_ms,
+        times[k].wall_ms);
+    // The best a batch step can do: the slower of its arithmetic at the
+    // peak (with --int8-dot, its multiply-adds at the int8 peak) and its
+    // memory floor.
+    const bool dot = dot_peak > 0;
+    const double work_ms = dot ? macs * batches[k] / (dot_peak * 1e6)
+                               : 2 * macs * batches[k] / (peak * 1e6);
     std::printf(
         "           memory floor %.3f ms a batch step (weights once, %u "
-        "states of %.0f KB in and out, at %.1f GB/s), FMA work at the peak "
-        "%.3f ms: at most %3.0f%% of peak; this run %3.0f%% of that bound\n",
+        "states of %.0f KB in and out, at %.1f GB/s), %s work at the peak "
+        "%.3f ms: at most %3.0f%% of %s; this run %3.0f%% of that bound\n",
         floor_ms[k], batches[k], model->snapshot_bytes() / 1e3, floor_gbs[k],
-        fma_ms, 100 * fma_ms / std::max(fma_ms, floor_ms[k]),
-        100 * std::max(fma_ms, floor_ms[k]) / (batches[k] / per_ms));
+        dot ? "int8" : "FMA", work_ms,
+        100 * work_ms / std::max(work_ms, floor_ms[k]),
+        dot ? "the int8 peak" : "peak",
+        100 * std::max(work_ms, floor_ms[k]) / (batches[k] / per_ms));
   }
   return 0;
 }

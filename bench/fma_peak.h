@@ -24,6 +24,13 @@ double FmaPeakGflops(kernels::Isa isa, int samples = 25);
 // The vector width, in floats, of the loop FmaPeakGflops runs for `isa`.
 int FmaPeakLanes(kernels::Isa isa);
 
+// The limit of dense_q8 on the dot variant `dot` (kernels.h), the same way:
+// the best of `samples` timings of a loop of independent int8 multiply-add
+// instructions (AVX512-VNNI vpdpbusd into 12 accumulators, AMX tdpbssd into
+// 4 tiles of sums), in G multiply-adds per second on the calling thread. 0
+// for a variant this CPU or build lacks, or that has no loop here.
+double DotPeakGmacs(kernels::DotIsa dot, int samples = 25);
+
 }  // namespace bench
 }  // namespace tarn
 
