@@ -101,7 +101,7 @@ __attribute__((target("avx512f,avx512vnni"))) double Vnni512(
 
 // Tiles 0-3 of sums (16 x 16 int32), 4 and 5 of int8 operands (16 x 64):
 // what dense_q8's AMX variant keeps in flight. The caller must hold the
-// tile state (dense_q8's dispatch asked for it).
+// tile state (kernels::AmxTilesGranted).
 __attribute__((target("amx-tile,amx-int8"))) double Amx(size_t iterations) {
   struct alignas(64) {
     uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -194,7 +194,9 @@ double DotPeakGmacs(kernels::DotIsa dot, int samples) {
   if (kernels::DenseQ8For(dot) == nullptr) return 0;
 #ifdef TARN_BENCH_X86
   if (dot == kernels::DotIsa::kAvx512Vnni) return BestRate(Vnni512, samples);
-  if (dot == kernels::DotIsa::kAmx) return BestRate(Amx, samples);
+  if (dot == kernels::DotIsa::kAmx) {
+    return kernels::AmxTilesGranted() ? BestRate(Amx, samples) : 0;
+  }
 #endif
   return 0;
 }

@@ -70,20 +70,8 @@ struct CpuFeatures {
   bool avx_vnni = false;     // AVX-VNNI (256-bit vpdpbusd, VEX-encoded)
   bool avx512_vnni = false;  // AVX512-VNNI
   bool neon_dot = false;     // FEAT_DotProd (sdot)
-  bool amx = false;  // AMX-TILE + AMX-INT8, granted by the OS, and AVX512-VNNI
+  bool amx = false;          // AMX-TILE + AMX-INT8 (and AVX512-VNNI)
 };
-
-// Linux gives a process AMX's tile data (8 KB more state a thread) only
-// when it asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), which
-// holds for every thread of the process. Elsewhere, no AMX.
-[[maybe_unused]] bool RequestAmx() {
-#if TARN_KERNELS_X86 && defined(__linux__)
-  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
 
 CpuFeatures DetectFeatures() {
   CpuFeatures f;
@@ -119,8 +107,9 @@ CpuFeatures DetectFeatures() {
   unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     f.avx512_vnni = f.avx512 && (ecx & (1u << 11)) != 0;
-    // AMX-TILE and AMX-INT8: leaf 7.0 EDX bits 24 and 25.
-    f.amx = f.avx512_vnni && (edx & (3u << 24)) == (3u << 24) && RequestAmx();
+    // AMX-TILE and AMX-INT8: leaf 7.0 EDX bits 24 and 25. The OS lends
+    // their state only on request (AmxTilesGranted).
+    f.amx = f.avx512_vnni && (edx & (3u << 24)) == (3u << 24);
   }
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
     f.avx_vnni = f.avx2 && (eax & (1u << 4)) != 0;
@@ -205,6 +194,23 @@ const Choice& Chosen() {
 }
 
 }  // namespace
+
+bool AmxTilesGranted() {
+  // Linux gives a process AMX's tile data (8 KB more state a thread) only
+  // when it asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), for
+  // every thread of the process. Asked on first use, not when the CPU is
+  // read: a grant also makes every later sigaltstack() of the process need
+  // room for that state, which an application that never runs int8 dot
+  // products should not have to give.
+#if TARN_KERNELS_X86 && defined(__linux__)
+  static const bool granted =
+      Features().amx && syscall(SYS_arch_prctl, 0x1023 /* REQ_XCOMP_PERM */,
+                                18 /* XFEATURE_XTILEDATA */) == 0;
+  return granted;
+#else
+  return false;
+#endif
+}
 
 const KernelTable& Kernels() { return *Chosen().table; }
 

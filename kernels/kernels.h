@@ -249,7 +249,8 @@ enum class Isa { kScalar, kAvx2, kAvx512, kNeon };
 // The integer dot-product variants of dense_q8, chosen apart from Isa (a
 // table's dense_q8 is the best one its ISA and the CPU allow): kAvx2 uses
 // vpmaddubsw, kAvxVnni and kAvx512Vnni vpdpbusd, kNeonDot sdot, kAmx AMX's
-// tdpbssd on 16 rows at a time (fewer rows go to kAvx512Vnni).
+// tdpbssd on 16 rows at a time (fewer rows go to kAvx512Vnni, and all of
+// them if the OS refuses AmxTilesGranted).
 enum class DotIsa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot, kAmx };
 using DenseQ8Fn = decltype(KernelTable::dense_q8);
 // The dense_q8 of one dot variant, or nullptr if this CPU or build lacks it.
@@ -257,6 +258,9 @@ using DenseQ8Fn = decltype(KernelTable::dense_q8);
 DenseQ8Fn DenseQ8For(DotIsa isa);
 // "scalar", "avx2", "avxvnni", "avx512vnni", "neondot" or "amx".
 const char* DotIsaName(DotIsa isa);
+// Whether this process may run AMX instructions: asks the OS on the first
+// call (kAmx's first call of 16 rows makes it), false without AMX.
+bool AmxTilesGranted();
 
 // The process-wide table (see the top of this file). Thread-safe.
 const KernelTable& Kernels();

@@ -5,8 +5,10 @@
 // tdpbssd's second operand wants them: one 64-byte row per group of 4
 // inputs, 16 outputs x 4. Integer sums are exact, so the sums are the
 // scalar reference's; the epilogue is the VNNI driver's, lane for lane.
-// Fewer than 16 rows (a step, the rest of a batch) and rows longer than
-// kMaxInputs go to the AVX512-VNNI variant, which this one implies.
+// Fewer than 16 rows (a step, the rest of a batch), rows longer than
+// kMaxInputs, and everything if the OS lends no tile state
+// (AmxTilesGranted, asked at the first call of 16 rows) go to the
+// AVX512-VNNI variant, which this one implies.
 #include <immintrin.h>
 
 #include <cassert>
@@ -139,7 +141,9 @@ void DenseQ8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,
          (x != nullptr && w != nullptr && scale != nullptr));
   assert(y_stride >= outputs);
   const size_t whole_rows =
-      inputs <= kMaxInputs && outputs > 0 ? rows / kRows * kRows : 0;
+      inputs <= kMaxInputs && outputs > 0 && rows >= kRows && AmxTilesGranted()
+          ? rows / kRows * kRows
+          : 0;
   if (whole_rows > 0) {
     const size_t groups = (inputs + 3) / 4;
     // Rows padded to whole tiles of groups, so a tile's row never reads the

@@ -7,6 +7,12 @@
 #include <cstdio>
 #include <tuple>
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "api_testing.h"
 #include "test_models.h"
 
@@ -83,6 +89,43 @@ INSTANTIATE_TEST_SUITE_P(
         if (c == '+') c = 'p';
       return name + "_" + std::to_string(std::get<1>(info.param));
     });
+
+#if defined(__x86_64__) && defined(__linux__)
+// AMX's tile state is asked of Linux only when int8 dot products first run
+// on 16 rows or more: a grant makes every later sigaltstack() of the
+// process need room for that state, which an application that never uses
+// them should not have to give. Run in a fresh process (a death test
+// re-executed), since another test of this binary may have asked first.
+TEST(Prefill, AsksForAmxOnlyForIntegerDotProducts) {
+  auto tiles_permitted = [] {
+    uint64_t features = 0;  // ARCH_GET_XCOMP_PERM: the xfeatures permitted
+    syscall(SYS_arch_prctl, 0x1022, &features);
+    return (features >> 18 & 1) != 0;  // XFEATURE_XTILEDATA
+  };
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool cpu_has_amx = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+                           (edx & (3u << 24)) == (3u << 24) &&
+                           (ecx & (1u << 11)) != 0;  // and AVX512-VNNI
+  auto prefill = [](const char* name) {
+    std::unique_ptr<Model> model = LoadGolden(name);
+    if (!model) _exit(3);
+    const Inputs inputs(*model, 64);
+    std::unique_ptr<Session> session;
+    if (!Session::Create(*model, SessionOptions(), &session).ok()) _exit(3);
+    std::vector<float> outputs;
+    PrefillThrough(*session, inputs, 0, inputs.count, &outputs);
+  };
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        prefill("tokens_i8");  // exact int8: f32 arithmetic
+        if (tiles_permitted()) _exit(1);
+        prefill("tokens_i8+dot");
+        _exit(tiles_permitted() == cpu_has_amx ? 0 : 2);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+#endif
 
 // Chunk boundaries anywhere: many calls of odd lengths, several chunk
 // sizes, outputs or none, all agree with stepping.
