@@ -4,7 +4,7 @@
 // in flight. PackDenseQ8's layout already holds each block's weights as
 // tdpbssd's second operand wants them: one 64-byte row per group of 4
 // inputs, 16 outputs x 4. Integer sums are exact, so the sums are the
-// scalar reference's; the epilogue is the VNNI driver's, lane for lane.
+// scalar reference's; the epilogue is the driver's StoreOutputs.
 // Fewer than 16 rows (a step, the rest of a batch), rows longer than
 // kMaxInputs, and everything if the OS lends no tile state
 // (AmxTilesGranted, asked at the first call of 16 rows) go to the
@@ -112,19 +112,15 @@ void SixteenRows(size_t groups, size_t outputs, const int8_t* qx, size_t stride,
     _tile_stored(1, sums[1], 64);
     _tile_stored(2, sums[2], 64);
     _tile_stored(3, sums[3], 64);
-    // The VNNI driver's epilogue (dense-q8-driver.h).
-    const ptrdiff_t n = static_cast<ptrdiff_t>(left);
     for (size_t r = 0; r < kRows; ++r) {
       const V::V s = V::Set1(sx[r]);
       for (size_t b = 0; b < in_flight; ++b) {
-        const ptrdiff_t lanes = n - static_cast<ptrdiff_t>(b * kBlock);
         const size_t first = o + b * kBlock;
-        const V::V addend =
-            bias != nullptr ? LoadPartial<V>(bias + first, lanes) : V::Zero();
-        const V::V sum =
-            V::Fma(_mm512_cvtepi32_ps(_mm512_load_si512(sums[b][r])),
-                   V::Mul(s, LoadPartial<V>(scale + first, lanes)), addend);
-        StorePartial<V>(y + r * y_stride + first, lanes, V::Clamp(sum, lo, hi));
+        dense_q8::StoreOutputs<V>(
+            _mm512_cvtepi32_ps(_mm512_load_si512(sums[b][r])), s, scale + first,
+            bias != nullptr ? bias + first : nullptr,
+            static_cast<ptrdiff_t>(left - b * kBlock), lo, hi,
+            y + r * y_stride + first);
       }
     }
   }

@@ -62,6 +62,21 @@ inline float VectorMaxAbs(size_t n, const float* x) {
   return m;
 }
 
+// The epilogue of every vector variant, lane for lane the scalar
+// reference's: y = clamp(fma(float(sum), sx * scale[o], bias[o] or 0)) for
+// the `left` outputs (LoadPartial's n) from scale, bias and y; `sums` are
+// the int32 sums already as floats, s is sx in every lane.
+template <class D>
+inline void StoreOutputs(typename D::V sums, typename D::V s,
+                         const float* scale, const float* bias, ptrdiff_t left,
+                         typename D::V lo, typename D::V hi, float* y) {
+  const typename D::V addend =
+      bias != nullptr ? LoadPartial<D>(bias, left) : D::Zero();
+  const typename D::V sum =
+      D::Fma(sums, D::Mul(s, LoadPartial<D>(scale, left)), addend);
+  StorePartial<D>(y, left, D::Clamp(sum, lo, hi));
+}
+
 // The 4 bytes of a group of activations as one int32, for a broadcast.
 inline int32_t LoadGroup(const int8_t* p) {
   int32_t word;
@@ -110,13 +125,9 @@ inline void Tile(size_t groups, size_t outputs, const int8_t* qx, size_t stride,
     const typename D::V s = D::Set1(sx[r]);
 #pragma GCC unroll 16
     for (int v = 0; v < kV; ++v) {
-      const ptrdiff_t left = n - v * kL;
-      const typename D::V addend =
-          bias != nullptr ? LoadPartial<D>(bias + v * kL, left) : D::Zero();
-      const typename D::V sum =
-          D::Fma(D::ToFloat(acc[r][v]),
-                 D::Mul(s, LoadPartial<D>(scale + v * kL, left)), addend);
-      StorePartial<D>(y + r * y_stride + v * kL, left, D::Clamp(sum, lo, hi));
+      StoreOutputs<D>(D::ToFloat(acc[r][v]), s, scale + v * kL,
+                      bias != nullptr ? bias + v * kL : nullptr, n - v * kL, lo,
+                      hi, y + r * y_stride + v * kL);
     }
   }
 }
