@@ -422,7 +422,7 @@ class PyRecognizer {
                uint32_t max_utterance_ms, uint32_t reset_after_silence_ms,
                int num_threads, float beam_prune,
                std::vector<std::pair<std::string, float>> hotwords,
-               float hotword_boost)
+               float hotword_boost, uint32_t final_silence_ms)
       : model_(model.Get()) {
     tarn::RecognizerOptions options;
     options.beam_width = beam_width;
@@ -436,6 +436,7 @@ class PyRecognizer {
       options.hotwords.push_back({std::move(phrase), boost});
     }
     options.hotword_boost = hotword_boost;
+    options.final_silence_ms = final_silence_ms;
     tarn::Status status;
     {
       nb::gil_scoped_release release;
@@ -604,10 +605,12 @@ NB_MODULE(_tarn, m) {
   nb::class_<PyRecognizer>(m, "Recognizer")
       .def(nb::init<const PyModel&, uint32_t, std::vector<std::string>,
                     uint32_t, uint32_t, uint32_t, int, float,
-                    std::vector<std::pair<std::string, float>>, float>(),
+                    std::vector<std::pair<std::string, float>>, float,
+                    uint32_t>(),
            "model"_a, "beam_width"_a, "words"_a, "endpoint_silence_ms"_a,
            "max_utterance_ms"_a, "reset_after_silence_ms"_a, "num_threads"_a,
-           "beam_prune"_a, "hotwords"_a, "hotword_boost"_a)
+           "beam_prune"_a, "hotwords"_a, "hotword_boost"_a,
+           "final_silence_ms"_a)
       .def("accept_float", &PyRecognizer::AcceptFloat, "samples"_a)
       .def("accept_int16", &PyRecognizer::AcceptInt16, "samples"_a)
       .def("pop_result", &PyRecognizer::PopResult)

@@ -412,7 +412,10 @@ class Recognizer:
     a list of phrases, of (phrase, boost) pairs, or a dict phrase -> boost;
     boosts in nats per label, 0 or None for hotword_boost. An utterance ends
     (an endpoint) after endpoint_ms of non-speech following speech, or at
-    max_utterance_ms.
+    max_utterance_ms. final_result() first steps the model over
+    final_silence_ms of silence, so that a stream ending right after its last
+    word keeps it (the model emits a word's labels a few steps after its
+    audio).
     """
 
     def __init__(
@@ -427,6 +430,7 @@ class Recognizer:
         beam_prune: float = 20.0,
         hotwords: Optional[Union[Sequence[Union[str, Tuple[str, float]]], Dict[str, float]]] = None,
         hotword_boost: float = DEFAULT_HOTWORD_BOOST,
+        final_silence_ms: int = 300,
     ):
         words = [str(w) for w in words] if words is not None else []
         phrases = _hotword_list(hotwords)
@@ -450,6 +454,7 @@ class Recognizer:
             beam_prune,
             phrases,
             float(hotword_boost),
+            final_silence_ms,
         )
 
     @property
@@ -563,12 +568,13 @@ def transcribe(
     endpoint_ms: int = 500,
     max_utterance_ms: int = 30000,
     threads: int = 1,
+    final_silence_ms: int = 300,
 ) -> Result:
     """Transcribes a WAV file (a path) or samples (int16 or float32 numpy at
     the model's rate) as `tarn transcribe` does, with its defaults: fed in
     chunks of chunk_ms, greedy decoding (beam 8 with words or hotwords,
     as Recognizer takes them), endpoints
-    after 500 ms. The result's text is the utterances joined by spaces, its
+    after 500 ms, 300 ms of silence stepped at the end. The result's text is the utterances joined by spaces, its
     words every word with times, its duration the seconds of audio."""
     if not 10 <= chunk_ms <= 100:
         raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
@@ -581,6 +587,7 @@ def transcribe(
         endpoint_ms=endpoint_ms,
         max_utterance_ms=max_utterance_ms,
         threads=threads,
+        final_silence_ms=final_silence_ms,
     )
     rate = recognizer.sample_rate
     if isinstance(audio, (str, os.PathLike)):

@@ -326,6 +326,12 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
                    "longest utterance before a forced endpoint (0: none)")
       ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
+  command
+      ->add_option("--final-silence-ms", o.final_silence_ms,
+                   "silence stepped through the model at the end of the "
+                   "stream, so that its last word is not lost (0: none)")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   AddThreadsOption(command, &o.threads);
   AddInt8Option(command, &o.int8_compute);
   return command;

@@ -317,6 +317,7 @@ int Transcribe(const TranscribeOptions& o) {
   }
   options.endpoint_silence_ms = static_cast<uint32_t>(o.endpoint_ms);
   options.max_utterance_ms = static_cast<uint32_t>(o.max_utterance_ms);
+  options.final_silence_ms = static_cast<uint32_t>(o.final_silence_ms);
   options.num_threads = o.threads;
   std::unique_ptr<Recognizer> recognizer;
   status = Recognizer::Create(*model, options, &recognizer);

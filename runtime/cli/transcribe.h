@@ -26,6 +26,7 @@ struct TranscribeOptions {
   bool utterances = false;
   int endpoint_ms = 500;
   int max_utterance_ms = 30000;
+  int final_silence_ms = 300;
   int threads = 1;
   Int8Compute int8_compute = Int8Compute::kExact;
 };

@@ -32,7 +32,7 @@ tarn::Status Invalid(const std::string& message) {
 constexpr size_t kOptionsFirst =
     TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
 constexpr size_t kOptionsKnown =
-    TARN_OPTIONS_END(tarn_recognizer_options, hotword_boost);
+    TARN_OPTIONS_END(tarn_recognizer_options, final_silence_ms);
 
 const tarn::Model* Cpp(const tarn_model* model) {
   return reinterpret_cast<const tarn::Model*>(model);
@@ -74,6 +74,7 @@ tarn_recognizer_options tarn_recognizer_options_default(void) {
   options.hotword_boosts = nullptr;
   options.hotword_count = 0;
   options.hotword_boost = cpp.hotword_boost;
+  options.final_silence_ms = cpp.final_silence_ms;
   return options;
 }
 
@@ -119,6 +120,7 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
                                                      : 0.0f});
     }
     cpp.hotword_boost = given.hotword_boost;
+    cpp.final_silence_ms = given.final_silence_ms;
     auto handle = std::make_unique<tarn_recognizer>();
     status = tarn::Recognizer::Create(*Cpp(model), cpp, &handle->recognizer);
     if (!status.ok()) return status;

@@ -71,6 +71,8 @@ class Recognizer::Impl {
   std::unique_ptr<Endpointer> endpointer_;
   std::vector<float> logits_;  // [output_size]
   std::vector<float> pcm_;     // [kPcmBlock] 16-bit samples as floats
+  std::vector<float> silence_;  // the features of digital silence
+  uint64_t final_silence_frames_ = 0;
   CtcHypothesis hypothesis_;
   RecognitionResult partial_, final_;
   uint32_t stack_hop_ = 1, hop_ = 1, rate_ = 1;
@@ -112,10 +114,21 @@ Status Recognizer::Impl::Init() {
   }
   status = FrontEnd::Create(audio, &front_end_);
   if (!status.ok()) return status;
+  {  // What the front end makes of zeros, for the silence Final() steps.
+    std::unique_ptr<FrontEnd> scratch;
+    status = FrontEnd::Create(audio, &scratch);
+    if (!status.ok()) return status;
+    const std::vector<float> zeros(audio.window_length, 0.0f);
+    scratch->Accept(zeros.data(), zeros.size(), [&](const float* features) {
+      silence_.assign(features, features + scratch->num_features());
+    });
+  }
   stack_hop_ = c.stack_hop;
   hop_ = audio.hop_length;
   rate_ = audio.sample_rate;
   step_seconds_ = static_cast<double>(stack_hop_) * hop_ / rate_;
+  final_silence_frames_ =
+      MsToSteps(options_.final_silence_ms, static_cast<double>(hop_) / rate_);
 
   const uint64_t max_steps =
       MsToSteps(options_.max_utterance_ms, step_seconds_);
@@ -214,17 +227,20 @@ Status Recognizer::Impl::AcceptPcm(const int16_t* samples, size_t count) {
 
 void Recognizer::Impl::Convert(const CtcHypothesis& hypothesis,
                                RecognitionResult* result) {
+  // Final()'s silence steps lie past the audio given; no time does.
+  const double audio_end =
+      static_cast<double>(front_end_->samples_consumed()) / rate_;
   result->text = hypothesis.text;
   result->words.resize(hypothesis.words.size());
   for (size_t i = 0; i < hypothesis.words.size(); ++i) {
     const CtcWord& from = hypothesis.words[i];
     RecognizedWord& to = result->words[i];
     to.word = from.text;
-    to.start = StepTime(from.first_step);
-    to.end = StepTime(from.last_step + 1);
+    to.start = std::min(StepTime(from.first_step), audio_end);
+    to.end = std::min(StepTime(from.last_step + 1), audio_end);
   }
   result->start = StepTime(0);
-  result->end = StepTime(decoder_->steps());
+  result->end = std::min(StepTime(decoder_->steps()), audio_end);
 }
 
 void Recognizer::Impl::EndUtterance() {
@@ -252,6 +268,19 @@ const RecognitionResult& Recognizer::Impl::Partial() {
 
 const RecognitionResult& Recognizer::Impl::Final() {
   const Clock::time_point start = Clock::now();
+  // The silence frames are finite and as wide as the model's frames, so
+  // neither call can fail; the loop stops if one ever did.
+  Status status;
+  for (uint64_t i = 0; i < final_silence_frames_ && status.ok() &&
+                       decoder_->steps() > 0;
+       ++i) {
+    bool stepped = false;
+    status = session_->StepFrame(silence_.data(), silence_.size(),
+                                 logits_.data(), logits_.size(), &stepped);
+    if (status.ok() && stepped) {
+      status = decoder_->Step(logits_.data(), logits_.size());
+    }
+  }
   decoder_->Result(/*final=*/true, &hypothesis_);
   Convert(hypothesis_, &final_);
   if (!hypothesis_.words.empty()) ++utterances_;

@@ -2,6 +2,7 @@
 on the same models and inputs."""
 
 import json
+import wave
 
 import numpy as np
 import pytest
@@ -163,6 +164,29 @@ def test_recognizer_any_chunk_size_and_dtype():
             recognizer.partial_result()
         texts.append(recognizer.final_result().text)
         assert " ".join(t for t in texts if t) == reference.text
+
+
+@pytest.mark.parametrize("final_silence_ms", [0, 300])
+def test_final_silence_matches_cli(tarn_bin, tmp_path, final_silence_ms):
+    """A sample cut where its speech ends, so that the final silence decides
+    whether its last word arrives: the package and the CLI agree either way."""
+    samples = tarn.read_wav(SAMPLES[0])
+    loud = np.flatnonzero(np.abs(samples) > 0.01 * np.abs(samples).max())
+    pcm = np.round(samples[: loud[-1] + 1] * 32768).astype(np.int16)
+    cut = tmp_path / "cut.wav"
+    with wave.open(str(cut), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(pcm.astype("<i2").tobytes())
+    expected = json.loads(
+        run_cli(tarn_bin, "transcribe", "-q", "--json", "--final-silence-ms", final_silence_ms, SPEECH_MODEL, cut)
+    )
+    result = tarn.transcribe(tarn.Model(SPEECH_MODEL), pcm, final_silence_ms=final_silence_ms)
+    assert result.text == expected["text"]
+    assert [(w.word, round3(w.start), round3(w.end)) for w in result.words] == [
+        (w["word"], w["start"], w["end"]) for w in expected["words"]
+    ]
 
 
 def test_transcribe_array_equals_file():

@@ -176,8 +176,10 @@ TEST(RecognizerCApi, SameAsCppRecognizer) {
     tarn::RecognizerOptions cpp_options;
     tarn_recognizer_options options = tarn_recognizer_options_default();
     EXPECT_EQ(options.endpoint_silence_ms, cpp_options.endpoint_silence_ms);
+    EXPECT_EQ(options.final_silence_ms, cpp_options.final_silence_ms);
     if (beam) {
       cpp_options.beam_width = options.beam_width = beam;
+      cpp_options.final_silence_ms = options.final_silence_ms = 0;
       cpp_options.words = words;
       options.words = word_pointers.data();
       options.word_count = word_pointers.size();

@@ -76,6 +76,10 @@ struct RecognizerOptions {
   uint32_t max_utterance_ms = 30000;
   // Without speech, the session restarts this often; 0: never.
   uint32_t reset_after_silence_ms = 2000;
+  // FinalResult() first steps the model over this much silence: a model
+  // emits a word's labels a few steps after its audio, so a stream that
+  // ends right after its last word would otherwise lose that word. 0: none.
+  uint32_t final_silence_ms = 300;
   // Threads for the model's dense layers.
   int num_threads = 1;
   // Beam search pruning, as CtcDecoderOptions::beam_prune.
@@ -143,8 +147,10 @@ class Recognizer {
   const RecognitionResult& PartialResult();
 
   // Ends the utterance in progress (end of stream) and returns its final
-  // result; the decoder and session restart, the clock runs on. Queued
-  // results are not included: PopResult() them first.
+  // result, after stepping the model over final_silence_ms of silence
+  // (times stay within the audio given); the decoder and session restart,
+  // the clock runs on. Queued results are not included: PopResult() them
+  // first.
   const RecognitionResult& FinalResult();
 
   // Back to the state of a new recognizer: audio, queue and clock cleared.

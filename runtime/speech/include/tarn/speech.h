@@ -76,6 +76,11 @@ typedef struct tarn_recognizer_options {
   size_t hotword_count;
   /* The boost of the phrases that give none, nats per label; default 1. */
   float hotword_boost;
+  /* Added in the third version. tarn_recognizer_final_result() first steps
+   * the model over this much silence, so that a stream ending right after
+   * its last word keeps it (the model emits a word's labels a few steps
+   * after its audio); 0: none; default 300. */
+  uint32_t final_silence_ms;
 } tarn_recognizer_options;
 
 typedef struct tarn_recognized_word {
@@ -93,8 +98,8 @@ typedef struct tarn_recognition_result {
 } tarn_recognition_result;
 
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
- * 2 s without speech, one thread, beam_prune 20, no hotwords (boost 1);
- * struct_size set. */
+ * 2 s without speech, one thread, beam_prune 20, no hotwords (boost 1),
+ * 300 ms of final silence; struct_size set. */
 tarn_recognizer_options tarn_recognizer_options_default(void);
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's
