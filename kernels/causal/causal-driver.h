@@ -28,42 +28,77 @@ inline typename V::V CompensatedAdd(typename V::V t, typename V::V sum,
   return after;
 }
 
+// The positions of one call: position t's phi_k and phi_q at
+// + t * phi_stride, its v at + t * v_stride, its y at + t * y_stride.
+struct Positions {
+  const float* phi_k;
+  const float* phi_q;
+  size_t phi_stride;
+  const float* v;
+  size_t v_stride;
+  float* y;
+  size_t y_stride;
+
+  Positions From(size_t t) const {
+    return {phi_k + t * phi_stride,
+            phi_q != nullptr ? phi_q + t * phi_stride : nullptr,
+            phi_stride,
+            v + t * v_stride,
+            v_stride,
+            y != nullptr ? y + t * y_stride : nullptr,
+            y_stride};
+  }
+};
+
 // Columns [j, j + kLanes * kVectors) of the update and (kReadOut) the
-// read-out's numerators, for every row: v and the y accumulators stay in
-// registers while the rows stream past, so each element of S and of its
-// carry is loaded and stored exactly once. The loops over u are unrolled so
-// that vv and acc live in registers, not on the stack.
-template <class V, int kVectors, bool kReadOut>
-void Columns(size_t C, size_t dv, size_t j, const float* phi_k, const float* v,
-             const float* phi_q, float* S, float* S_carry, float* y) {
+// read-out's numerators, for every row and kPositions positions: v and the y
+// accumulators stay in registers while the rows stream past, so each element
+// of S and of its carry is loaded and stored once for all the positions,
+// which update it in order. The loops over u and t are unrolled so that vv
+// and acc live in registers, not on the stack.
+template <class V, int kVectors, int kPositions, bool kReadOut>
+void Columns(size_t C, size_t dv, size_t j, const Positions& p, float* S,
+             float* S_carry) {
   constexpr size_t kL = V::kLanes;
-  typename V::V vv[kVectors], acc[kVectors];
+  typename V::V vv[kPositions][kVectors], acc[kPositions][kVectors];
+#pragma GCC unroll 2
+  for (int t = 0; t < kPositions; ++t) {
 #pragma GCC unroll 4
-  for (int u = 0; u < kVectors; ++u) {
-    vv[u] = V::Load(v + j + kL * u);
-    acc[u] = V::Zero();
+    for (int u = 0; u < kVectors; ++u) {
+      vv[t][u] = V::Load(p.v + t * p.v_stride + j + kL * u);
+      acc[t][u] = V::Zero();
+    }
   }
   float* row = S + j;
   float* carry = S_carry + j;
   for (size_t c = 0; c < C; ++c, row += dv, carry += dv) {
-    const typename V::V k = V::Set1(phi_k[c]);
 #pragma GCC unroll 4
     for (int u = 0; u < kVectors; ++u) {
       typename V::V carried = V::Load(carry + kL * u);
-      const typename V::V s = CompensatedAdd<V>(
-          V::Fms(k, vv[u], carried), V::Load(row + kL * u), &carried);
+      typename V::V s = V::Load(row + kL * u);
+#pragma GCC unroll 2
+      for (int t = 0; t < kPositions; ++t) {
+        const size_t at = t * p.phi_stride + c;
+        s = CompensatedAdd<V>(V::Fms(V::Set1(p.phi_k[at]), vv[t][u], carried),
+                              s, &carried);
+        if (kReadOut) acc[t][u] = V::Fma(V::Set1(p.phi_q[at]), s, acc[t][u]);
+      }
       V::Store(row + kL * u, s);
       V::Store(carry + kL * u, carried);
-      if (kReadOut) acc[u] = V::Fma(V::Set1(phi_q[c]), s, acc[u]);
     }
   }
   if (kReadOut) {
+#pragma GCC unroll 2
+    for (int t = 0; t < kPositions; ++t) {
 #pragma GCC unroll 4
-    for (int u = 0; u < kVectors; ++u) V::Store(y + j + kL * u, acc[u]);
+      for (int u = 0; u < kVectors; ++u) {
+        V::Store(p.y + t * p.y_stride + j + kL * u, acc[t][u]);
+      }
+    }
   }
 }
 
-// The last dv % kLanes columns, with masked loads and stores.
+// The last dv % kLanes columns, with masked loads and stores, one position.
 template <class V, bool kReadOut>
 void MaskedColumns(size_t C, size_t dv, size_t j, const float* phi_k,
                    const float* v, const float* phi_q, float* S, float* S_carry,
@@ -85,28 +120,34 @@ void MaskedColumns(size_t C, size_t dv, size_t j, const float* phi_k,
   if (kReadOut) V::StoreTail(y + j, mask, acc);
 }
 
-template <class V, bool kReadOut>
-void UpdateRows(size_t C, size_t dv, const float* phi_k, const float* v,
-                const float* phi_q, float* S, float* S_carry, float* y) {
+// S's update (and read-out) for kPositions (1 or 2) positions in order.
+template <class V, int kPositions, bool kReadOut>
+void UpdateRows(size_t C, size_t dv, const Positions& p, float* S,
+                float* S_carry) {
   constexpr size_t kL = V::kLanes;
   size_t j = 0;
-  for (; j + 4 * kL <= dv; j += 4 * kL)
-    Columns<V, 4, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
-  // Two columns of vectors in one pass interleave two read-out chains, which
-  // are otherwise latency-bound (C dependent FMAs each).
-  if (j + 2 * kL <= dv) {
-    Columns<V, 2, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
-    j += 2 * kL;
+  if constexpr (kPositions == 1) {
+    for (; j + 4 * kL <= dv; j += 4 * kL)
+      Columns<V, 4, 1, kReadOut>(C, dv, j, p, S, S_carry);
   }
+  // Two columns of vectors in one pass interleave two read-out chains, which
+  // are otherwise latency-bound (C dependent FMAs each); two positions
+  // interleave four, in as many registers as four columns of one.
+  for (; j + 2 * kL <= dv; j += 2 * kL)
+    Columns<V, 2, kPositions, kReadOut>(C, dv, j, p, S, S_carry);
   for (; j + kL <= dv; j += kL)
-    Columns<V, 1, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
+    Columns<V, 1, kPositions, kReadOut>(C, dv, j, p, S, S_carry);
   if (j == dv) return;
-  if constexpr (V::kMaskedTails) {
-    MaskedColumns<V, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry, y);
-  } else {  // One column at a time, in the same order.
-    for (; j < dv; ++j)
-      Columns<ScalarLane, 1, kReadOut>(C, dv, j, phi_k, v, phi_q, S, S_carry,
-                                       y);
+  // The last columns, position after position (columns are independent).
+  for (int t = 0; t < kPositions; ++t) {
+    const Positions one = p.From(t);
+    if constexpr (V::kMaskedTails) {
+      MaskedColumns<V, kReadOut>(C, dv, j, one.phi_k, one.v, one.phi_q, S,
+                                 S_carry, one.y);
+    } else {  // One column at a time, in the same order.
+      for (size_t i = j; i < dv; ++i)
+        Columns<ScalarLane, 1, 1, kReadOut>(C, dv, i, one, S, S_carry);
+    }
   }
 }
 
@@ -160,8 +201,26 @@ void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,
   assert(C == 0 || (phi_k != nullptr && z != nullptr && z_carry != nullptr));
   assert(C == 0 || dv == 0 || (v != nullptr && S != nullptr && S_carry));
   UpdateNormaliser<V, false>(C, phi_k, nullptr, z, z_carry);
-  UpdateRows<V, false>(C, dv, phi_k, v, nullptr, S, S_carry, nullptr);
+  UpdateRows<V, 1, false>(C, dv, {phi_k, nullptr, 0, v, 0, nullptr, 0}, S,
+                          S_carry);
   V::End();
+}
+
+// kPositions (1 or 2) consecutive positions of causal_steps.
+template <class V, int kPositions>
+void Steps(size_t C, size_t dv, const Positions& p, float eps, float* S,
+           float* z, float* S_carry, float* z_carry) {
+  float den[kPositions];
+  for (int t = 0; t < kPositions; ++t) {
+    den[t] = UpdateNormaliser<V, true>(C, p.phi_k + t * p.phi_stride,
+                                       p.phi_q + t * p.phi_stride, z, z_carry);
+  }
+  UpdateRows<V, kPositions, true>(C, dv, p, S, S_carry);
+  for (int t = 0; t < kPositions; ++t) {
+    const typename V::V inv = V::Set1(1.0f / (den[t] + eps));
+    float* y = p.y + t * p.y_stride;
+    Map<V>(dv, y, y, [&](typename V::V a) { return V::Mul(a, inv); });
+  }
 }
 
 template <class V>
@@ -172,10 +231,31 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
                     z_carry != nullptr));
   assert(dv == 0 || (v != nullptr && y != nullptr));
   assert(C == 0 || dv == 0 || (S != nullptr && S_carry != nullptr));
-  const float den = UpdateNormaliser<V, true>(C, phi_k, phi_q, z, z_carry);
-  UpdateRows<V, true>(C, dv, phi_k, v, phi_q, S, S_carry, y);
-  const typename V::V inv = V::Set1(1.0f / (den + eps));
-  Map<V>(dv, y, y, [&](typename V::V a) { return V::Mul(a, inv); });
+  Steps<V, 1>(C, dv, {phi_k, phi_q, 0, v, 0, y, 0}, eps, S, z, S_carry,
+              z_carry);
+  V::End();
+}
+
+// Positions in pairs: each pass over S and its carry updates them for two
+// positions, halving the state's loads and stores (prefill), bit for bit
+// as the positions one after the other.
+template <class V>
+void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
+                 const float* phi_q, size_t phi_stride, const float* v,
+                 size_t v_stride, float eps, float* S, float* z,
+                 float* S_carry, float* z_carry, float* y, size_t y_stride) {
+  assert(rows == 0 || C == 0 ||
+         (phi_k != nullptr && phi_q != nullptr && z != nullptr &&
+          z_carry != nullptr));
+  assert(rows == 0 || dv == 0 || (v != nullptr && y != nullptr));
+  assert(rows == 0 || C == 0 || dv == 0 ||
+         (S != nullptr && S_carry != nullptr));
+  const Positions all{phi_k, phi_q, phi_stride, v, v_stride, y, y_stride};
+  size_t t = 0;
+  for (; t + 2 <= rows; t += 2) {
+    Steps<V, 2>(C, dv, all.From(t), eps, S, z, S_carry, z_carry);
+  }
+  if (t < rows) Steps<V, 1>(C, dv, all.From(t), eps, S, z, S_carry, z_carry);
   V::End();
 }
 
@@ -184,7 +264,7 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
 }  // namespace kernels
 }  // namespace tarn
 
-// Defines CausalStep and CausalUpdate (variants.h) in the enclosing
+// Defines CausalStep, CausalSteps and CausalUpdate (variants.h) in the enclosing
 // namespace, a variant's, from its vector traits V.
 #define TARN_KERNELS_DEFINE_CAUSAL(V)                                         \
   void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,  \
@@ -197,6 +277,16 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
                   float* S_carry, float* z_carry, float* y) {                 \
     ::tarn::kernels::causal::CausalStep<V>(C, dv, phi_k, v, phi_q, eps, S, z, \
                                            S_carry, z_carry, y);              \
+  }                                                                           \
+  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,      \
+                   const float* phi_q, size_t phi_stride, const float* v,     \
+                   size_t v_stride, float eps, float* S, float* z,            \
+                   float* S_carry, float* z_carry, float* y,                  \
+                   size_t y_stride) {                                         \
+    ::tarn::kernels::causal::CausalSteps<V>(rows, C, dv, phi_k, phi_q,        \
+                                            phi_stride, v, v_stride, eps, S,  \
+                                            z, S_carry, z_carry, y,           \
+                                            y_stride);                        \
   }
 
 #endif  // TARN_KERNELS_CAUSAL_CAUSAL_DRIVER_H_

@@ -156,6 +156,55 @@ TEST_P(CausalVariant, UpdateIsTheStepsUpdate) {
   }
 }
 
+// Every variant's causal_steps is its causal_step position after position,
+// bit for bit (prefill's outputs and state are stepping's), for odd and even
+// counts of positions laid out as prefill lays them: one head of several,
+// every row a position.
+TEST_P(CausalVariant, StepsAreStepAfterStep) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  constexpr size_t kHeads = 3, kHead = 1;
+  for (size_t C : {1, 3, 16, 17, 32, 33}) {
+    for (size_t dv : Sizes()) {
+      for (size_t rows : {1, 2, 3, 6}) {
+        SCOPED_TRACE("C = " + std::to_string(C) + ", dv = " +
+                     std::to_string(dv) + ", rows = " + std::to_string(rows));
+        std::mt19937 rng(static_cast<uint32_t>(C * 1000 + dv * 10 + rows));
+        // Row t holds every head's phi (and v) side by side, with one spare
+        // float after v so that its stride is not the heads' width.
+        const std::vector<float> phi_k = Uniform(rows * kHeads * C, 0, 2, rng),
+                                 phi_q = Uniform(rows * kHeads * C, 0, 2, rng),
+                                 v = Uniform(rows * (kHeads * dv + 1), -1, 1,
+                                             rng);
+        State stepped = LongStreamState(C, dv, 13 * C + dv), passed = stepped;
+        std::vector<float> y_stepped(rows * kHeads * dv, -7.0f),
+            y_passed = y_stepped;
+        const size_t phi_stride = kHeads * C, v_stride = kHeads * dv + 1,
+                     y_stride = kHeads * dv;
+        for (size_t t = 0; t < rows; ++t) {
+          k->causal_step(C, dv, &phi_k[t * phi_stride + kHead * C],
+                         &v[t * v_stride + kHead * dv],
+                         &phi_q[t * phi_stride + kHead * C], kEps,
+                         stepped.S.data(), stepped.z.data(),
+                         stepped.S_carry.data(), stepped.z_carry.data(),
+                         &y_stepped[t * y_stride + kHead * dv]);
+        }
+        k->causal_steps(rows, C, dv, &phi_k[kHead * C], &phi_q[kHead * C],
+                        phi_stride, &v[kHead * dv], v_stride, kEps,
+                        passed.S.data(), passed.z.data(),
+                        passed.S_carry.data(), passed.z_carry.data(),
+                        &y_passed[kHead * dv], y_stride);
+        // Bit for bit, the other heads' y untouched (-7) in both.
+        EXPECT_EQ(y_passed, y_stepped);
+        EXPECT_EQ(passed.S, stepped.S);
+        EXPECT_EQ(passed.z, stepped.z);
+        EXPECT_EQ(passed.S_carry, stepped.S_carry);
+        EXPECT_EQ(passed.z_carry, stepped.z_carry);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, CausalVariant,
                          ::testing::Values(Isa::kScalar, Isa::kAvx2,
                                            Isa::kAvx512, Isa::kNeon),

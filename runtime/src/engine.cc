@@ -282,28 +282,37 @@ void Engine::StepAttention(size_t layer, const Rows& rows, const Team& team) {
   const bool features = FeaturesPerHead(team);
   const Range mine = team.Share(heads);
   for (size_t h = mine.first; h < mine.last; ++h) {
-    for (size_t r = 0; r < rows.count; ++r) {
-      Stream& stream = rows.stream(r);
-      // A batch's next step is another stream's state, which the hardware
-      // prefetcher has not seen coming: ask for it while this one runs
-      // (B = 16 at the MNIST shape: 61 -> 65 % of the FMA peak on Zen 5).
-      if (!rows.one_stream) {
-        const size_t next_r = (r + 1) % rows.count;
-        const size_t next_h = next_r == 0 ? h + 1 : h;
-        if (next_h < mine.last) {
-          PrefetchHead(Head(rows.stream(next_r), layer, next_h));
-        }
-      }
-      const float* v = qkv + r * width + 2 * heads * d_key;
-      const size_t f = (r * heads + h) * C;
-      if (features) {
-        // Elementwise, so a head's slice is computed as in the whole row.
+    if (features) {
+      // Elementwise, so a head's slice is computed as in the whole row.
+      for (size_t r = 0; r < rows.count; ++r) {
         const float* q = qkv + r * width + h * d_key;
+        const size_t f = (r * heads + h) * C;
         FeatureMapSlice(d_key, q, at(scratch_.phi_q) + f);
         FeatureMapSlice(d_key, q + heads * d_key, at(scratch_.phi_k) + f);
       }
-      const HeadState state = Head(stream, layer, h);
-      k_.causal_step(C, d_value, phi_k + f, v + h * d_value, phi_q + f,
+    }
+    const float* v = qkv + 2 * heads * d_key + h * d_value;
+    if (rows.one_stream) {
+      // One stream's positions in order, two to a pass over the state.
+      const HeadState state = Head(rows.stream(0), layer, h);
+      k_.causal_steps(rows.count, C, d_value, phi_k + h * C, phi_q + h * C,
+                      heads * C, v, width, c_.attention_eps, state.S, state.z,
+                      state.S_carry, state.z_carry, y + h * d_value,
+                      heads * d_value);
+      continue;
+    }
+    for (size_t r = 0; r < rows.count; ++r) {
+      // A batch's next step is another stream's state, which the hardware
+      // prefetcher has not seen coming: ask for it while this one runs
+      // (B = 16 at the MNIST shape: 61 -> 65 % of the FMA peak on Zen 5).
+      const size_t next_r = (r + 1) % rows.count;
+      const size_t next_h = next_r == 0 ? h + 1 : h;
+      if (next_h < mine.last) {
+        PrefetchHead(Head(rows.stream(next_r), layer, next_h));
+      }
+      const size_t f = (r * heads + h) * C;
+      const HeadState state = Head(rows.stream(r), layer, h);
+      k_.causal_step(C, d_value, phi_k + f, v + r * width, phi_q + f,
                      c_.attention_eps, state.S, state.z, state.S_carry,
                      state.z_carry, y + (r * heads + h) * d_value);
     }
