@@ -7,50 +7,49 @@
 #include <cstddef>
 #include <cstdint>
 
-#define TARN_KERNELS_DECLARE_VARIANT(isa)                                    \
-  namespace isa {                                                            \
-  void EluPlusOne(size_t n, const float* x, float* y);                       \
-  void Relu(size_t n, const float* x, float* y);                             \
-  void Gelu(size_t n, const float* x, float* y);                             \
-  void ExpShifted(size_t n, const float* x, float shift, float* y);          \
-  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,   \
-                  const float* phi_q, float eps, float* S, float* z,         \
-                  float* S_carry, float* z_carry, float* y);                 \
-  void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v, \
-                    float* S, float* z, float* S_carry, float* z_carry);     \
-  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,     \
-                   const float* phi_q, size_t phi_stride, const float* v,    \
-                   size_t v_stride, float eps, float* S, float* z,           \
-                   float* S_carry, float* z_carry, float* y,                 \
-                   size_t y_stride);                                         \
-  void LayerNorm(size_t n, const float* x, const float* gamma,               \
-                 const float* beta, float eps, float* y);                    \
-  void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma,  \
-                    const float* beta, float eps, float* y);                 \
-  void Add(size_t n, const float* a, const float* b, float* y);              \
-  void F16ToF32(size_t n, const uint16_t* x, float* y);                      \
-  void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
-                const float* x, const float* w, const float* bias,           \
-                float y_min, float y_max, float* y);                         \
-  void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride, \
-                const float* x, const uint16_t* w, const float* bias,        \
-                float y_min, float y_max, float* y, float* scratch);         \
-  void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,  \
-               const float* x, const int8_t* w, const float* scale,          \
-               const float* bias, float y_min, float y_max, float* y,        \
-               float* scratch);                                              \
-  void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,   \
-                     const float* omega, float softmax_temp, bool stabilize, \
-                     float* phi);                                            \
-  void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,      \
-               const float* z, float eps, float* y);                         \
-  void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,  \
-                     size_t oldest, const float* weight, const float* bias,  \
-                     float* y);                                              \
-  void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t ystride, \
-                 const float* x, const uint16_t* w, const float* bias,       \
-                 float y_min, float y_max, float* y, float* scratch);        \
-  void Bf16ToF32(size_t n, const uint16_t* x, float* y);                     \
+#define TARN_KERNELS_DECLARE_VARIANT(isa)                                      \
+  namespace isa {                                                              \
+  void EluPlusOne(size_t n, const float* x, float* y);                         \
+  void Relu(size_t n, const float* x, float* y);                               \
+  void Gelu(size_t n, const float* x, float* y);                               \
+  void ExpShifted(size_t n, const float* x, float shift, float* y);            \
+  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,     \
+                  const float* phi_q, float eps, float* S, float* z,           \
+                  float* S_carry, float* z_carry, float* y);                   \
+  void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,   \
+                    float* S, float* z, float* S_carry, float* z_carry);       \
+  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,       \
+                   const float* phi_q, size_t phi_stride, const float* v,      \
+                   size_t v_stride, float eps, float* S, float* z,             \
+                   float* S_carry, float* z_carry, float* y, size_t y_stride); \
+  void LayerNorm(size_t n, const float* x, const float* gamma,                 \
+                 const float* beta, float eps, float* y);                      \
+  void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma,    \
+                    const float* beta, float eps, float* y);                   \
+  void Add(size_t n, const float* a, const float* b, float* y);                \
+  void F16ToF32(size_t n, const uint16_t* x, float* y);                        \
+  void DenseF32(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
+                const float* x, const float* w, const float* bias,             \
+                float y_min, float y_max, float* y);                           \
+  void DenseF16(size_t rows, size_t inputs, size_t outputs, size_t y_stride,   \
+                const float* x, const uint16_t* w, const float* bias,          \
+                float y_min, float y_max, float* y, float* scratch);           \
+  void DenseI8(size_t rows, size_t inputs, size_t outputs, size_t y_stride,    \
+               const float* x, const int8_t* w, const float* scale,            \
+               const float* bias, float y_min, float y_max, float* y,          \
+               float* scratch);                                                \
+  void FavorFeatures(size_t heads, size_t d_key, size_t C, const float* x,     \
+                     const float* omega, float softmax_temp, bool stabilize,   \
+                     float* phi);                                              \
+  void ReadOut(size_t C, size_t dv, const float* phi_q, const float* S,        \
+               const float* z, float eps, float* y);                           \
+  void DepthwiseConv(size_t n, size_t k, const float* x, const float* ring,    \
+                     size_t oldest, const float* weight, const float* bias,    \
+                     float* y);                                                \
+  void DenseBf16(size_t rows, size_t inputs, size_t outputs, size_t ystride,   \
+                 const float* x, const uint16_t* w, const float* bias,         \
+                 float y_min, float y_max, float* y, float* scratch);          \
+  void Bf16ToF32(size_t n, const uint16_t* x, float* y);                       \
   }
 
 // dense_q8 (kernels.h) has variants of its own, one per integer

@@ -242,8 +242,8 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
 template <class V>
 void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
                  const float* phi_q, size_t phi_stride, const float* v,
-                 size_t v_stride, float eps, float* S, float* z,
-                 float* S_carry, float* z_carry, float* y, size_t y_stride) {
+                 size_t v_stride, float eps, float* S, float* z, float* S_carry,
+                 float* z_carry, float* y, size_t y_stride) {
   assert(rows == 0 || C == 0 ||
          (phi_k != nullptr && phi_q != nullptr && z != nullptr &&
           z_carry != nullptr));
@@ -264,29 +264,28 @@ void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
 }  // namespace kernels
 }  // namespace tarn
 
-// Defines CausalStep, CausalSteps and CausalUpdate (variants.h) in the enclosing
-// namespace, a variant's, from its vector traits V.
-#define TARN_KERNELS_DEFINE_CAUSAL(V)                                         \
-  void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,  \
-                    float* S, float* z, float* S_carry, float* z_carry) {     \
-    ::tarn::kernels::causal::CausalUpdate<V>(C, dv, phi_k, v, S, z, S_carry,  \
-                                             z_carry);                        \
-  }                                                                           \
-  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,    \
-                  const float* phi_q, float eps, float* S, float* z,          \
-                  float* S_carry, float* z_carry, float* y) {                 \
-    ::tarn::kernels::causal::CausalStep<V>(C, dv, phi_k, v, phi_q, eps, S, z, \
-                                           S_carry, z_carry, y);              \
-  }                                                                           \
-  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,      \
-                   const float* phi_q, size_t phi_stride, const float* v,     \
-                   size_t v_stride, float eps, float* S, float* z,            \
-                   float* S_carry, float* z_carry, float* y,                  \
-                   size_t y_stride) {                                         \
-    ::tarn::kernels::causal::CausalSteps<V>(rows, C, dv, phi_k, phi_q,        \
-                                            phi_stride, v, v_stride, eps, S,  \
-                                            z, S_carry, z_carry, y,           \
-                                            y_stride);                        \
+// Defines CausalStep, CausalSteps and CausalUpdate (variants.h) in the
+// enclosing namespace, a variant's, from its vector traits V.
+#define TARN_KERNELS_DEFINE_CAUSAL(V)                                          \
+  void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,   \
+                    float* S, float* z, float* S_carry, float* z_carry) {      \
+    ::tarn::kernels::causal::CausalUpdate<V>(C, dv, phi_k, v, S, z, S_carry,   \
+                                             z_carry);                         \
+  }                                                                            \
+  void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,     \
+                  const float* phi_q, float eps, float* S, float* z,           \
+                  float* S_carry, float* z_carry, float* y) {                  \
+    ::tarn::kernels::causal::CausalStep<V>(C, dv, phi_k, v, phi_q, eps, S, z,  \
+                                           S_carry, z_carry, y);               \
+  }                                                                            \
+  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,       \
+                   const float* phi_q, size_t phi_stride, const float* v,      \
+                   size_t v_stride, float eps, float* S, float* z,             \
+                   float* S_carry, float* z_carry, float* y,                   \
+                   size_t y_stride) {                                          \
+    ::tarn::kernels::causal::CausalSteps<V>(rows, C, dv, phi_k, phi_q,         \
+                                            phi_stride, v, v_stride, eps, S,   \
+                                            z, S_carry, z_carry, y, y_stride); \
   }
 
 #endif  // TARN_KERNELS_CAUSAL_CAUSAL_DRIVER_H_

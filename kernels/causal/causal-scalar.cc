@@ -66,8 +66,8 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
 // position after the other.
 void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
                  const float* phi_q, size_t phi_stride, const float* v,
-                 size_t v_stride, float eps, float* S, float* z,
-                 float* S_carry, float* z_carry, float* y, size_t y_stride) {
+                 size_t v_stride, float eps, float* S, float* z, float* S_carry,
+                 float* z_carry, float* y, size_t y_stride) {
   for (size_t t = 0; t < rows; ++t) {
     CausalStep(C, dv, phi_k + t * phi_stride, v + t * v_stride,
                phi_q + t * phi_stride, eps, S, z, S_carry, z_carry,

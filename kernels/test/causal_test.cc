@@ -181,18 +181,16 @@ TEST_P(CausalVariant, StepsAreStepAfterStep) {
         const size_t phi_stride = kHeads * C, v_stride = kHeads * dv + 1,
                      y_stride = kHeads * dv;
         for (size_t t = 0; t < rows; ++t) {
-          k->causal_step(C, dv, &phi_k[t * phi_stride + kHead * C],
-                         &v[t * v_stride + kHead * dv],
-                         &phi_q[t * phi_stride + kHead * C], kEps,
-                         stepped.S.data(), stepped.z.data(),
-                         stepped.S_carry.data(), stepped.z_carry.data(),
-                         &y_stepped[t * y_stride + kHead * dv]);
+          k->causal_step(
+              C, dv, &phi_k[t * phi_stride + kHead * C],
+              &v[t * v_stride + kHead * dv], &phi_q[t * phi_stride + kHead * C],
+              kEps, stepped.S.data(), stepped.z.data(), stepped.S_carry.data(),
+              stepped.z_carry.data(), &y_stepped[t * y_stride + kHead * dv]);
         }
         k->causal_steps(rows, C, dv, &phi_k[kHead * C], &phi_q[kHead * C],
                         phi_stride, &v[kHead * dv], v_stride, kEps,
-                        passed.S.data(), passed.z.data(),
-                        passed.S_carry.data(), passed.z_carry.data(),
-                        &y_passed[kHead * dv], y_stride);
+                        passed.S.data(), passed.z.data(), passed.S_carry.data(),
+                        passed.z_carry.data(), &y_passed[kHead * dv], y_stride);
         // Bit for bit, the other heads' y untouched (-7) in both.
         EXPECT_EQ(y_passed, y_stepped);
         EXPECT_EQ(passed.S, stepped.S);

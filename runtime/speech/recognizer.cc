@@ -69,8 +69,8 @@ class Recognizer::Impl {
   std::unique_ptr<Session> session_;
   std::unique_ptr<CtcDecoder> decoder_;
   std::unique_ptr<Endpointer> endpointer_;
-  std::vector<float> logits_;  // [output_size]
-  std::vector<float> pcm_;     // [kPcmBlock] 16-bit samples as floats
+  std::vector<float> logits_;   // [output_size]
+  std::vector<float> pcm_;      // [kPcmBlock] 16-bit samples as floats
   std::vector<float> silence_;  // the features of digital silence
   uint64_t final_silence_frames_ = 0;
   CtcHypothesis hypothesis_;
@@ -271,9 +271,8 @@ const RecognitionResult& Recognizer::Impl::Final() {
   // The silence frames are finite and as wide as the model's frames, so
   // neither call can fail; the loop stops if one ever did.
   Status status;
-  for (uint64_t i = 0; i < final_silence_frames_ && status.ok() &&
-                       decoder_->steps() > 0;
-       ++i) {
+  for (uint64_t i = 0;
+       i < final_silence_frames_ && status.ok() && decoder_->steps() > 0; ++i) {
     bool stepped = false;
     status = session_->StepFrame(silence_.data(), silence_.size(),
                                  logits_.data(), logits_.size(), &stepped);
