@@ -72,6 +72,13 @@ void Columns(size_t C, size_t dv, size_t j, const Positions& p, float* S,
   float* row = S + j;
   float* carry = S_carry + j;
   for (size_t c = 0; c < C; ++c, row += dv, carry += dv) {
+    // Broadcast once per row: the stores below may alias phi_k for all the
+    // compiler knows, which would make it load them again for every u.
+    typename V::V k[kPositions];
+#pragma GCC unroll 2
+    for (int t = 0; t < kPositions; ++t) {
+      k[t] = V::Set1(p.phi_k[t * p.phi_stride + c]);
+    }
 #pragma GCC unroll 4
     for (int u = 0; u < kVectors; ++u) {
       typename V::V carried = V::Load(carry + kL * u);
@@ -79,8 +86,7 @@ void Columns(size_t C, size_t dv, size_t j, const Positions& p, float* S,
 #pragma GCC unroll 2
       for (int t = 0; t < kPositions; ++t) {
         const size_t at = t * p.phi_stride + c;
-        s = CompensatedAdd<V>(V::Fms(V::Set1(p.phi_k[at]), vv[t][u], carried),
-                              s, &carried);
+        s = CompensatedAdd<V>(V::Fms(k[t], vv[t][u], carried), s, &carried);
         if (kReadOut) acc[t][u] = V::Fma(V::Set1(p.phi_q[at]), s, acc[t][u]);
       }
       V::Store(row + kL * u, s);
