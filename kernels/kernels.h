@@ -72,16 +72,16 @@ struct KernelTable {
   // whole sequence's state (prefill runs causal_step row by row).
   void (*causal_update)(size_t C, size_t dv, const float* phi_k, const float* v,
                         float* S, float* z, float* S_carry, float* z_carry);
-  // causal_step over `rows` consecutive positions of one head, bit for bit
-  // `rows` calls of it in order, but each pass over S and its carry takes
-  // two positions: half the state's loads and stores (prefill). Position
+  // causal_step over `positions` consecutive positions of one head, bit for
+  // bit that many calls of it in order, but each pass over S and its carry
+  // takes two positions: half the state's loads and stores (prefill). Position
   // t's phi_k and phi_q start at t * phi_stride, its v at t * v_stride and
   // its y at t * y_stride.
-  void (*causal_steps)(size_t rows, size_t C, size_t dv, const float* phi_k,
-                       const float* phi_q, size_t phi_stride, const float* v,
-                       size_t v_stride, float eps, float* S, float* z,
-                       float* S_carry, float* z_carry, float* y,
-                       size_t y_stride);
+  void (*causal_steps)(size_t positions, size_t C, size_t dv,
+                       const float* phi_k, const float* phi_q,
+                       size_t phi_stride, const float* v, size_t v_stride,
+                       float eps, float* S, float* z, float* S_carry,
+                       float* z_carry, float* y, size_t y_stride);
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, with the biased
   // variance, like torch.nn.LayerNorm. x, gamma, beta, y: [n], n >= 1; y may
   // alias x.

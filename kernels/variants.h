@@ -18,7 +18,7 @@
                   float* S_carry, float* z_carry, float* y);                   \
   void CausalUpdate(size_t C, size_t dv, const float* phi_k, const float* v,   \
                     float* S, float* z, float* S_carry, float* z_carry);       \
-  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,       \
+  void CausalSteps(size_t positions, size_t C, size_t dv, const float* phi_k,  \
                    const float* phi_q, size_t phi_stride, const float* v,      \
                    size_t v_stride, float eps, float* S, float* z,             \
                    float* S_carry, float* z_carry, float* y, size_t y_stride); \

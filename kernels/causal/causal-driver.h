@@ -246,22 +246,23 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
 // positions, halving the state's loads and stores (prefill), bit for bit
 // as the positions one after the other.
 template <class V>
-void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
+void CausalSteps(size_t positions, size_t C, size_t dv, const float* phi_k,
                  const float* phi_q, size_t phi_stride, const float* v,
                  size_t v_stride, float eps, float* S, float* z, float* S_carry,
                  float* z_carry, float* y, size_t y_stride) {
-  assert(rows == 0 || C == 0 ||
+  assert(positions == 0 || C == 0 ||
          (phi_k != nullptr && phi_q != nullptr && z != nullptr &&
           z_carry != nullptr));
-  assert(rows == 0 || dv == 0 || (v != nullptr && y != nullptr));
-  assert(rows == 0 || C == 0 || dv == 0 ||
+  assert(positions == 0 || dv == 0 || (v != nullptr && y != nullptr));
+  assert(positions == 0 || C == 0 || dv == 0 ||
          (S != nullptr && S_carry != nullptr));
   const Positions all{phi_k, phi_q, phi_stride, v, v_stride, y, y_stride};
   size_t t = 0;
-  for (; t + 2 <= rows; t += 2) {
+  for (; t + 2 <= positions; t += 2) {
     Steps<V, 2>(C, dv, all.From(t), eps, S, z, S_carry, z_carry);
   }
-  if (t < rows) Steps<V, 1>(C, dv, all.From(t), eps, S, z, S_carry, z_carry);
+  if (t < positions)
+    Steps<V, 1>(C, dv, all.From(t), eps, S, z, S_carry, z_carry);
   V::End();
 }
 
@@ -284,12 +285,12 @@ void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
     ::tarn::kernels::causal::CausalStep<V>(C, dv, phi_k, v, phi_q, eps, S, z,  \
                                            S_carry, z_carry, y);               \
   }                                                                            \
-  void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,       \
+  void CausalSteps(size_t positions, size_t C, size_t dv, const float* phi_k,  \
                    const float* phi_q, size_t phi_stride, const float* v,      \
                    size_t v_stride, float eps, float* S, float* z,             \
                    float* S_carry, float* z_carry, float* y,                   \
                    size_t y_stride) {                                          \
-    ::tarn::kernels::causal::CausalSteps<V>(rows, C, dv, phi_k, phi_q,         \
+    ::tarn::kernels::causal::CausalSteps<V>(positions, C, dv, phi_k, phi_q,    \
                                             phi_stride, v, v_stride, eps, S,   \
                                             z, S_carry, z_carry, y, y_stride); \
   }

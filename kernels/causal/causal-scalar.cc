@@ -64,11 +64,11 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
 
 // The reference for the SIMD variants' passes over two positions: one
 // position after the other.
-void CausalSteps(size_t rows, size_t C, size_t dv, const float* phi_k,
+void CausalSteps(size_t positions, size_t C, size_t dv, const float* phi_k,
                  const float* phi_q, size_t phi_stride, const float* v,
                  size_t v_stride, float eps, float* S, float* z, float* S_carry,
                  float* z_carry, float* y, size_t y_stride) {
-  for (size_t t = 0; t < rows; ++t) {
+  for (size_t t = 0; t < positions; ++t) {
     CausalStep(C, dv, phi_k + t * phi_stride, v + t * v_stride,
                phi_q + t * phi_stride, eps, S, z, S_carry, z_carry,
                y + t * y_stride);
