@@ -69,7 +69,7 @@ struct KernelTable {
                       float* S_carry, float* z_carry, float* y);
   // causal_step's update alone, bit for bit the same, with no read-out: for
   // encode, which sums every key of a sequence before reading out with the
-  // whole sequence's state (prefill runs causal_step row by row).
+  // whole sequence's state (prefill steps, by causal_steps).
   void (*causal_update)(size_t C, size_t dv, const float* phi_k, const float* v,
                         float* S, float* z, float* S_carry, float* z_carry);
   // causal_step over `positions` consecutive positions of one head, bit for
