@@ -33,6 +33,8 @@ uint64_t MsToSteps(uint32_t ms, double step_seconds) {
 }
 
 constexpr size_t kPcmBlock = 1024;
+// FinalResult() steps final_silence_ms of silence: a minute at most.
+constexpr uint32_t kMaxFinalSilenceMs = 60000;
 constexpr uint32_t kUnlimitedLabels = 4096;
 
 }  // namespace
@@ -90,6 +92,12 @@ Status Recognizer::Impl::Init() {
   const ModelConfig& c = model_.config();
   if (c.input_kind != InputKind::kFrames) {
     return Refuse("this model takes tokens, not audio frames");
+  }
+  if (options_.final_silence_ms > kMaxFinalSilenceMs) {
+    return Refuse("final_silence_ms is " +
+                  std::to_string(options_.final_silence_ms) + "; at most " +
+                  std::to_string(kMaxFinalSilenceMs) +
+                  " (a minute of silence stepped at every end of stream)");
   }
   if (!c.causal) {
     return Refuse("this model's attention is bidirectional: it cannot stream");

@@ -101,6 +101,20 @@ TEST(Recognizer, RefusesModelsThatCannotListen) {
       << status.message();
 }
 
+TEST(Recognizer, RefusesMoreThanAMinuteOfFinalSilence) {
+  auto model = LoadModel("hamming.tarn");
+  RecognizerOptions options;
+  options.final_silence_ms = 60001;
+  std::unique_ptr<Recognizer> recognizer;
+  Status status = Recognizer::Create(*model, options, &recognizer);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("final_silence_ms is 60001; at most 60000"),
+            std::string::npos)
+      << status.message();
+  options.final_silence_ms = 60000;
+  EXPECT_TRUE(Recognizer::Create(*model, options, &recognizer).ok());
+}
+
 // Two stretches of speech 1.5 s apart: two utterances, each "a", with times
 // where the speech is (0.3 s of silence, "play music", 1.5 s, "stop", 1 s).
 TEST(Recognizer, EndpointsSplitUtterances) {

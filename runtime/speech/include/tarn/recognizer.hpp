@@ -78,7 +78,8 @@ struct RecognizerOptions {
   uint32_t reset_after_silence_ms = 2000;
   // FinalResult() first steps the model over this much silence: a model
   // emits a word's labels a few steps after its audio, so a stream that
-  // ends right after its last word would otherwise lose that word. 0: none.
+  // ends right after its last word would otherwise lose that word. 0: none;
+  // at most 60000.
   uint32_t final_silence_ms = 300;
   // Threads for the model's dense layers.
   int num_threads = 1;

@@ -79,7 +79,7 @@ typedef struct tarn_recognizer_options {
   /* Added in the third version. tarn_recognizer_final_result() first steps
    * the model over this much silence, so that a stream ending right after
    * its last word keeps it (the model emits a word's labels a few steps
-   * after its audio); 0: none; default 300. */
+   * after its audio); 0: none; at most 60000; default 300. */
   uint32_t final_silence_ms;
 } tarn_recognizer_options;
 
