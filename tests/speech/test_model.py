@@ -73,8 +73,8 @@ def test_a_stream_that_ends_on_its_last_word_keeps_it(tarn, tmp_path):
     its peak): the model emits a word's labels a few steps after its audio,
     so `tarn transcribe` must step it over silence at the end of the stream
     (--final-silence-ms, 300 by default) for the last word to arrive. The
-    reference is the sample's transcript; its last word is compared, as the
-    model misreads a word of two samples (the README's table)."""
+    reference is the sample's transcript; only its last word is compared,
+    as greedy decoding misreads an earlier word in two of the samples."""
     references = dict(line.split("\t") for line in (ASR / "samples" / "transcripts.tsv").read_text().splitlines()[1:])
     lost_without = []
     for wav in WAVS:
