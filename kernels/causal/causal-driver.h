@@ -218,13 +218,13 @@ void Steps(size_t C, size_t dv, const Positions& p, float eps, float* S,
            float* z, float* S_carry, float* z_carry) {
   float den[kPositions];
   for (int t = 0; t < kPositions; ++t) {
-    den[t] = UpdateNormaliser<V, true>(C, p.phi_k + t * p.phi_stride,
-                                       p.phi_q + t * p.phi_stride, z, z_carry);
+    const Positions one = p.From(t);
+    den[t] = UpdateNormaliser<V, true>(C, one.phi_k, one.phi_q, z, z_carry);
   }
   UpdateRows<V, kPositions, true>(C, dv, p, S, S_carry);
   for (int t = 0; t < kPositions; ++t) {
     const typename V::V inv = V::Set1(1.0f / (den[t] + eps));
-    float* y = p.y + t * p.y_stride;
+    float* y = p.From(t).y;
     Map<V>(dv, y, y, [&](typename V::V a) { return V::Mul(a, inv); });
   }
 }

@@ -89,15 +89,15 @@ class Recognizer::Impl {
 };
 
 Status Recognizer::Impl::Init() {
-  const ModelConfig& c = model_.config();
-  if (c.input_kind != InputKind::kFrames) {
-    return Refuse("this model takes tokens, not audio frames");
-  }
   if (options_.final_silence_ms > kMaxFinalSilenceMs) {
     return Refuse("final_silence_ms is " +
                   std::to_string(options_.final_silence_ms) + "; at most " +
                   std::to_string(kMaxFinalSilenceMs) +
                   " (a minute of silence stepped at every end of stream)");
+  }
+  const ModelConfig& c = model_.config();
+  if (c.input_kind != InputKind::kFrames) {
+    return Refuse("this model takes tokens, not audio frames");
   }
   if (!c.causal) {
     return Refuse("this model's attention is bidirectional: it cannot stream");
@@ -276,8 +276,9 @@ const RecognitionResult& Recognizer::Impl::Partial() {
 
 const RecognitionResult& Recognizer::Impl::Final() {
   const Clock::time_point start = Clock::now();
-  // The silence frames are finite and as wide as the model's frames, so
-  // neither call can fail; the loop stops if one ever did.
+  // Only an utterance under way has labels in flight. The silence frames
+  // are finite and as wide as the model's frames, so neither call can
+  // fail; the loop stops if one ever did.
   Status status;
   for (uint64_t i = 0;
        i < final_silence_frames_ && status.ok() && decoder_->steps() > 0; ++i) {
