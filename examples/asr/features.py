@@ -149,6 +149,15 @@ def read_wav(path: str) -> np.ndarray:
     return pcm.astype(np.float32) / 32768.0
 
 
+def write_wav(path, pcm: np.ndarray) -> None:
+    """16-bit PCM samples [N] -> a mono WAV at the recipe's sample rate."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RECIPE["sample_rate"])
+        w.writeframes(np.asarray(pcm).astype("<i2").tobytes())
+
+
 def main():
     import argparse
 

@@ -19,7 +19,6 @@ import json
 import math
 import subprocess
 import sys
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -55,14 +54,6 @@ def python_features(samples, recipe):
         features.hamming = original
 
 
-def write_wav(path, pcm):
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(pcm.astype("<i2").tobytes())
-
-
 def synthetic(path):
     rng = np.random.default_rng(7)
     t = np.arange(16000) / 16000.0
@@ -75,7 +66,7 @@ def synthetic(path):
         np.zeros(1234),
         rng.normal(0, 300, 5000).round(),
     ]
-    write_wav(path, np.clip(np.concatenate(parts), -32768, 32767))
+    features.write_wav(path, np.clip(np.concatenate(parts), -32768, 32767))
 
 
 def test_front_end_matches_python(fixtures, features_tool, tmp_path):

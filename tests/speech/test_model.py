@@ -12,7 +12,6 @@ environment (conftest.py).
 import json
 import subprocess
 import sys
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -82,11 +81,7 @@ def test_a_stream_that_ends_on_its_last_word_keeps_it(tarn, tmp_path):
         loud = np.flatnonzero(np.abs(samples) > 0.01 * np.abs(samples).max())
         cut = samples[: loud[-1] + 1]
         path = tmp_path / wav.name
-        with wave.open(str(path), "wb") as out:
-            out.setnchannels(1)
-            out.setsampwidth(2)
-            out.setframerate(16000)
-            out.writeframes(np.round(cut * 32768).clip(-32768, 32767).astype("<i2").tobytes())
+        features.write_wav(path, np.round(cut * 32768).clip(-32768, 32767))
 
         def run(*extra):
             r = subprocess.run([tarn, "transcribe", str(ASR / "model" / "asr.tarn"), str(path), "-q", "--json",
