@@ -17,6 +17,7 @@
 // Without a GPU it prints "no CUDA device: ..." and exits 0, so that it can
 // run in the test suite anywhere.
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <flatbuffers/flatbuffers.h>
 
@@ -137,6 +138,56 @@ double CopyBandwidth() {
   return best;
 }
 
+// cuBLAS SGEMM's rate on large square matrices (TF32 with `tf32`), the
+// peak a batch's dense layers can reach: floating-point operations per
+// second, best of a few.
+double SgemmRate(bool tf32) {
+  const int n = 8192;
+  const size_t bytes = size_t{n} * n * sizeof(float);
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  cublasHandle_t handle = nullptr;
+  double best = 0;
+  if (cudaMalloc(&a, bytes) == cudaSuccess &&
+      cudaMalloc(&b, bytes) == cudaSuccess &&
+      cudaMalloc(&c, bytes) == cudaSuccess &&
+      cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS) {
+    cublasSetMathMode(handle,
+                      tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    // Random operands: zeros would run faster than any real weights.
+    std::vector<float> values(size_t{n} * n);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (float& v : values) v = dist(rng);
+    cudaMemcpy(a, values.data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(b, values.data(), bytes, cudaMemcpyHostToDevice);
+    const float one = 1.0f, zero = 0.0f;
+    for (int i = 0; i < 6; ++i) {
+      cudaDeviceSynchronize();
+      const auto start = Clock::now();
+      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                  static_cast<const float*>(a), n, static_cast<const float*>(b),
+                  n, &zero, static_cast<float*>(c), n);
+      cudaDeviceSynchronize();
+      if (i > 0) best = std::max(best, 2.0 * n * n * n / Seconds(start));
+    }
+  }
+  if (handle != nullptr) cublasDestroy(handle);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  return best;
+}
+
+// Floating-point operations of one stream's step: every dense layer's
+// multiply-adds and the attention read-out and update (about 4 C d_value a
+// head).
+double StepFlops(const ModelConfig& c, size_t output_size) {
+  const double d = c.d_model, h = c.num_heads;
+  const double layer = d * h * (2.0 * c.d_key + c.d_value) + h * c.d_value * d +
+                       2.0 * d * c.d_ff + 2.0 * h * c.feature_dim * c.d_value;
+  return 2.0 * (c.num_layers * layer + d * output_size);
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -208,49 +259,60 @@ int Run(int argc, char** argv) {
 
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, device);
-  const double bandwidth = CopyBandwidth();
+  const double bandwidth = CopyBandwidth(), peak = SgemmRate(tf32);
   const double state_bytes = 2.0 * sizeof(float) * c.num_layers * c.num_heads *
                              c.feature_dim * (c.d_value + 1);
+  const double flops = StepFlops(c, model->output_size());
   std::printf(
-      "%s: %d SMs; device-to-device copy %.0f GB/s\n"
-      "weights %.1f MB on the GPU; state %.0f KB per stream%s\n\n",
+      "%s: %d SMs; device-to-device copy %.0f GB/s; cuBLAS SGEMM%s "
+      "(8192^3) %.1f TFLOP/s\n"
+      "weights %.1f MB on the GPU; state %.0f KB per stream; %.1f MFLOP a "
+      "stream-step\n\n",
       prop.name, prop.multiProcessorCount, bandwidth / 1e9,
-      weights->device_bytes() / 1e6, state_bytes / 2 / 1e3,
-      tf32 ? "; TF32 dense layers" : "");
-  std::printf("%8s %12s %18s %14s %12s\n", "streams", "ms/step",
-              "stream-steps/s", "floor ms/step", "of floor");
+      tf32 ? " in TF32" : "", peak / 1e12, weights->device_bytes() / 1e6,
+      state_bytes / 2 / 1e3, flops / 1e6);
+  // The floor of a step is the larger of its bytes over the copy bandwidth
+  // (the weights once, each stream's state read and written) and its
+  // operations over SGEMM's rate.
+  std::printf("%8s %12s %12s %18s %14s %10s\n", "streams", "ms/step",
+              "no graphs", "stream-steps/s", "floor ms/step", "of floor");
 
   for (uint32_t B : batch_sizes) {
-    cuda::BatchOptions options;
-    options.max_streams = B;
-    std::unique_ptr<cuda::BatchSession> batch;
-    status = cuda::BatchSession::Create(weights, options, &batch);
-    if (!status.ok()) {
-      std::fprintf(stderr, "B = %u: %s\n", B, status.message().c_str());
-      return 1;
-    }
-    std::vector<uint32_t> streams(B);
-    std::iota(streams.begin(), streams.end(), 0u);
-    std::vector<int32_t> tokens(B);
-    std::vector<float> outputs(size_t{B} * model->output_size());
-    std::vector<double> times;
-    for (int i = 0; i < warmup + steps; ++i) {
-      for (uint32_t s = 0; s < B; ++s)
-        tokens[s] = static_cast<int32_t>((s * 31 + i * 7) % c.vocab_size);
-      const auto start = Clock::now();
-      status =
-          batch->StepTokens(B, streams.data(), tokens.data(), outputs.data());
+    double step[2];  // [graphs]
+    for (int graphs = 1; graphs >= 0; --graphs) {
+      cuda::BatchOptions options;
+      options.max_streams = B;
+      options.cuda_graphs = graphs == 1;
+      std::unique_ptr<cuda::BatchSession> batch;
+      status = cuda::BatchSession::Create(weights, options, &batch);
       if (!status.ok()) {
-        std::fprintf(stderr, "%s\n", status.message().c_str());
+        std::fprintf(stderr, "B = %u: %s\n", B, status.message().c_str());
         return 1;
       }
-      if (i >= warmup) times.push_back(Seconds(start));
+      std::vector<uint32_t> streams(B);
+      std::iota(streams.begin(), streams.end(), 0u);
+      std::vector<int32_t> tokens(B);
+      std::vector<float> outputs(size_t{B} * model->output_size());
+      std::vector<double> times;
+      for (int i = 0; i < warmup + steps; ++i) {
+        for (uint32_t s = 0; s < B; ++s)
+          tokens[s] = static_cast<int32_t>((s * 31 + i * 7) % c.vocab_size);
+        const auto start = Clock::now();
+        status =
+            batch->StepTokens(B, streams.data(), tokens.data(), outputs.data());
+        if (!status.ok()) {
+          std::fprintf(stderr, "%s\n", status.message().c_str());
+          return 1;
+        }
+        if (i >= warmup) times.push_back(Seconds(start));
+      }
+      step[graphs] = Median(times);
     }
-    const double step = Median(times);
     const double floor =
-        (weights->device_bytes() + B * state_bytes) / bandwidth;
-    std::printf("%8u %12.3f %18.0f %14.3f %11.0f%%\n", B, step * 1e3, B / step,
-                floor * 1e3, 100 * floor / step);
+        std::max((weights->device_bytes() + B * state_bytes) / bandwidth,
+                 peak > 0 ? B * flops / peak : 0.0);
+    std::printf("%8u %12.3f %12.3f %18.0f %14.3f %9.0f%%\n", B, step[1] * 1e3,
+                step[0] * 1e3, B / step[1], floor * 1e3, 100 * floor / step[1]);
   }
 
   // Prefill: 1024 tokens of one stream at once against 1024 steps.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "runtime/cuda/kernels/layer_norm.h"
 #include "runtime/cuda/kernels/prefill.h"
 #include "snapshot.h"
+#include "step_graphs.h"
 #include "tarn/cuda.hpp"
 
 namespace tarn {
@@ -40,9 +43,11 @@ class BatchSession::Impl {
         m_(m),
         c_(m_.config),
         max_streams_(options.max_streams),
-        prefill_rows_(options.max_prefill_positions) {}
+        prefill_rows_(options.max_prefill_positions),
+        use_graphs_(options.cuda_graphs) {}
   ~Impl() {
     cudaSetDevice(m_.device);
+    graphs_.reset();
     if (cublas_ != nullptr) cublasDestroy(cublas_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
@@ -73,6 +78,7 @@ class BatchSession::Impl {
   const ModelConfig& c_;
   const uint32_t max_streams_;
   const uint32_t prefill_rows_;
+  const bool use_graphs_;
   std::vector<uint64_t> positions_;    // per stream
   std::vector<uint64_t> frames_seen_;  // per stream
 
@@ -119,9 +125,16 @@ class BatchSession::Impl {
   // layers to the outputs, read back into host_output_ [rows][output_size].
   Status Forward(size_t streams, size_t T, const int32_t* slots);
   Status Download(size_t rows);
+  // Enqueues a step of shape `shape` (its row counts) through graphs_, or
+  // directly when graphs are off.
+  Status Enqueue(uint64_t shape, const std::function<Status()>& enqueue) {
+    return graphs_ ? graphs_->Run(shape, stream_, enqueue) : enqueue();
+  }
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  DeviceMemory cublas_workspace_;
+  std::unique_ptr<StepGraphs> graphs_;  // null with cuda_graphs off
   DeviceMemory state_, scratch_, device_inputs_;
   PinnedMemory host_inputs_, host_output_;
   std::vector<uint8_t> listed_;  // per stream: named twice in one call?
@@ -171,6 +184,24 @@ Status BatchSession::Impl::Init() {
   if (!status.ok()) return status;
   cublasSetMathMode(cublas_, m_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                            : CUBLAS_DEFAULT_MATH);
+  // cuBLAS on this session's stream with a workspace of its own, so that no
+  // call allocates while a step is captured into a graph (the sizes are
+  // cuBLAS's recommended ones: 32 MiB from Hopper on, 4 MiB before).
+  int major = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_.device);
+  const size_t workspace = (major >= 9 ? size_t{32} : size_t{4}) << 20;
+  status = AllocateDevice(workspace, "cuBLAS's workspace", &cublas_workspace_);
+  if (status.ok()) {
+    status = FromKernel(
+        FromCublas(cublasSetStream(cublas_, stream_), "cublasSetStream"));
+  }
+  if (status.ok()) {
+    status = FromKernel(FromCublas(
+        cublasSetWorkspace(cublas_, cublas_workspace_.get(), workspace),
+        "cublasSetWorkspace"));
+  }
+  if (!status.ok()) return status;
+  if (use_graphs_) graphs_ = std::make_unique<StepGraphs>();
 
   const size_t slots = max_streams_;
   const size_t S = AlignedFloats(slots * S_floats()),
@@ -416,12 +447,14 @@ Status BatchSession::Impl::StepTokens(size_t n, const uint32_t* streams,
     host_.tokens[i] = tokens[i];
     host_.positions[i] = static_cast<int64_t>(positions_[streams[i]]);
   }
-  status = Upload(n, /*frames=*/false, /*step_slots=*/false);
-  if (status.ok()) {
-    status = FromKernel(EmbedTokens(stream_, n, c_.d_model, m_.token_embedding,
-                                    device_.tokens, c_.embedding_scale, x_));
-  }
-  if (status.ok()) status = Forward(n, 1, device_.slots);
+  status = Enqueue(n, [&] {
+    Status s = Upload(n, /*frames=*/false, /*step_slots=*/false);
+    if (s.ok()) {
+      s = FromKernel(EmbedTokens(stream_, n, c_.d_model, m_.token_embedding,
+                                 device_.tokens, c_.embedding_scale, x_));
+    }
+    return s.ok() ? Forward(n, 1, device_.slots) : s;
+  });
   if (status.ok())
     status = FromCuda(cudaStreamSynchronize(stream_), "stepping");
   if (!status.ok()) return status;
@@ -470,24 +503,25 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
     }
   }
   std::memcpy(host_.frames, frames, n * width * sizeof(float));
-  status = Upload(n, /*frames=*/true, /*step_slots=*/true);
-  if (status.ok()) {
-    status =
-        FromKernel(PushFrames(stream_, n, width, c_.stack_window, device_.slots,
-                              device_.frames, device_.dest, window_, stacked_));
-  }
-  if (status.ok() && m > 0) {
+  // The shape is both row counts: n frames pushed, m streams stepped.
+  status = Enqueue(uint64_t{n} << 32 | m, [&] {
+    Status s = Upload(n, /*frames=*/true, /*step_slots=*/true);
+    if (s.ok()) {
+      s = FromKernel(PushFrames(stream_, n, width, c_.stack_window,
+                                device_.slots, device_.frames, device_.dest,
+                                window_, stacked_));
+    }
+    if (!s.ok() || m == 0) return s;
     if (m_.input_projection_weight != nullptr) {
-      status =
-          FromKernel(Dense(cublas_, stream_, m, window_floats(), c_.d_model,
+      s = FromKernel(Dense(cublas_, stream_, m, window_floats(), c_.d_model,
                            stacked_, m_.input_projection_weight,
                            m_.input_projection_bias, m_.input_activation, x_));
     } else {
-      status = FromKernel(Activation(stream_, m * c_.d_model,
-                                     m_.input_activation, stacked_, x_));
+      s = FromKernel(Activation(stream_, m * c_.d_model, m_.input_activation,
+                                stacked_, x_));
     }
-    if (status.ok()) status = Forward(m, 1, device_.step_slots);
-  }
+    return s.ok() ? Forward(m, 1, device_.step_slots) : s;
+  });
   if (status.ok())
     status = FromCuda(cudaStreamSynchronize(stream_), "stepping");
   if (!status.ok()) return status;

@@ -31,8 +31,15 @@ KernelStatus Dense(cublasHandle_t handle, cudaStream_t stream, size_t rows,
   if (handle == nullptr || x == nullptr || weight == nullptr || y == nullptr) {
     return KernelStatus::Error("Dense: a null handle or buffer");
   }
+  // Setting the stream resets cuBLAS's workspace to its default pool (which
+  // may allocate, refused while a step is captured): only when it changes.
+  cudaStream_t current = nullptr;
   KernelStatus status =
-      FromCublas(cublasSetStream(handle, stream), "Dense: cublasSetStream");
+      FromCublas(cublasGetStream(handle, &current), "Dense: cublasGetStream");
+  if (status.ok() && current != stream) {
+    status =
+        FromCublas(cublasSetStream(handle, stream), "Dense: cublasSetStream");
+  }
   if (!status.ok()) return status;
   const float one = 1.0f, zero = 0.0f;
   const int m = static_cast<int>(outputs), n = static_cast<int>(rows),

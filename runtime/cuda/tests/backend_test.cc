@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -215,7 +216,8 @@ TEST_P(CudaGolden, StepsAsTheCpuRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, CudaGolden,
-                         ::testing::Values("tokens", "tokens_f16", "frames",
+                         ::testing::Values("tokens", "tokens_f16",
+                                           "tokens_bf16", "tokens_i8", "frames",
                                            "speech", "favor", "favor_stabilize",
                                            "relu", "learned"));
 
@@ -234,6 +236,79 @@ TEST(CudaBackend, ResetStartsAStreamOver) {
   cpu[1].Reset();
   EXPECT_EQ(gpu.batch->position(1), 0u);
   CompareStepping(*model, gpu, cpu, 3, 20);
+}
+
+// Steps replayed as CUDA graphs (the default) against the same steps
+// launched directly: the same kernels in the same order, so the same bits,
+// through every path of the graph cache: a shape's first call (direct), its
+// capture, its replays, and eviction once more shapes come than it keeps.
+TEST(CudaBackend, GraphsGiveWhatDirectLaunchesGive) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  for (const char* name : {"tokens", "speech"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    std::shared_ptr<const DeviceModel> weights;
+    ASSERT_TRUE(DeviceModel::Create(*model, DeviceOptions(), &weights).ok());
+    const uint32_t streams = 24;
+    std::unique_ptr<BatchSession> batch[2];
+    for (int graphs = 0; graphs < 2; ++graphs) {
+      BatchOptions options;
+      options.max_streams = streams;
+      options.cuda_graphs = graphs == 1;
+      ASSERT_TRUE(BatchSession::Create(weights, options, &batch[graphs]).ok());
+    }
+    const Inputs inputs(*model);
+    const bool frames = model->config().input_kind == InputKind::kFrames;
+    const size_t out = model->output_size(), width = model->frame_size();
+    std::vector<uint64_t> fed(streams, 0);
+    // 8 shapes five times over (captured, replayed), then 20 in turn (more
+    // than the cache keeps: evictions), then the first 8 again.
+    for (int call = 0; call < 120; ++call) {
+      const uint32_t n = call < 40    ? 1 + call % 8
+                         : call < 100 ? 1 + call % 20
+                                      : 1 + call % 8;
+      std::vector<uint32_t> list(n);
+      for (uint32_t i = 0; i < n; ++i) list[i] = (call * 5 + i) % streams;
+      std::vector<int32_t> tokens(n);
+      std::vector<float> frame_data(n * width);
+      for (uint32_t i = 0; i < n; ++i) {
+        if (frames) {
+          inputs.Frame(list[i], fed[list[i]], &frame_data[i * width]);
+        } else {
+          tokens[i] = inputs.Token(list[i], fed[list[i]]);
+        }
+        ++fed[list[i]];
+      }
+      std::vector<float> output[2];
+      std::unique_ptr<bool[]> stepped[2];
+      for (int graphs = 0; graphs < 2; ++graphs) {
+        output[graphs].assign(n * out, -1.0f);
+        stepped[graphs].reset(new bool[n]());
+        const Status status =
+            frames ? batch[graphs]->StepFrames(
+                         n, list.data(), frame_data.data(),
+                         output[graphs].data(), stepped[graphs].get())
+                   : batch[graphs]->StepTokens(n, list.data(), tokens.data(),
+                                               output[graphs].data());
+        ASSERT_TRUE(status.ok()) << status.message();
+      }
+      for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(stepped[0][i], stepped[1][i]) << "call " << call;
+        if (frames && !stepped[0][i]) continue;
+        ASSERT_EQ(0, std::memcmp(&output[0][i * out], &output[1][i * out],
+                                 out * sizeof(float)))
+            << "call " << call << " (" << n << " rows), row " << i;
+      }
+    }
+    std::vector<uint8_t> direct(batch[0]->snapshot_bytes()),
+        replayed(direct.size());
+    for (uint32_t s = 0; s < streams; ++s) {
+      ASSERT_TRUE(batch[0]->Snapshot(s, direct.data(), direct.size()).ok());
+      ASSERT_TRUE(batch[1]->Snapshot(s, replayed.data(), replayed.size()).ok());
+      EXPECT_EQ(direct, replayed) << "stream " << s;
+    }
+  }
 }
 
 TEST(CudaBackend, SnapshotRestoreContinuesExactly) {
