@@ -24,6 +24,9 @@ Status Capture(cudaStream_t stream, const std::function<Status()>& enqueue,
                       "instantiating a step's graph");
   }
   if (graph != nullptr) cudaGraphDestroy(graph);
+  // A call refused inside the capture also left its error as the thread's
+  // last one; cleared, so that the next launch's check does not report it.
+  if (!enqueued.ok() || !status.ok()) cudaGetLastError();
   return enqueued.ok() ? status : enqueued;
 }
 
@@ -33,6 +36,12 @@ StepGraphs::~StepGraphs() {
   for (Entry& e : entries_) {
     if (e.graph != nullptr) cudaGraphExecDestroy(e.graph);
   }
+}
+
+size_t StepGraphs::graphs() const {
+  size_t n = 0;
+  for (const Entry& e : entries_) n += e.graph != nullptr;
+  return n;
 }
 
 StepGraphs::Entry* StepGraphs::Find(uint64_t shape) {

@@ -36,6 +36,8 @@ class StepGraphs {
              const std::function<Status()>& enqueue);
 
   static constexpr size_t kCapacity = 16;
+  // Shapes held as graphs now.
+  size_t graphs() const;
 
  private:
   struct Entry {

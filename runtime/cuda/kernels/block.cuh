@@ -40,19 +40,21 @@ struct FeatureArgs {
   int C;
 };
 
-// phi [rows][C] of head h for `rows` rows; row i's heads are at
-// x + i * stride ([heads][d_key], global memory). Scratch (shared): xs
-// [rows][d_key] and norms [rows][heads], favor+ only. Ends with a barrier:
-// phi is ready for every thread. Every thread of the block must call it.
+// phi [rows][C] of head h for `rows` rows, row i at phi + i * phi_stride;
+// row i's heads are at x + i * stride ([heads][d_key], global memory). Scratch
+// (shared): xs [rows][d_key] and norms [rows][heads], favor+ only. Ends with a
+// barrier: phi is ready for every thread. Every thread of the block must call
+// it.
 __device__ __forceinline__ void BlockFeatures(const FeatureArgs& f, int rows,
                                               const float* x, size_t stride,
-                                              int h, float* phi, float* xs,
-                                              float* norms) {
+                                              int h, float* phi, int phi_stride,
+                                              float* xs, float* norms) {
   const int tid = threadIdx.x, threads = blockDim.x;
   if (f.map.kind != FeatureMapKind::kFavor) {
     for (int e = tid; e < rows * f.C; e += threads) {
       const int i = e / f.C, c = e % f.C;
-      phi[e] = ElementFeature(f.map.kind, x[i * stride + h * f.d_key + c]);
+      phi[i * phi_stride + c] =
+          ElementFeature(f.map.kind, x[i * stride + h * f.d_key + c]);
     }
     __syncthreads();
     return;
@@ -88,8 +90,8 @@ __device__ __forceinline__ void BlockFeatures(const FeatureArgs& f, int rows,
     const float offset = FavorOffset(norms[i * f.heads + h], f.C, stabiliser);
     const float u =
         FavorProjection(f.d_key, half, j, xs + i * f.d_key, f.map.omega);
-    phi[i * f.C + j] = FavorFeature(u, false, offset);
-    phi[i * f.C + half + j] = FavorFeature(u, true, offset);
+    phi[i * phi_stride + j] = FavorFeature(u, false, offset);
+    phi[i * phi_stride + half + j] = FavorFeature(u, true, offset);
   }
   __syncthreads();
 }

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(StepThreads<DV>())
   float *z = a.state.z + z_at, *z_carry = a.state.z_carry + z_at;
 
   // q and k of every head as two rows of stride heads * d_key.
-  device::BlockFeatures(f, 2, row, size_t(heads) * d_key, h, phi, xs, norms);
+  device::BlockFeatures(f, 2, row, size_t(heads) * d_key, h, phi, C, xs, norms);
   const float* phi_q = phi;
   const float* phi_k = phi + C;
 

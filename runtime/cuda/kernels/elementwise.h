@@ -185,19 +185,28 @@ TARN_HD float ChunkNumerator(int C, int dv, int i, int jv, const float* phi_q_i,
 }
 
 // The chunk's positions added to S[c][jv] one after another, as stepping
-// adds them. phi_k: [rows][C]; v: [rows][dv].
-TARN_HD void ChunkStateUpdate(int C, int dv, int rows, int c, int jv,
+// adds them. phi_k: [rows] rows of phi_stride floats (C, or more where the
+// GPU pads them); v: [rows][dv].
+TARN_HD void ChunkStateUpdate(int phi_stride, int dv, int rows, int c, int jv,
                               const float* phi_k, const float* v, float* S,
                               float* S_carry) {
+  // In registers across the chunk: S is global memory on the GPU.
+  float s = *S, carry = *S_carry;
   for (int i = 0; i < rows; ++i)
-    UpdateState(phi_k[i * C + c], v[i * dv + jv], S, S_carry);
+    UpdateState(phi_k[i * phi_stride + c], v[i * dv + jv], &s, &carry);
+  *S = s;
+  *S_carry = carry;
 }
 
 // The chunk's positions added to z[c] one after another, as stepping does.
-TARN_HD void ChunkNormaliserUpdate(int C, int rows, int c, const float* phi_k,
-                                   float* z, float* z_carry) {
+TARN_HD void ChunkNormaliserUpdate(int phi_stride, int rows, int c,
+                                   const float* phi_k, float* z,
+                                   float* z_carry) {
+  float sum = *z, carry = *z_carry;
   for (int i = 0; i < rows; ++i)
-    CompensatedAdd(phi_k[i * C + c] - *z_carry, z, z_carry);
+    CompensatedAdd(phi_k[i * phi_stride + c] - carry, &sum, &carry);
+  *z = sum;
+  *z_carry = carry;
 }
 
 // --- LayerNorm

@@ -8,7 +8,7 @@ namespace tarn {
 namespace cuda {
 namespace {
 
-constexpr int kPrefillThreads = 256;
+constexpr int kPrefillThreads = 1024;
 
 struct PrefillArgs {
   device::FeatureArgs features;
@@ -21,12 +21,15 @@ struct PrefillArgs {
   float* y;
 };
 
-// Bytes of shared memory for a chunk of L positions: phi_q, phi_k [L][C],
-// v [L][dv], A [L][L], den [L]; favor+ also xs [L][d_key] and norms
-// [L][heads].
+// Bytes of shared memory for a chunk of L positions: phi_q [L][C], phi_k
+// [L][C + 1], v [L][dv], A [L][L], den [L]; favor+ also xs [L][d_key] and
+// norms [L][heads]. phi_k's rows are padded by a float: the scores'
+// threads read phi_k at one column of consecutive rows, and rows of a
+// multiple of 32 floats would put them all in one bank of shared memory.
 size_t PrefillShared(const AttentionShape& s, FeatureMapKind map, size_t L) {
   const size_t favor = map == FeatureMapKind::kFavor ? s.d_key + s.heads : 0;
-  return sizeof(float) * L * (2 * s.feature_dim + s.d_value + L + 1 + favor);
+  return sizeof(float) * L *
+         (2 * s.feature_dim + 1 + s.d_value + L + 1 + favor);
 }
 
 template <int DV>
@@ -35,9 +38,10 @@ __global__ void __launch_bounds__(kPrefillThreads)
   extern __shared__ float shared[];
   const device::FeatureArgs& f = a.features;
   const int C = f.C, heads = f.heads, d_key = f.d_key, L = a.chunk;
+  const int Ck = C + 1;  // phi_k's row stride (PrefillShared)
   float* phi_q = shared;
   float* phi_k = phi_q + L * C;
-  float* v = phi_k + L * C;
+  float* v = phi_k + L * Ck;
   float* A = v + L * DV;
   float* den = A + L * L;
   float* xs = den + L;  // favor+ only, as norms
@@ -55,9 +59,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
   for (size_t t0 = 0; t0 < a.T; t0 += L) {
     const int rows = static_cast<int>(a.T - t0 < size_t(L) ? a.T - t0 : L);
     const float* chunk = a.qkv + (s * a.T + t0) * a.row_width;
-    device::BlockFeatures(f, rows, chunk, a.row_width, h, phi_q, xs, norms);
+    device::BlockFeatures(f, rows, chunk, a.row_width, h, phi_q, C, xs, norms);
     device::BlockFeatures(f, rows, chunk + size_t(heads) * d_key, a.row_width,
-                          h, phi_k, xs, norms);
+                          h, phi_k, Ck, xs, norms);
     for (int e = tid; e < rows * DV; e += threads) {
       const int i = e / DV, jv = e % DV;
       v[e] = chunk[i * a.row_width + size_t(2) * heads * d_key +
@@ -66,7 +70,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     for (int e = tid; e < rows * L; e += threads) {
       const int i = e / L, j = e % L;
       A[e] =
-          j < rows ? ChunkScore(C, i, j, phi_q + i * C, phi_k + j * C) : 0.0f;
+          j < rows ? ChunkScore(C, i, j, phi_q + i * C, phi_k + j * Ck) : 0.0f;
     }
     __syncthreads();
     for (int i = tid; i < rows; i += threads)
@@ -81,11 +85,11 @@ __global__ void __launch_bounds__(kPrefillThreads)
     }
     __syncthreads();  // every read of S and z before the chunk's update
     for (int e = tid; e < C * DV; e += threads) {
-      ChunkStateUpdate(C, DV, rows, e / DV, e % DV, phi_k, v, &S[e],
+      ChunkStateUpdate(Ck, DV, rows, e / DV, e % DV, phi_k, v, &S[e],
                        &S_carry[e]);
     }
     for (int c = tid; c < C; c += threads)
-      ChunkNormaliserUpdate(C, rows, c, phi_k, &z[c], &z_carry[c]);
+      ChunkNormaliserUpdate(Ck, rows, c, phi_k, &z[c], &z_carry[c]);
     __syncthreads();
   }
 }

@@ -3,6 +3,8 @@
 // subsets, reset, snapshot and restore, prefill, and the errors. Every test
 // that needs a GPU reports SKIPPED ("no CUDA device") without one.
 
+// cuda_runtime.h for its typed cudaMalloc and cudaHostAlloc.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cuda/step_graphs.h"
 #include "tarn/cuda.hpp"
 #include "tarn/tarn.hpp"
 
@@ -236,6 +239,66 @@ TEST(CudaBackend, ResetStartsAStreamOver) {
   cpu[1].Reset();
   EXPECT_EQ(gpu.batch->position(1), 0u);
   CompareStepping(*model, gpu, cpu, 3, 20);
+}
+
+// The graph cache alone, on copies through pinned memory: a shape's first
+// call runs directly, its second is captured, later ones replay the graph
+// with the inputs of their own call; the least recently used shape is
+// evicted; a call that cannot be captured keeps running directly.
+TEST(CudaBackend, StepGraphsCaptureOnTheSecondCall) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  int *in = nullptr, *out = nullptr, *device = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&in, sizeof(int), cudaHostAllocDefault), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(&out, sizeof(int), cudaHostAllocDefault),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&device, sizeof(int)), cudaSuccess);
+  bool synchronize_inside = false;  // makes the enqueue uncapturable
+  const auto enqueue = [&] {
+    if (cudaMemcpyAsync(device, in, sizeof(int), cudaMemcpyHostToDevice,
+                        stream) != cudaSuccess ||
+        (synchronize_inside && cudaStreamSynchronize(stream) != cudaSuccess) ||
+        cudaMemcpyAsync(out, device, sizeof(int), cudaMemcpyDeviceToHost,
+                        stream) != cudaSuccess) {
+      return Status(StatusCode::kInternal, "copy");
+    }
+    return Status::Ok();
+  };
+  const auto call = [&](StepGraphs& graphs, uint64_t shape, int value) {
+    *in = value;
+    *out = -1;
+    const Status status = graphs.Run(shape, stream, enqueue);
+    EXPECT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(*out, value) << "shape " << shape;
+  };
+  {
+    StepGraphs graphs;
+    call(graphs, 7, 1);
+    EXPECT_EQ(graphs.graphs(), 0u);
+    for (int value = 2; value < 6; ++value) {
+      call(graphs, 7, value);
+      EXPECT_EQ(graphs.graphs(), 1u);
+    }
+    for (uint64_t shape = 100; shape < 100 + StepGraphs::kCapacity; ++shape) {
+      call(graphs, shape, static_cast<int>(shape));
+    }
+    EXPECT_EQ(graphs.graphs(), 0u);  // shape 7, the oldest, went
+    call(graphs, 7, 9);
+    EXPECT_EQ(graphs.graphs(), 0u);  // seen once again since
+  }
+  {
+    StepGraphs graphs;
+    synchronize_inside = true;
+    for (int value = 1; value < 4; ++value) call(graphs, 7, value);
+    EXPECT_EQ(graphs.graphs(), 0u);
+  }
+  cudaFree(device);
+  cudaFreeHost(in);
+  cudaFreeHost(out);
+  cudaStreamDestroy(stream);
 }
 
 // Steps replayed as CUDA graphs (the default) against the same steps
