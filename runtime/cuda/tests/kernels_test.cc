@@ -334,7 +334,7 @@ TEST(CudaKernels, ActivationsMatchScalar) {
   }
 }
 
-// --- Dense (cuBLAS)
+// --- Dense
 // ------------------------------------------------------------
 
 TEST(CudaKernels, DenseMatchesDoubleProduct) {
@@ -343,9 +343,13 @@ TEST(CudaKernels, DenseMatchesDoubleProduct) {
   ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH),
             CUBLAS_STATUS_SUCCESS);
-  for (size_t rows : {1, 7, 64}) {
-    for (const auto& [inputs, outputs] :
-         {std::pair<size_t, size_t>{32, 100}, {100, 32}, {256, 1024}}) {
+  // Up to 8 rows tarn's own kernel, more cuBLAS: both sides of the switch.
+  for (size_t rows : {1, 7, 8, 9, 64}) {
+    for (const auto& [inputs, outputs] : {std::pair<size_t, size_t>{32, 100},
+                                          {100, 32},
+                                          {256, 1024},
+                                          {1024, 256},
+                                          {33, 7}}) {
       SCOPED_TRACE(::testing::Message()
                    << rows << " rows, " << inputs << " -> " << outputs);
       const std::vector<float> x = Random(rows * inputs, 1),
