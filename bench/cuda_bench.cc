@@ -9,10 +9,11 @@
 // d_model 256, d_ff 1024, 256 pixel values as tokens, elu+1) with random
 // weights. For each batch size B it steps B streams together `steps` times
 // after `warmup` untimed calls, and reports the median ms per call, streams
-// x steps per second, and the floor one step's bytes impose: the weights read
-// once per call plus each stream's attention state read and written, over
-// the measured device-to-device copy bandwidth. It also times a 1024-token
-// prefill of one stream against 1024 single steps.
+// x steps per second, and the floor of a step: the larger of its bytes (the
+// weights read once per call, each stream's attention state and its
+// compensation carries read and written) over the measured device-to-device
+// copy bandwidth, and its operations over cuBLAS SGEMM's measured rate. It
+// also times a 1024-token prefill of one stream against 1024 single steps.
 //
 // Without a GPU it prints "no CUDA device: ..." and exits 0, so that it can
 // run in the test suite anywhere.
@@ -260,8 +261,11 @@ int Run(int argc, char** argv) {
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, device);
   const double bandwidth = CopyBandwidth(), peak = SgemmRate(tf32);
+  // A stream's attention state: S and z, and as many carries (the sums are
+  // compensated, as on the CPU); a step reads it and writes it back.
   const double state_bytes = 2.0 * sizeof(float) * c.num_layers * c.num_heads *
                              c.feature_dim * (c.d_value + 1);
+  const double state_traffic = 2 * state_bytes;
   const double flops = StepFlops(c, model->output_size());
   std::printf(
       "%s: %d SMs; device-to-device copy %.0f GB/s; cuBLAS SGEMM%s "
@@ -270,7 +274,7 @@ int Run(int argc, char** argv) {
       "stream-step\n\n",
       prop.name, prop.multiProcessorCount, bandwidth / 1e9,
       tf32 ? " in TF32" : "", peak / 1e12, weights->device_bytes() / 1e6,
-      state_bytes / 2 / 1e3, flops / 1e6);
+      state_bytes / 1e3, flops / 1e6);
   // The floor of a step is the larger of its bytes over the copy bandwidth
   // (the weights once, each stream's state read and written) and its
   // operations over SGEMM's rate.
@@ -309,7 +313,7 @@ int Run(int argc, char** argv) {
       step[graphs] = Median(times);
     }
     const double floor =
-        std::max((weights->device_bytes() + B * state_bytes) / bandwidth,
+        std::max((weights->device_bytes() + B * state_traffic) / bandwidth,
                  peak > 0 ? B * flops / peak : 0.0);
     std::printf("%8u %12.3f %12.3f %18.0f %14.3f %9.0f%%\n", B, step[1] * 1e3,
                 step[0] * 1e3, B / step[1], floor * 1e3, 100 * floor / step[1]);
