@@ -140,16 +140,11 @@ int main(int argc, char** argv) {
   // With --int8-dot, the int8 limit too: the dot variant the table uses.
   double dot_peak = 0;
   if (int8_dot) {
-    using tarn::kernels::DotIsa;
-    for (DotIsa d : {DotIsa::kScalar, DotIsa::kAvx2, DotIsa::kAvxVnni,
-                     DotIsa::kAvx512Vnni, DotIsa::kNeonDot, DotIsa::kAmx}) {
-      if (tarn::kernels::DenseQ8For(d) != tarn::kernels::Kernels().dense_q8)
-        continue;
-      dot_peak = threads * tarn::bench::DotPeakGmacs(d);
-      std::printf("int8 dot products (%s): peak %.0f G multiply-adds/s%s\n\n",
-                  tarn::kernels::DotIsaName(d), dot_peak,
-                  dot_peak > 0 ? "" : " (no loop here for this variant)");
-    }
+    const tarn::kernels::DotIsa dot = tarn::kernels::ActiveDotIsa();
+    dot_peak = threads * tarn::bench::DotPeakGmacs(dot);
+    std::printf("int8 dot products (%s): peak %.0f G multiply-adds/s%s\n\n",
+                tarn::kernels::DotIsaName(dot), dot_peak,
+                dot_peak > 0 ? "" : " (no loop here for this variant)");
   }
   // " (N% of the int8 peak)" for `gflops` of dense work, or nothing.
   auto of_dot_peak = [dot_peak](double gflops) {

@@ -129,27 +129,30 @@ CpuFeatures DetectFeatures() {
 
 // The best dot variant a table of this ISA may use: the table's own ISA
 // and what it implies, nothing the user's TARN_KERNELS excluded.
-DenseQ8Fn BestDot(Isa isa) {
+DotIsa BestDot(Isa isa) {
   switch (isa) {
     case Isa::kAvx512:
-      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAmx)) return f;
-      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvx512Vnni)) return f;
-      [[fallthrough]];
+      for (DotIsa d : {DotIsa::kAmx, DotIsa::kAvx512Vnni, DotIsa::kAvxVnni,
+                       DotIsa::kAvx2}) {
+        if (DenseQ8For(d) != nullptr) return d;
+      }
+      break;
     case Isa::kAvx2:
-      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvxVnni)) return f;
-      if (DenseQ8Fn f = DenseQ8For(DotIsa::kAvx2)) return f;
+      for (DotIsa d : {DotIsa::kAvxVnni, DotIsa::kAvx2}) {
+        if (DenseQ8For(d) != nullptr) return d;
+      }
       break;
     case Isa::kNeon:
-      if (DenseQ8Fn f = DenseQ8For(DotIsa::kNeonDot)) return f;
+      if (DenseQ8For(DotIsa::kNeonDot) != nullptr) return DotIsa::kNeonDot;
       break;
     case Isa::kScalar:
       break;
   }
-  return scalar::DenseQ8;
+  return DotIsa::kScalar;
 }
 
 KernelTable WithDot(KernelTable table, Isa isa) {
-  table.dense_q8 = BestDot(isa);
+  table.dense_q8 = DenseQ8For(BestDot(isa));
   return table;
 }
 
@@ -220,6 +223,8 @@ void SetWarningHandler(WarningHandler handler) {
 }
 
 Isa ActiveIsa() { return Chosen().isa; }
+
+DotIsa ActiveDotIsa() { return BestDot(ActiveIsa()); }
 
 const KernelTable* KernelsFor(Isa isa) {
   switch (isa) {

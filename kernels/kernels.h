@@ -280,6 +280,8 @@ const KernelTable& Kernels();
 const KernelTable* KernelsFor(Isa isa);
 // The variant Kernels() chose.
 Isa ActiveIsa();
+// The dot variant of Kernels().dense_q8.
+DotIsa ActiveDotIsa();
 // "scalar", "avx2", "avx512" or "neon".
 const char* IsaName(Isa isa);
 

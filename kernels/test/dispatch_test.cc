@@ -46,6 +46,29 @@ TEST(Dispatch, ActiveTableIsTheChosenVariant) {
   std::printf("active kernels: %s\n", IsaName(ActiveIsa()));
 }
 
+// What ActiveDotIsa() names is what the table runs: the dot variant the
+// table's ISA implies, and the best of those this CPU has.
+TEST(Dispatch, ActiveDotVariantIsTheTablesOwn) {
+  const DotIsa dot = ActiveDotIsa();
+  EXPECT_EQ(DenseQ8For(dot), Kernels().dense_q8) << DotIsaName(dot);
+  std::printf("int8 dot products: %s\n", DotIsaName(dot));
+  switch (ActiveIsa()) {
+    case Isa::kScalar:
+      EXPECT_EQ(dot, DotIsa::kScalar);
+      break;
+    case Isa::kAvx2:  // no AVX-512 encodings under TARN_KERNELS=avx2
+      EXPECT_TRUE(dot == DotIsa::kAvxVnni || dot == DotIsa::kAvx2);
+      break;
+    case Isa::kAvx512:
+      EXPECT_NE(dot, DotIsa::kScalar);
+      if (DenseQ8For(DotIsa::kAmx) != nullptr) EXPECT_EQ(dot, DotIsa::kAmx);
+      break;
+    case Isa::kNeon:
+      EXPECT_TRUE(dot == DotIsa::kNeonDot || dot == DotIsa::kScalar);
+      break;
+  }
+}
+
 TEST(Dispatch, ChoiceFollowsEnvironmentOrIsTheBest) {
   const char* forced = std::getenv("TARN_KERNELS");
   if (forced != nullptr && forced[0] != '\0') {

@@ -90,7 +90,8 @@ int Info(const std::string& path) {
   std::printf("snapshot bytes   %zu\n", model->snapshot_bytes());
   std::printf("identity         %016llx\n",
               static_cast<unsigned long long>(model->identity()));
-  std::printf("kernels          %s\n", tarn_kernels());
+  std::printf("kernels          %s (int8 dot products: %s)\n", tarn_kernels(),
+              tarn_int8_dot_kernels());
   for (const auto& [key, value] : model->metadata()) {
     std::printf("meta %-11s %s\n", key.c_str(), value.c_str());
   }

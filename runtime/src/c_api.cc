@@ -126,6 +126,10 @@ const char* tarn_kernels(void) {
   return tarn::kernels::IsaName(tarn::kernels::ActiveIsa());
 }
 
+const char* tarn_int8_dot_kernels(void) {
+  return tarn::kernels::DotIsaName(tarn::kernels::ActiveDotIsa());
+}
+
 void tarn_log_set(tarn_log_callback callback, void* user_data) {
   tarn::SetCLogCallback(callback, user_data);
 }

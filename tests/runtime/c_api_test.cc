@@ -108,7 +108,10 @@ TEST(CApi, KernelsNameTheVariantTarnKernelsForces) {
   EXPECT_EXIT(
       {
         setenv("TARN_KERNELS", "scalar", 1);
-        std::exit(std::string(tarn_kernels()) == "scalar" ? 0 : 1);
+        std::exit(std::string(tarn_kernels()) == "scalar" &&
+                          std::string(tarn_int8_dot_kernels()) == "scalar"
+                      ? 0
+                      : 1);
       },
       ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(

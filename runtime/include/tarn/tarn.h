@@ -126,6 +126,12 @@ const char* tarn_version(void);
  * variable TARN_KERNELS forces one. Chosen once, on first use. */
 const char* tarn_kernels(void);
 
+/* The integer dot-product kernels of int8 models loaded to quantise their
+ * activations (C++ LoadOptions::int8_compute, `tarn ... --int8 dot`):
+ * "amx", "avx512vnni", "avxvnni", "avx2", "neondot" or "scalar", the best
+ * that tarn_kernels() and this CPU allow. */
+const char* tarn_int8_dot_kernels(void);
+
 /* --- Log ------------------------------------------------------------------ */
 
 /* What the library has to say beyond a status: a TARN_KERNELS value it
