@@ -96,12 +96,19 @@ nb::dict ConfigDict(const tarn::ModelConfig& c) {
 // of them is gone.
 class PyModel {
  public:
-  explicit PyModel(const std::string& path) {
+  // int8: "exact" or "dot" (tarn::Int8Compute); the Python layer has
+  // checked the name.
+  PyModel(const std::string& path, const std::string& int8,
+          bool verify_checksum) {
+    tarn::LoadOptions options;
+    options.verify_checksum = verify_checksum;
+    options.int8_compute = int8 == "dot" ? tarn::Int8Compute::kIntegerDot
+                                         : tarn::Int8Compute::kExact;
     std::unique_ptr<tarn::Model> model;
     tarn::Status status;
     {
       nb::gil_scoped_release release;
-      status = tarn::Model::Load(path, &model);
+      status = tarn::Model::Load(path, &model, options);
     }
     Check(status);
     model_ = std::move(model);
@@ -532,7 +539,8 @@ NB_MODULE(_tarn, m) {
   });
 
   nb::class_<PyModel>(m, "Model")
-      .def(nb::init<const std::string&>(), "path"_a)
+      .def(nb::init<const std::string&, const std::string&, bool>(), "path"_a,
+           "int8"_a, "verify_checksum"_a)
       .def("close", &PyModel::Close)
       .def_prop_ro("closed", &PyModel::closed)
       .def_prop_ro("path", &PyModel::path)

@@ -119,10 +119,19 @@ class Model:
         with tarn.Model("model.tarn") as model:
             session = model.session()
             logits = session.step_token(3)
+
+    int8: how the dense layers of an int8 file compute. "exact" (the
+    default) widens each weight and keeps the activations in f32, so the
+    model keeps its f32 accuracy; "dot" quantises each row of activations to
+    int8 and uses integer dot products: faster, with the activations'
+    rounding as well (`tarn ... --int8 dot`). Other files ignore it.
+    verify_checksum: hash the weights and compare with the file's checksum.
     """
 
-    def __init__(self, path: PathLike):
-        self._native = _call(_tarn.Model, os.fspath(path))
+    def __init__(self, path: PathLike, *, int8: str = "exact", verify_checksum: bool = True):
+        if int8 not in ("exact", "dot"):
+            raise InvalidArgumentError(f"int8 is {int8!r}: expected 'exact' or 'dot'")
+        self._native = _call(_tarn.Model, os.fspath(path), int8, bool(verify_checksum))
         self._config: Optional[ModelConfig] = None
 
     @property

@@ -66,6 +66,32 @@ constexpr size_t kBatchOptionsFirst =
 constexpr size_t kBatchOptionsKnown =
     TARN_OPTIONS_END(tarn_batch_options, num_threads);
 
+constexpr size_t kLoadOptionsFirst =
+    TARN_OPTIONS_END(tarn_load_options, int8_compute);
+constexpr size_t kLoadOptionsKnown =
+    TARN_OPTIONS_END(tarn_load_options, int8_compute);
+
+tarn::Status Options(const tarn_load_options* options, tarn::LoadOptions* cpp) {
+  tarn_load_options c = tarn_load_options_default();
+  tarn::Status status = tarn::c_api::ReadOptions(
+      options, kLoadOptionsFirst, kLoadOptionsKnown, "tarn_load_options", &c);
+  if (!status.ok()) return status;
+  cpp->verify_checksum = c.verify_checksum;
+  switch (c.int8_compute) {
+    case TARN_INT8_EXACT:
+      cpp->int8_compute = tarn::Int8Compute::kExact;
+      return status;
+    case TARN_INT8_INTEGER_DOT:
+      cpp->int8_compute = tarn::Int8Compute::kIntegerDot;
+      return status;
+  }
+  return tarn::Status(tarn::StatusCode::kInvalidArgument,
+                      "tarn_load_options.int8_compute is " +
+                          std::to_string(static_cast<int>(c.int8_compute)) +
+                          ": expected TARN_INT8_EXACT (0) or "
+                          "TARN_INT8_INTEGER_DOT (1)");
+}
+
 tarn::Status Options(const tarn_session_options* options,
                      tarn::SessionOptions* cpp) {
   tarn_session_options c = tarn_session_options_default();
@@ -136,23 +162,47 @@ void tarn_log_set(tarn_log_callback callback, void* user_data) {
 
 // --- Model -------------------------------------------------------------------
 
+tarn_load_options tarn_load_options_default(void) {
+  const tarn::LoadOptions cpp;
+  return tarn_load_options{sizeof(tarn_load_options), cpp.verify_checksum,
+                           cpp.int8_compute == tarn::Int8Compute::kExact
+                               ? TARN_INT8_EXACT
+                               : TARN_INT8_INTEGER_DOT};
+}
+
 tarn_status tarn_model_load(const char* path, tarn_model** model) {
+  return tarn_model_load_with_options(path, nullptr, model);
+}
+
+tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
+                                        tarn_model** model) {
+  return tarn_model_load_from_buffer_with_options(data, size, nullptr, model);
+}
+
+tarn_status tarn_model_load_with_options(const char* path,
+                                         const tarn_load_options* options,
+                                         tarn_model** model) {
   return Guard([&] {
     if (path == nullptr) return Null("path");
     if (model == nullptr) return Null("model");
+    tarn::LoadOptions cpp;
+    tarn::Status status = Options(options, &cpp);
     std::unique_ptr<tarn::Model> loaded;
-    tarn::Status status = tarn::Model::Load(path, &loaded);
+    if (status.ok()) status = tarn::Model::Load(path, &loaded, cpp);
     if (status.ok()) *model = reinterpret_cast<tarn_model*>(loaded.release());
     return status;
   });
 }
 
-tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
-                                        tarn_model** model) {
+tarn_status tarn_model_load_from_buffer_with_options(
+    const void* data, size_t size, const tarn_load_options* options,
+    tarn_model** model) {
   return Guard([&] {
     if (model == nullptr) return Null("model");
+    tarn::LoadOptions cpp;
+    tarn::Status status = Options(options, &cpp);
     std::unique_ptr<tarn::Model> loaded;
-    tarn::Status status = tarn::Model::FromBuffer(data, size, &loaded);
+    if (status.ok()) status = tarn::Model::FromBuffer(data, size, &loaded, cpp);
     if (status.ok()) *model = reinterpret_cast<tarn_model*>(loaded.release());
     return status;
   });

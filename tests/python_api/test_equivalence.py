@@ -207,3 +207,22 @@ def test_weight_bytes_by_dtype_match_the_file(tmp_path, dtype):
     assert model.weight_bytes_by_dtype == stored
     assert sum(stored.values()) == model.weight_bytes
     assert max(stored, key=stored.get) == dtype
+
+
+def test_int8_dot_matches_cli(models, tarn_bin, tmp_path):
+    """Model(int8="dot") steps as `tarn run --int8 dot`, and transcribes as
+    `tarn transcribe --int8 dot`; "exact" (the default) steps otherwise."""
+    path = _random_model(tmp_path / "i8.tarn", seed=5, dtype="i8", d_model=32, num_layers=2, num_heads=2,
+                         d_key=16, d_value=16, d_ff=64, vocab_size=50)
+    tokens = np.arange(12, dtype=np.int32) % 50
+    outputs = {}
+    for int8 in ("exact", "dot"):
+        session = tarn.Model(path, int8=int8).session()
+        outputs[int8] = np.stack([session.step_token(int(t)) for t in tokens])
+        expected = cli_outputs(tarn_bin, path, tokens, tmp_path, "--int8", int8)
+        np.testing.assert_array_equal(outputs[int8], expected)
+    assert not np.array_equal(outputs["exact"], outputs["dot"])
+
+    sample = SAMPLES[0]
+    expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", "--int8", "dot", SPEECH_MODEL, sample))
+    assert tarn.transcribe(tarn.Model(SPEECH_MODEL, int8="dot"), sample).text == expected["text"]

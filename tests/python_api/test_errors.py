@@ -105,6 +105,9 @@ def test_damaged_files(tmp_path, models):
     (tmp_path / "flipped.tarn").write_bytes(data)
     with pytest.raises(tarn.InvalidModelError, match="checksum"):
         tarn.Model(tmp_path / "flipped.tarn")
+    tarn.Model(tmp_path / "flipped.tarn", verify_checksum=False)  # loads, unverified
+    with pytest.raises(tarn.InvalidArgumentError, match="int8 is 'fast'"):
+        tarn.Model(models["tokens"], int8="fast")
     (tmp_path / "noise.wav").write_bytes(b"RIFF\x00\x01garbage" * 10)
     with pytest.raises(tarn.Error, match="cannot read it as audio"):
         tarn.transcribe(tarn.Model(SPEECH_MODEL), tmp_path / "noise.wav")

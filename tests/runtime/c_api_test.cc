@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tarn/tarn.h"
+#include "tarn_generated.h"
 #include "test_models.h"
 
 namespace tarn::testing {
@@ -148,6 +149,78 @@ TEST(CApi, WeightBytesSplitByDtype) {
     EXPECT_EQ(sum, tarn_model_weight_bytes(model)) << name;
     tarn_model_free(model);
   }
+}
+
+// tarn_load_options reach the C++ LoadOptions: an int8 model steps as the
+// C++ model loaded the same way (and the two ways differ, so the option
+// is seen), a damaged weight loads only unverified, and a bad option is
+// refused by name.
+TEST(CApi, LoadOptionsChooseInt8ComputeAndTheChecksum) {
+  const tarn_load_options defaults = tarn_load_options_default();
+  EXPECT_EQ(defaults.struct_size, sizeof(tarn_load_options));
+  EXPECT_TRUE(defaults.verify_checksum);
+  EXPECT_EQ(defaults.int8_compute, TARN_INT8_EXACT);
+
+  const std::string path = GoldenModelPath("tokens_i8");
+  const int32_t tokens[] = {5, 9, 200, 3, 77, 1};
+  std::vector<float> outputs[2];  // [int8_compute]
+  for (tarn_int8_compute compute : {TARN_INT8_EXACT, TARN_INT8_INTEGER_DOT}) {
+    tarn_load_options options = tarn_load_options_default();
+    options.int8_compute = compute;
+    tarn_model* model = nullptr;
+    ASSERT_EQ(tarn_model_load_with_options(path.c_str(), &options, &model),
+              TARN_STATUS_OK)
+        << LastError();
+    std::unique_ptr<Model> cpp_model =
+        LoadGolden(compute == TARN_INT8_EXACT ? "tokens_i8" : "tokens_i8+dot");
+    tarn_session* session = nullptr;
+    ASSERT_EQ(tarn_session_create(model, nullptr, &session), TARN_STATUS_OK);
+    std::unique_ptr<Session> cpp;
+    ASSERT_TRUE(Session::Create(*cpp_model, SessionOptions(), &cpp).ok());
+    const size_t width = tarn_model_output_size(model);
+    std::vector<float> a(width), b(width);
+    for (int32_t token : tokens) {
+      ASSERT_EQ(tarn_session_step_token(session, token, a.data(), width),
+                TARN_STATUS_OK);
+      ASSERT_TRUE(cpp->StepToken(token, b.data(), width).ok());
+      EXPECT_EQ(a, b) << "int8_compute " << compute;
+    }
+    outputs[compute] = a;
+    tarn_session_free(session);
+    tarn_model_free(model);
+  }
+  EXPECT_NE(outputs[TARN_INT8_EXACT], outputs[TARN_INT8_INTEGER_DOT]);
+
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  auto* weights = schema::GetMutableModel(bytes.data())
+                      ->mutable_buffers()
+                      ->GetMutableObject(3)
+                      ->mutable_data();
+  weights->Mutate(5, weights->Get(5) ^ 0x10);
+  tarn_model* model = nullptr;
+  EXPECT_EQ(tarn_model_load_from_buffer(bytes.data(), bytes.size(), &model),
+            TARN_STATUS_INVALID_MODEL);
+  EXPECT_NE(LastError().find("checksum"), std::string::npos) << LastError();
+  tarn_load_options unverified = tarn_load_options_default();
+  unverified.verify_checksum = false;
+  ASSERT_EQ(tarn_model_load_from_buffer_with_options(bytes.data(), bytes.size(),
+                                                     &unverified, &model),
+            TARN_STATUS_OK)
+      << LastError();
+  tarn_model_free(model);
+
+  tarn_load_options bad = tarn_load_options_default();
+  bad.int8_compute = static_cast<tarn_int8_compute>(7);
+  model = nullptr;
+  EXPECT_EQ(tarn_model_load_with_options(path.c_str(), &bad, &model),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("int8_compute is 7"), std::string::npos)
+      << LastError();
+  EXPECT_EQ(model, nullptr);
+  bad = tarn_load_options_default();
+  bad.struct_size = 0;
+  EXPECT_EQ(tarn_model_load_with_options(path.c_str(), &bad, &model),
+            TARN_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(CApi, StepsAsTheCppApi) {

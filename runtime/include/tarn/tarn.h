@@ -67,13 +67,13 @@
  *
  * Getters given a NULL handle return 0 (false); free functions accept NULL.
  *
- * Options. Option structs (tarn_session_options, tarn_batch_options, and
- * the speech library's in tarn/speech.h) start with struct_size, which their
- * _default() function sets: start from it and change the fields you need.
- * Fields are only ever added at the end, and the library reads the fields that
- * fit in struct_size, the defaults for the rest: a program built against an
- * older tarn.h keeps working with a newer library. The library refuses a
- * struct_size of 0 or below the struct's first version
+ * Options. Option structs (tarn_load_options, tarn_session_options,
+ * tarn_batch_options, and the speech library's in tarn/speech.h) start with
+ * struct_size, which their _default() function sets: start from it and change
+ * the fields you need. Fields are only ever added at the end, and the library
+ * reads the fields that fit in struct_size, the defaults for the rest: a
+ * program built against an older tarn.h keeps working with a newer library. The
+ * library refuses a struct_size of 0 or below the struct's first version
  * (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h that sets
  * fields the library does not know (TARN_STATUS_UNSUPPORTED).
  *
@@ -173,6 +173,40 @@ tarn_status tarn_model_load(const char* path, tarn_model** model);
  * the model is freed (its weights are read there, in place). */
 tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
                                         tarn_model** model);
+
+/* How the dense layers of an int8 file compute (docs/decisions.md, "int8
+ * weights"). */
+typedef enum tarn_int8_compute {
+  /* Activations stay f32 and each int8 weight is widened: the error is the
+   * weights' rounding alone, and the model keeps its f32 accuracy. */
+  TARN_INT8_EXACT = 0,
+  /* Each row of activations is quantised to int8 and multiplied by integer
+   * dot products (tarn_int8_dot_kernels()): faster, at the cost of the
+   * activations' rounding as well. */
+  TARN_INT8_INTEGER_DOT = 1
+} tarn_int8_compute;
+
+typedef struct tarn_load_options {
+  /* sizeof(tarn_load_options), set by tarn_load_options_default(). */
+  size_t struct_size;
+  /* Hash the weight bytes and compare with the checksum stored in the file;
+   * false skips the hash (a model known good, loaded often). */
+  bool verify_checksum;
+  /* Dense layers of an int8 file; other files ignore it. */
+  tarn_int8_compute int8_compute;
+} tarn_load_options;
+
+/* verify_checksum true, int8_compute TARN_INT8_EXACT; struct_size set. */
+tarn_load_options tarn_load_options_default(void);
+
+/* tarn_model_load and tarn_model_load_from_buffer with options (NULL: the
+ * defaults, as those two use). */
+tarn_status tarn_model_load_with_options(const char* path,
+                                         const tarn_load_options* options,
+                                         tarn_model** model);
+tarn_status tarn_model_load_from_buffer_with_options(
+    const void* data, size_t size, const tarn_load_options* options,
+    tarn_model** model);
 /* Frees a model (NULL is fine). Free its sessions and batches first. */
 void tarn_model_free(tarn_model* model);
 
