@@ -87,7 +87,7 @@ tarn::Status Options(const tarn_load_options* options, tarn::LoadOptions* cpp) {
   }
   return tarn::Status(tarn::StatusCode::kInvalidArgument,
                       "tarn_load_options.int8_compute is " +
-                          std::to_string(static_cast<int>(c.int8_compute)) +
+                          std::to_string(c.int8_compute) +
                           ": expected TARN_INT8_EXACT (0) or "
                           "TARN_INT8_INTEGER_DOT (1)");
 }

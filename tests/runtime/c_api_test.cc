@@ -210,7 +210,7 @@ TEST(CApi, LoadOptionsChooseInt8ComputeAndTheChecksum) {
   tarn_model_free(model);
 
   tarn_load_options bad = tarn_load_options_default();
-  bad.int8_compute = static_cast<tarn_int8_compute>(7);
+  bad.int8_compute = 7;
   model = nullptr;
   EXPECT_EQ(tarn_model_load_with_options(path.c_str(), &bad, &model),
             TARN_STATUS_INVALID_ARGUMENT);

@@ -192,8 +192,10 @@ typedef struct tarn_load_options {
   /* Hash the weight bytes and compare with the checksum stored in the file;
    * false skips the hash (a model known good, loaded often). */
   bool verify_checksum;
-  /* Dense layers of an int8 file; other files ignore it. */
-  tarn_int8_compute int8_compute;
+  /* Dense layers of an int8 file, a tarn_int8_compute (an int32_t, so that
+   * any value a caller stores is a defined one the library can refuse);
+   * other files ignore it. */
+  int32_t int8_compute;
 } tarn_load_options;
 
 /* verify_checksum true, int8_compute TARN_INT8_EXACT; struct_size set. */
