@@ -96,14 +96,17 @@ nb::dict ConfigDict(const tarn::ModelConfig& c) {
 // of them is gone.
 class PyModel {
  public:
-  // int8: "exact" or "dot" (tarn::Int8Compute); the Python layer has
-  // checked the name.
+  // int8: "exact" or "dot" (tarn::Int8Compute::kExact, kIntegerDot).
   PyModel(const std::string& path, const std::string& int8,
           bool verify_checksum) {
     tarn::LoadOptions options;
     options.verify_checksum = verify_checksum;
-    options.int8_compute = int8 == "dot" ? tarn::Int8Compute::kIntegerDot
-                                         : tarn::Int8Compute::kExact;
+    if (int8 == "dot") {
+      options.int8_compute = tarn::Int8Compute::kIntegerDot;
+    } else if (int8 != "exact") {
+      Fail(tarn::StatusCode::kInvalidArgument,
+           "int8 is '" + int8 + "': expected 'exact' or 'dot'");
+    }
     std::unique_ptr<tarn::Model> model;
     tarn::Status status;
     {

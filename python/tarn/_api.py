@@ -129,8 +129,6 @@ class Model:
     """
 
     def __init__(self, path: PathLike, *, int8: str = "exact", verify_checksum: bool = True):
-        if int8 not in ("exact", "dot"):
-            raise InvalidArgumentError(f"int8 is {int8!r}: expected 'exact' or 'dot'")
         self._native = _call(_tarn.Model, os.fspath(path), int8, bool(verify_checksum))
         self._config: Optional[ModelConfig] = None
 
