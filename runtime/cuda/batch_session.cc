@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -127,7 +126,8 @@ class BatchSession::Impl {
   Status Download(size_t rows);
   // Enqueues a step of shape `shape` (its row counts) through graphs_, or
   // directly when graphs are off.
-  Status Enqueue(uint64_t shape, const std::function<Status()>& enqueue) {
+  template <typename F>
+  Status Enqueue(uint64_t shape, F&& enqueue) {
     return graphs_ ? graphs_->Run(shape, stream_, enqueue) : enqueue();
   }
 

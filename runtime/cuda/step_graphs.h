@@ -12,7 +12,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "tarn/tarn.hpp"
@@ -22,18 +21,34 @@ namespace cuda {
 
 class StepGraphs {
  public:
-  StepGraphs() = default;
+  StepGraphs() { entries_.reserve(kCapacity); }  // no allocation in Run
   ~StepGraphs();
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
 
-  // Enqueues a call of shape `shape` on `stream`: `enqueue` launched
-  // directly the first time the shape is seen (a shape seen once may never
-  // come back, and a capture costs about a direct launch), captured into a
-  // graph the second time, and that graph replayed from then on. The
-  // kCapacity most recently used shapes are kept.
-  Status Run(uint64_t shape, cudaStream_t stream,
-             const std::function<Status()>& enqueue);
+  // Enqueues a call of shape `shape` on `stream`: `enqueue` (a callable
+  // returning Status) launched directly the first time the shape is seen (a
+  // shape seen once may never come back, and a capture costs about a direct
+  // launch), captured into a graph the second time, and that graph replayed
+  // from then on. The kCapacity most recently used shapes are kept. A
+  // template, not a std::function: a step's closure would be allocated.
+  template <typename Enqueue>
+  Status Run(uint64_t shape, cudaStream_t stream, Enqueue&& enqueue) {
+    Entry* entry = Use(shape);
+    if (entry == nullptr) return enqueue();
+    if (entry->graph == nullptr && !entry->direct) {
+      // A shape that cannot be captured (a launch refused inside a
+      // capture) keeps running directly, where a real error shows as
+      // itself. Nothing captured has run.
+      if (BeginCapture(stream)) {
+        EndCapture(stream, enqueue(), entry);
+      } else {
+        entry->direct = true;
+      }
+    }
+    if (entry->graph == nullptr) return enqueue();
+    return Launch(*entry, stream);
+  }
 
   static constexpr size_t kCapacity = 16;
   // Shapes held as graphs now.
@@ -46,8 +61,14 @@ class StepGraphs {
     bool direct;            // its capture failed: launched directly
     uint64_t last_use;
   };
-  Entry* Find(uint64_t shape);
-  Entry& Insert(uint64_t shape);
+  // The shape's entry, marked used; null (and a new entry, evicting the
+  // least recently used if full) when it was not there.
+  Entry* Use(uint64_t shape);
+  bool BeginCapture(cudaStream_t stream);
+  // Ends the capture and instantiates its graph into `entry`; on any
+  // failure (`enqueued` too) drops it and marks the entry direct.
+  void EndCapture(cudaStream_t stream, const Status& enqueued, Entry* entry);
+  Status Launch(const Entry& entry, cudaStream_t stream);
 
   std::vector<Entry> entries_;
   uint64_t clock_ = 0;

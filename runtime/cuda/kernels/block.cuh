@@ -1,6 +1,7 @@
-// Device-side helpers shared by the attention kernels (causal_step.cu,
-// prefill.cu): warp and block reductions, and phi of one head computed by a
-// whole thread block into shared memory. Only .cu files include this.
+// Device-side helpers shared by the CUDA kernels: warp and block reductions
+// (the attention kernels, causal_step.cu and prefill.cu, and dense.cu's
+// small-row kernel), and phi of one head computed by a whole thread block
+// into shared memory. Only .cu files include this.
 #ifndef TARN_KERNELS_CUDA_BLOCK_CUH_
 #define TARN_KERNELS_CUDA_BLOCK_CUH_
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "runtime/cuda/kernels/activation.h"
+#include "runtime/cuda/kernels/block.cuh"
 #include "runtime/cuda/kernels/dense.h"
 
 namespace tarn {
@@ -60,8 +61,7 @@ __global__ void __launch_bounds__(kSmallThreads)
 #pragma unroll
   for (int r = 0; r < int(kSmallRows); ++r) {
     if (r >= rows) break;  // the same for the whole warp
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
+    sum[r] = device::WarpSum(sum[r]);
   }
   if (lane != 0) return;
   const float b = bias != nullptr ? bias[o] : 0.0f;
