@@ -419,10 +419,10 @@ class Recognizer:
     a list of phrases, of (phrase, boost) pairs, or a dict phrase -> boost;
     boosts in nats per label, 0 or None for hotword_boost. An utterance ends
     (an endpoint) after endpoint_ms of non-speech following speech, or at
-    max_utterance_ms. final_result() first steps the model over
-    final_silence_ms of silence, so that a stream ending right after its last
-    word keeps it (the model emits a word's labels a few steps after its
-    audio).
+    max_utterance_ms. final_result(), and an utterance that reaches
+    max_utterance_ms, first step the model over final_silence_ms of silence,
+    so that an utterance cut right after its last word keeps it (the model
+    emits a word's labels a few steps after its audio).
     """
 
     def __init__(

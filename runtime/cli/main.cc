@@ -330,7 +330,8 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
   command
       ->add_option("--final-silence-ms", o.final_silence_ms,
                    "silence stepped through the model at the end of the "
-                   "stream, so that its last word is not lost (0: none)")
+                   "stream and of an utterance cut by --max-utterance-ms, "
+                   "so that its last word is not lost (0: none)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   AddThreadsOption(command, &o.threads);

@@ -33,7 +33,7 @@ uint64_t MsToSteps(uint32_t ms, double step_seconds) {
 }
 
 constexpr size_t kPcmBlock = 1024;
-// FinalResult() steps final_silence_ms of silence: a minute at most.
+// An utterance's end steps final_silence_ms of silence: a minute at most.
 constexpr uint32_t kMaxFinalSilenceMs = 60000;
 constexpr uint32_t kUnlimitedLabels = 4096;
 
@@ -59,6 +59,10 @@ class Recognizer::Impl {
   double step_seconds_ = 0;
 
  private:
+  // Steps the model over final_silence_frames_ of silence, so that the
+  // labels of the utterance's last word, which come a few steps after its
+  // audio, reach the decoder before it ends without trailing silence.
+  void StepSilence();
   void EndUtterance();
   void RestartUtterance();
   // Seconds at the start of the current utterance's step `step`.
@@ -146,9 +150,12 @@ Status Recognizer::Impl::Init() {
   decoding.beam_prune = options_.beam_prune;
   decoding.hotwords = options_.hotwords;
   decoding.hotword_boost = options_.hotword_boost;
-  // A prefix gains at most one label per step.
+  // A prefix gains at most one label per step, the silence stepped at a
+  // forced end included.
+  const uint64_t silence_steps =
+      (final_silence_frames_ + stack_hop_ - 1) / stack_hop_;
   decoding.max_labels = static_cast<uint32_t>(
-      max_steps > 0 ? std::min<uint64_t>(max_steps, 1u << 24)
+      max_steps > 0 ? std::min<uint64_t>(max_steps + silence_steps, 1u << 24)
                     : kUnlimitedLabels);
   status = CtcDecoder::Create(c.labels, decoding, &decoder_);
   if (!status.ok()) return status;
@@ -206,7 +213,11 @@ Status Recognizer::Impl::Accept(const float* samples, size_t count) {
       case Endpointer::Event::kNone:
         break;
       case Endpointer::Event::kEndpoint:
+        EndUtterance();
+        break;
       case Endpointer::Event::kMaxLength:
+        // Cut wherever the limit fell, maybe right after a word.
+        StepSilence();
         EndUtterance();
         break;
       case Endpointer::Event::kIdle:
@@ -274,8 +285,7 @@ const RecognitionResult& Recognizer::Impl::Partial() {
   return partial_;
 }
 
-const RecognitionResult& Recognizer::Impl::Final() {
-  const Clock::time_point start = Clock::now();
+void Recognizer::Impl::StepSilence() {
   // Only an utterance under way has labels in flight. The silence frames
   // are finite and as wide as the model's frames, so neither call can
   // fail; the loop stops if one ever did.
@@ -289,6 +299,11 @@ const RecognitionResult& Recognizer::Impl::Final() {
       status = decoder_->Step(logits_.data(), logits_.size());
     }
   }
+}
+
+const RecognitionResult& Recognizer::Impl::Final() {
+  const Clock::time_point start = Clock::now();
+  StepSilence();
   decoder_->Result(/*final=*/true, &hypothesis_);
   Convert(hypothesis_, &final_);
   if (!hypothesis_.words.empty()) ++utterances_;

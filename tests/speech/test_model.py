@@ -67,34 +67,74 @@ def test_sample_logits_match_pytorch(wav, trained, tarn, tmp_path):
     assert error <= TOLERANCE
 
 
+def cut_after_speech(wav):
+    """The sample up to its last sample above 1 % of its peak, where its
+    speech ends."""
+    samples = features.read_wav(str(wav))
+    loud = np.flatnonzero(np.abs(samples) > 0.01 * np.abs(samples).max())
+    return samples, samples[: loud[-1] + 1]
+
+
+def last_words(references):
+    """Each sample's transcript's last word: only it is compared, as greedy
+    decoding misreads an earlier word in two of the samples."""
+    return {name: text.split()[-1] for name, text in references.items()}
+
+
+def transcribe(tarn, path, *extra):
+    """`tarn transcribe --json` on path: its JSON lines."""
+    r = subprocess.run([tarn, "transcribe", str(ASR / "model" / "asr.tarn"), str(path), "-q", "--json", *extra],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+REFERENCES = ASR / "samples" / "transcripts.tsv"
+
+
 def test_a_stream_that_ends_on_its_last_word_keeps_it(tarn, tmp_path):
-    """Each sample cut where its speech ends (its last sample above 1 % of
-    its peak): the model emits a word's labels a few steps after its audio,
-    so `tarn transcribe` must step it over silence at the end of the stream
-    (--final-silence-ms, 300 by default) for the last word to arrive. The
-    reference is the sample's transcript; only its last word is compared,
-    as greedy decoding misreads an earlier word in two of the samples."""
-    references = dict(line.split("\t") for line in (ASR / "samples" / "transcripts.tsv").read_text().splitlines()[1:])
+    """Each sample cut where its speech ends: the model emits a word's labels
+    a few steps after its audio, so `tarn transcribe` must step it over
+    silence at the end of the stream (--final-silence-ms, 300 by default)
+    for the last word to arrive. The reference is the sample's transcript."""
+    expected = last_words(dict(line.split("\t") for line in REFERENCES.read_text().splitlines()[1:]))
     lost_without = []
     for wav in WAVS:
-        samples = features.read_wav(str(wav))
-        loud = np.flatnonzero(np.abs(samples) > 0.01 * np.abs(samples).max())
-        cut = samples[: loud[-1] + 1]
+        samples, cut = cut_after_speech(wav)
         path = tmp_path / wav.name
         features.write_wav(path, np.round(cut * 32768).clip(-32768, 32767))
-
-        def run(*extra):
-            r = subprocess.run([tarn, "transcribe", str(ASR / "model" / "asr.tarn"), str(path), "-q", "--json",
-                                *extra], capture_output=True, text=True)
-            assert r.returncode == 0, r.stderr
-            return json.loads(r.stdout.splitlines()[-1])
-
-        result = run()
-        expected = references[wav.name].split()[-1]
+        result = transcribe(tarn, path)[-1]
         print(f"{wav.name}: cut at {len(cut) / 16000:.3f} s of {len(samples) / 16000:.3f}: {result['text']!r}")
-        assert result["text"].split()[-1:] == [expected], (wav.name, result)
+        assert result["text"].split()[-1:] == [expected[wav.name]], (wav.name, result)
         assert all(w["end"] <= result["duration"] + 1e-9 for w in result["words"]), result
-        if run("--final-silence-ms", "0")["text"].split()[-1:] != [expected]:
+        if transcribe(tarn, path, "--final-silence-ms", "0")[-1]["text"].split()[-1:] != [expected[wav.name]]:
             lost_without.append(wav.name)
     # The cut reaches the model's lag: without the silence, words are lost.
     assert lost_without, "every sample kept its last word without the final silence: the test shows nothing"
+
+
+def test_an_utterance_cut_by_max_length_keeps_its_last_word(tarn, tmp_path):
+    """Each sample cut where its speech ends, then a second of silence, with
+    --max-utterance-ms ending the utterance 60 ms before the cut (the step
+    whose frames reach the cut): the limit falls right after the last word,
+    before the model has emitted its labels, and the session restarts for
+    the silence after it. The forced end steps the model over
+    --final-silence-ms of silence first, as the end of a stream does, so
+    the utterance keeps its last word; with 0, words are lost."""
+    expected = last_words(dict(line.split("\t") for line in REFERENCES.read_text().splitlines()[1:]))
+    lost_without = []
+    for wav in WAVS:
+        _, cut = cut_after_speech(wav)
+        path = tmp_path / wav.name
+        audio = np.concatenate([cut, np.zeros(16000)])
+        features.write_wav(path, np.round(audio * 32768).clip(-32768, 32767))
+        limit = ["--utterances", "--max-utterance-ms", str(len(cut) * 1000 // 16000 - 60)]
+        utterances = transcribe(tarn, path, *limit)
+        print(f"{wav.name}: {[u['text'] for u in utterances]}")
+        assert len(utterances) == 1, (wav.name, utterances)
+        assert utterances[0]["text"].split()[-1:] == [expected[wav.name]], (wav.name, utterances)
+        assert utterances[0]["end"] <= len(cut) / 16000 + 0.1, utterances  # within the audio heard by then
+        cut_short = transcribe(tarn, path, *limit, "--final-silence-ms", "0")
+        if not cut_short or cut_short[0]["text"].split()[-1:] != [expected[wav.name]]:
+            lost_without.append(wav.name)
+    assert lost_without, "every utterance kept its last word without the silence: the test shows nothing"

@@ -28,13 +28,15 @@
 // Utterances and endpoints. A step is speech when its most probable label
 // is text (neither the blank nor the word separator). An utterance ends
 // (an endpoint) when endpoint_silence_ms of non-speech steps follow speech,
-// or when it reaches max_utterance_ms. At an endpoint the utterance's final
-// result is queued for PopResult(), and the decoder and the session are
-// reset: the next utterance starts from a fresh recurrent state, as the
-// model saw in training, while the audio clock runs on. Without speech, the
-// session is also reset every reset_after_silence_ms, so that a long silence
-// never accumulates in the model's state. Memory is therefore bounded
-// whatever the stream's length.
+// or when it reaches max_utterance_ms (the model then first steps over
+// final_silence_ms of silence, as at the end of a stream, so that a word the
+// limit cut right after keeps its last labels). At an endpoint the
+// utterance's final result is queued for PopResult(), and the decoder and
+// the session are reset: the next utterance starts from a fresh recurrent
+// state, as the model saw in training, while the audio clock runs on.
+// Without speech, the session is also reset every reset_after_silence_ms,
+// so that a long silence never accumulates in the model's state. Memory is
+// therefore bounded whatever the stream's length.
 //
 // Times. Seconds since the stream started (creation or Reset()). The step
 // whose first frame is f covers audio from f * hop_length / sample_rate; a
@@ -76,10 +78,10 @@ struct RecognizerOptions {
   uint32_t max_utterance_ms = 30000;
   // Without speech, the session restarts this often; 0: never.
   uint32_t reset_after_silence_ms = 2000;
-  // FinalResult() first steps the model over this much silence: a model
-  // emits a word's labels a few steps after its audio, so a stream that
-  // ends right after its last word would otherwise lose that word. 0: none;
-  // at most 60000.
+  // FinalResult(), and an utterance that reaches max_utterance_ms, first
+  // step the model over this much silence: a model emits a word's labels a
+  // few steps after its audio, so an utterance cut right after its last
+  // word would otherwise lose that word. 0: none; at most 60000.
   uint32_t final_silence_ms = 300;
   // Threads for the model's dense layers.
   int num_threads = 1;

@@ -76,10 +76,11 @@ typedef struct tarn_recognizer_options {
   size_t hotword_count;
   /* The boost of the phrases that give none, nats per label; default 1. */
   float hotword_boost;
-  /* Added in the third version. tarn_recognizer_final_result() first steps
-   * the model over this much silence, so that a stream ending right after
-   * its last word keeps it (the model emits a word's labels a few steps
-   * after its audio); 0: none; at most 60000; default 300. */
+  /* Added in the third version. tarn_recognizer_final_result(), and an
+   * utterance that reaches max_utterance_ms, first step the model over this
+   * much silence, so that an utterance cut right after its last word keeps
+   * it (the model emits a word's labels a few steps after its audio); 0:
+   * none; at most 60000; default 300. */
   uint32_t final_silence_ms;
 } tarn_recognizer_options;
 
