@@ -476,7 +476,8 @@ def main(argv=None):
     # What a checkpoint must agree with to be resumed.
     plan = {"steps": args.steps, "minutes": None if args.steps else args.minutes, "lr": args.lr,
             "frames_per_batch": args.frames_per_batch, "seed": args.seed, "speed_perturb": args.speed_perturb,
-            "augment": args.augment, "init": args.init, "train_utterances": len(data["train"])}
+            "augment": args.augment, "init": shown(args.init) if args.init else None,
+            "train_utterances": len(data["train"])}
 
     model = LinearTransformer(CONFIG)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
@@ -636,7 +637,7 @@ def main(argv=None):
         "training": {
             "epochs": epoch, "steps": step, "train_seconds": round(times["train_seconds"]),
             "total_seconds": round(times["total_seconds"]), "cpu_seconds": round(times["cpu_seconds"]),
-            "threads": args.threads, "device": str(device), "init": args.init,
+            "threads": args.threads, "device": str(device), "init": plan["init"],
             "train_utterances": len(data["train"]), "peak_lr": args.lr, "augment": args.augment,
             "speed_perturb": args.speed_perturb, "greedy": results, "history": history,
         },
