@@ -75,10 +75,17 @@ def cut_after_speech(wav):
     return samples, samples[: loud[-1] + 1]
 
 
-def last_words(references):
-    """Each sample's transcript's last word: only it is compared, as greedy
-    decoding misreads an earlier word in two of the samples."""
-    return {name: text.split()[-1] for name, text in references.items()}
+def expected_last_words():
+    """Each sample's transcript's last word (samples/transcripts.tsv): only
+    it is compared, as greedy decoding misreads an earlier word in two of
+    the samples."""
+    rows = (ASR / "samples" / "transcripts.tsv").read_text().splitlines()[1:]
+    return {name: text.split()[-1] for name, text in (row.split("\t") for row in rows)}
+
+
+def write_samples(path, samples):
+    """Float samples in [-1, 1) -> a 16-bit WAV."""
+    features.write_wav(path, np.round(samples * 32768).clip(-32768, 32767))
 
 
 def transcribe(tarn, path, *extra):
@@ -89,20 +96,17 @@ def transcribe(tarn, path, *extra):
     return [json.loads(line) for line in r.stdout.splitlines()]
 
 
-REFERENCES = ASR / "samples" / "transcripts.tsv"
-
-
 def test_a_stream_that_ends_on_its_last_word_keeps_it(tarn, tmp_path):
     """Each sample cut where its speech ends: the model emits a word's labels
     a few steps after its audio, so `tarn transcribe` must step it over
     silence at the end of the stream (--final-silence-ms, 300 by default)
     for the last word to arrive. The reference is the sample's transcript."""
-    expected = last_words(dict(line.split("\t") for line in REFERENCES.read_text().splitlines()[1:]))
+    expected = expected_last_words()
     lost_without = []
     for wav in WAVS:
         samples, cut = cut_after_speech(wav)
         path = tmp_path / wav.name
-        features.write_wav(path, np.round(cut * 32768).clip(-32768, 32767))
+        write_samples(path, cut)
         result = transcribe(tarn, path)[-1]
         print(f"{wav.name}: cut at {len(cut) / 16000:.3f} s of {len(samples) / 16000:.3f}: {result['text']!r}")
         assert result["text"].split()[-1:] == [expected[wav.name]], (wav.name, result)
@@ -121,13 +125,12 @@ def test_an_utterance_cut_by_max_length_keeps_its_last_word(tarn, tmp_path):
     the silence after it. The forced end steps the model over
     --final-silence-ms of silence first, as the end of a stream does, so
     the utterance keeps its last word; with 0, words are lost."""
-    expected = last_words(dict(line.split("\t") for line in REFERENCES.read_text().splitlines()[1:]))
+    expected = expected_last_words()
     lost_without = []
     for wav in WAVS:
         _, cut = cut_after_speech(wav)
         path = tmp_path / wav.name
-        audio = np.concatenate([cut, np.zeros(16000)])
-        features.write_wav(path, np.round(audio * 32768).clip(-32768, 32767))
+        write_samples(path, np.concatenate([cut, np.zeros(16000)]))
         limit = ["--utterances", "--max-utterance-ms", str(len(cut) * 1000 // 16000 - 60)]
         utterances = transcribe(tarn, path, *limit)
         print(f"{wav.name}: {[u['text'] for u in utterances]}")
