@@ -7,7 +7,8 @@
 //   double gbs = meter.best_gbs();                  // best of the passes
 //
 // A pass is a vectorised sum over the whole buffer (AVX-512, AVX2 or the
-// baseline ISA, picked at run time), split into contiguous slices over the
+// baseline ISA, picked at run time) that reads four streams at once, one per
+// quarter, as a step reads several; split into contiguous slices over the
 // threads of a pthreadpool when threads > 1. The buffer lives as long as the
 // meter.
 

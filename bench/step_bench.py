@@ -97,7 +97,7 @@ def main(argv=None) -> int:
             f"{args.rounds * args.steps} tarn steps and {args.rounds * args.torch_steps} PyTorch steps, each timed on its own "
             f"after {args.warmup} warm-up steps (tarn: at most {args.max_seconds:g} s per thread count and round), median and best "
             "(fastest) step. Read bandwidth: one pass before each tarn step, "
-            "a vectorised sum over a buffer the size of the step's weights with the same threads, best pass"
+            "a vectorised sum of four streams at once over a buffer the size of the step's weights with the same threads, best pass"
         ),
         "shapes": {},
     }
