@@ -21,10 +21,12 @@
 //   - per-step latency (one step = stack_hop frames of audio, 30 ms for the
 //     example model: its frames' features, the model step, the decoder
 //     step): mean, p50, p99, max (RecognizerStats);
-//   - the model alone: Session::StepFrame on as many steps' frames (at
-//     most 20,000 steps) of random features, back to back after the stream,
-//     by CPU time (against the stream's CPU time per step, the difference is
-//     the front end's and the decoder's share);
+//   - the model alone on as many steps' frames (at most 20,000 steps) of
+//     random features, back to back after the stream, by CPU time: in
+//     passes of one chunk's frames (Session::PrefillFrames), as the
+//     recognizer steps them (against the stream's CPU time per step, the
+//     difference is the front end's and the decoder's share), and one step
+//     at a time (StepFrame);
 //   - the floor: a step reads every weight of the model once (the file's
 //     weight bytes, model.weight_bytes()); the read bandwidth of a buffer
 //     that size, best of --passes passes measured in the same run
@@ -247,28 +249,50 @@ int main(int argc, char** argv) {
   const tarn::RecognizerStats s = recognizer->stats();
   const double step_us = recognizer->step_seconds() * 1e6;
 
-  // The model alone: as many frames again, back to back, through a session.
+  // The model alone, on as many steps' frames of random features, back to
+  // back: as the recognizer runs it (the frames of one chunk, one pass of
+  // Session::PrefillFrames each), and one step at a time (StepFrame).
   const size_t width = model->frame_size();
+  tarn::AudioFrontEndConfig audio;
+  Check(model->audio_front_end(&audio), "front end");
+  const size_t chunk_frames = std::max<size_t>(1, chunk / audio.hop_length);
   std::unique_ptr<tarn::Session> session;
   tarn::SessionOptions session_options;
   session_options.num_threads = threads;
   Check(tarn::Session::Create(*model, session_options, &session), "session");
-  std::vector<float> frame(width), logits(model->output_size());
+  std::vector<float> frames(chunk_frames * width);
+  std::vector<float> logits((chunk_frames + 1) * model->output_size());
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   const uint64_t model_steps = std::min<uint64_t>(s.steps, 20000);
-  uint64_t stepped_count = 0;
-  const double model_cpu_start = ThreadCpuSeconds();
-  while (stepped_count < model_steps) {
-    for (float& v : frame) v = normal(rng);
-    bool stepped = false;
-    Check(session->StepFrame(frame.data(), width, logits.data(), logits.size(),
-                             &stepped),
-          "stepping");
-    stepped_count += stepped ? 1 : 0;
-  }
-  const double model_us = (ThreadCpuSeconds() - model_cpu_start) * 1e6 /
-                          std::max<uint64_t>(1, model_steps);
+  auto time_model = [&](bool in_passes) {
+    session->Reset();
+    uint64_t stepped_count = 0;
+    const double start = ThreadCpuSeconds();
+    while (stepped_count < model_steps) {
+      for (float& v : frames) v = normal(rng);
+      if (in_passes) {
+        size_t steps = 0;
+        Check(session->PrefillFrames(frames.data(), chunk_frames, logits.data(),
+                                     logits.size(), &steps),
+              "stepping");
+        stepped_count += steps;
+      } else {
+        for (size_t f = 0; f < chunk_frames; ++f) {
+          bool stepped = false;
+          Check(
+              session->StepFrame(frames.data() + f * width, width,
+                                 logits.data(), model->output_size(), &stepped),
+              "stepping");
+          stepped_count += stepped ? 1 : 0;
+        }
+      }
+    }
+    return (ThreadCpuSeconds() - start) * 1e6 /
+           static_cast<double>(std::max<uint64_t>(1, stepped_count));
+  };
+  const double model_us = time_model(true);
+  const double single_us = time_model(false);
 
   tarn::bench::ReadBandwidthMeter meter(model->weight_bytes(), threads);
   for (int i = 0; i < passes; ++i) meter.Pass();
@@ -299,15 +323,17 @@ int main(int argc, char** argv) {
       step_us / 1e3, static_cast<unsigned long long>(s.steps), s.step_mean_us,
       s.step_p50_us, s.step_p99_us, s.step_max_us, target * step_us);
   std::printf(
-      "model step alone (Session::StepFrame, back to back, CPU "
-      "time): %.1f us = %.0f %% of the stream's CPU time per step\n",
-      model_us, 100 * model_us * std::max<uint64_t>(1, s.steps) / (cpu * 1e6));
+      "model alone, back to back, CPU time: %.1f us a step in passes of %zu "
+      "frames (a chunk's, as the recognizer steps them) = %.0f %% of the "
+      "stream's CPU time per step; one step at a time (StepFrame) %.1f us\n",
+      model_us, chunk_frames,
+      100 * model_us * std::max<uint64_t>(1, s.steps) / (cpu * 1e6), single_us);
   std::printf(
       "floor: %zu bytes at %.1f GB/s (best of %d read passes, "
-      "median %.1f GB/s) = %.1f us per step, real-time factor "
-      "%.5f; model step alone = %.2f x floor\n",
+      "median %.1f GB/s) = %.1f us per step taken alone, real-time factor "
+      "%.5f; a step alone = %.2f x floor\n",
       model->weight_bytes(), meter.best_gbs(), passes, meter.median_gbs(),
-      floor_us, floor_us / step_us, model_us / floor_us);
+      floor_us, floor_us / step_us, single_us / floor_us);
   if (!rss.empty()) {
     std::printf("RSS (kB) by audio minute:");
     for (const auto& [minute, kib] : rss) {

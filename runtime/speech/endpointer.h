@@ -53,6 +53,12 @@ class Endpointer {
 
   bool speech_seen() const { return speech_seen_; }
 
+  // Steps until the one that reaches max_steps (that step included);
+  // UINT64_MAX without a length limit.
+  uint64_t StepsToMaxLength() const {
+    return max_steps_ > 0 ? max_steps_ - steps_ : UINT64_MAX;
+  }
+
  private:
   const uint64_t silence_steps_, max_steps_, idle_steps_;
   uint64_t steps_ = 0;

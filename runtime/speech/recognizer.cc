@@ -63,25 +63,44 @@ class Recognizer::Impl {
   // labels of the utterance's last word, which come a few steps after its
   // audio, reach the decoder before it ends without trailing silence.
   void StepSilence();
-  void EndUtterance();
-  void RestartUtterance();
+  // Runs the front end over the samples; the frames it completes wait in
+  // frames_ for the pass, stepped when it is full or by Flush().
+  Status Push(const float* samples, size_t count);
+  // Steps the pass's frames (StepFrames) and shares its time among its steps.
+  Status Flush();
+  // Steps the model over the first `frames` of frames_, and the decoder and
+  // the endpointer over each step.
+  Status StepFrames(size_t frames, size_t* steps_taken);
+  // next_frame: the stream's frame the next utterance's session starts at.
+  void EndUtterance(uint64_t next_frame);
+  void RestartUtterance(uint64_t next_frame);
   // Seconds at the start of the current utterance's step `step`.
   double StepTime(uint64_t step) const {
     return static_cast<double>(session_frame0_ + step * stack_hop_) * hop_ /
            rate_;
   }
-  void Convert(const CtcHypothesis& hypothesis, RecognitionResult* result);
+  // Times past audio_end (samples) are cut to it: the silence an utterance's
+  // end steps lies past the audio it heard.
+  void Convert(const CtcHypothesis& hypothesis, uint64_t audio_end,
+               RecognitionResult* result);
 
   std::unique_ptr<Session> session_;
   std::unique_ptr<CtcDecoder> decoder_;
   std::unique_ptr<Endpointer> endpointer_;
-  std::vector<float> logits_;   // [output_size]
-  std::vector<float> pcm_;      // [kPcmBlock] 16-bit samples as floats
-  std::vector<float> silence_;  // the features of digital silence
+  std::vector<float> logits_;  // [output_size]
+  // A pass: the frames one AcceptWaveform() call completes, up to
+  // max_pass_frames_, stepped together (Session::PrefillFrames, bit for bit
+  // what StepFrame() gives, with each weight read once for all the rows).
+  size_t max_pass_frames_ = 0, pass_frames_ = 0;
+  std::vector<float> frames_;        // [max_pass_frames_][features]
+  std::vector<float> outputs_;       // [steps of a pass][output_size]
+  std::vector<size_t> step_frames_;  // [steps of a pass] the frame ending each
+  std::vector<float> pcm_;           // [kPcmBlock] 16-bit samples as floats
+  std::vector<float> silence_;       // the features of digital silence
   uint64_t final_silence_frames_ = 0;
   CtcHypothesis hypothesis_;
   RecognitionResult partial_, final_;
-  uint32_t stack_hop_ = 1, hop_ = 1, rate_ = 1;
+  uint32_t stack_hop_ = 1, hop_ = 1, window_ = 1, rate_ = 1;
   uint64_t session_frame0_ = 0;  // the stream's frame the session began at
   int blank_ = 0, separator_ = -1;
 
@@ -137,6 +156,7 @@ Status Recognizer::Impl::Init() {
   }
   stack_hop_ = c.stack_hop;
   hop_ = audio.hop_length;
+  window_ = audio.window_length;
   rate_ = audio.sample_rate;
   step_seconds_ = static_cast<double>(stack_hop_) * hop_ / rate_;
   final_silence_frames_ =
@@ -170,6 +190,11 @@ Status Recognizer::Impl::Init() {
       MsToSteps(options_.endpoint_silence_ms, step_seconds_), max_steps,
       MsToSteps(options_.reset_after_silence_ms, step_seconds_));
   logits_.assign(model_.output_size(), 0.0f);
+  max_pass_frames_ = size_t{kDefaultPrefillChunk} * stack_hop_;
+  frames_.assign(max_pass_frames_ * front_end_->num_features(), 0.0f);
+  const size_t max_pass_steps = max_pass_frames_ / stack_hop_ + 1;
+  outputs_.assign(max_pass_steps * model_.output_size(), 0.0f);
+  step_frames_.assign(max_pass_steps, 0);
   pcm_.assign(kPcmBlock, 0.0f);
   hypothesis_.words.reserve(64);
   partial_.words.reserve(64);
@@ -184,71 +209,125 @@ Status Recognizer::Impl::Accept(const float* samples, size_t count) {
                     std::to_string(samples[i]) + "; nothing was consumed");
     }
   }
-  const Clock::time_point call_start = Clock::now();
+  const Clock::time_point start = Clock::now();
+  Status status = Push(samples, count);
+  if (status.ok()) status = Flush();
+  processing_ns_ += Nanoseconds(start, Clock::now());
+  return status;
+}
+
+Status Recognizer::Impl::Push(const float* samples, size_t count) {
   const size_t width = front_end_->num_features();
   size_t position = 0;
   while (position < count) {
     const Clock::time_point start = Clock::now();
     bool ready = false;
     position += front_end_->Push(samples + position, count - position, &ready);
-    if (!ready) {
-      pending_ns_ += Nanoseconds(start, Clock::now());
-      continue;
+    if (ready) {
+      std::copy_n(front_end_->frame(), width,
+                  frames_.data() + pass_frames_ * width);
+      ++pass_frames_;
     }
-    bool stepped = false;
-    Status status = session_->StepFrame(
-        front_end_->frame(), width, logits_.data(), logits_.size(), &stepped);
-    if (!status.ok()) return status;
-    if (!stepped) {
-      pending_ns_ += Nanoseconds(start, Clock::now());
-      continue;
+    pending_ns_ += Nanoseconds(start, Clock::now());
+    if (pass_frames_ == max_pass_frames_) {
+      Status status = Flush();
+      if (!status.ok()) return status;
     }
-    status = decoder_->Step(logits_.data(), logits_.size());
-    if (!status.ok()) return status;
-    const int best = static_cast<int>(
-        std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
-    const bool speech = best != blank_ && best != separator_;
-    ++steps_;
-    switch (endpointer_->Step(speech)) {
-      case Endpointer::Event::kNone:
-        break;
-      case Endpointer::Event::kEndpoint:
-        EndUtterance();
-        break;
-      case Endpointer::Event::kMaxLength:
-        // Cut wherever the limit fell, maybe right after a word.
-        StepSilence();
-        EndUtterance();
-        break;
-      case Endpointer::Event::kIdle:
-        RestartUtterance();
-        break;
-    }
-    latency_.Add(pending_ns_ + Nanoseconds(start, Clock::now()));
+  }
+  return Status::Ok();
+}
+
+Status Recognizer::Impl::Flush() {
+  const Clock::time_point start = Clock::now();
+  const size_t frames = pass_frames_;
+  pass_frames_ = 0;
+  size_t steps = 0;
+  Status status = StepFrames(frames, &steps);
+  pending_ns_ += Nanoseconds(start, Clock::now());
+  if (steps > 0) {
+    // The steps of a pass share its time, and that of the frames before it
+    // that made no step.
+    for (size_t i = 0; i < steps; ++i) latency_.Add(pending_ns_ / steps);
     pending_ns_ = 0;
   }
-  processing_ns_ += Nanoseconds(call_start, Clock::now());
+  return status;
+}
+
+Status Recognizer::Impl::StepFrames(size_t frames, size_t* steps_taken) {
+  const size_t width = front_end_->num_features(), labels = logits_.size();
+  const uint64_t first_frame = front_end_->frames_emitted() - frames;
+  size_t done = 0;
+  while (done < frames) {
+    // Which frame completes each step. A run stops at the step that reaches
+    // the utterance's length limit: the silence stepped then must follow
+    // that step's state, not a later one's.
+    const uint64_t to_limit = endpointer_->StepsToMaxLength();
+    size_t count = frames - done, planned = 0;
+    for (size_t k = 0; k < count; ++k) {
+      if (session_->StepsForFrames(k + 1) > planned) {
+        step_frames_[planned++] = k;
+        if (planned == to_limit) {
+          count = k + 1;
+          break;
+        }
+      }
+    }
+    size_t steps = 0;
+    Status status =
+        session_->PrefillFrames(frames_.data() + done * width, count,
+                                outputs_.data(), outputs_.size(), &steps);
+    if (!status.ok()) return status;
+    size_t used = count;
+    for (size_t j = 0; j < steps; ++j) {
+      const float* logits = outputs_.data() + j * labels;
+      status = decoder_->Step(logits, labels);
+      if (!status.ok()) return status;
+      const int best =
+          static_cast<int>(std::max_element(logits, logits + labels) - logits);
+      ++steps_;
+      ++*steps_taken;
+      const Endpointer::Event event =
+          endpointer_->Step(best != blank_ && best != separator_);
+      if (event == Endpointer::Event::kNone) continue;
+      // The utterance ends with this step; the frames after the one that
+      // completed it go to the next utterance's fresh session.
+      used = step_frames_[j] + 1;
+      const uint64_t next_frame = first_frame + done + used;
+      if (event == Endpointer::Event::kIdle) {
+        RestartUtterance(next_frame);
+      } else {
+        // At the length limit, cut wherever it fell, maybe right after a
+        // word: step the silence an end of stream steps.
+        if (event == Endpointer::Event::kMaxLength) StepSilence();
+        EndUtterance(next_frame);
+      }
+      break;
+    }
+    done += used;
+  }
   return Status::Ok();
 }
 
 Status Recognizer::Impl::AcceptPcm(const int16_t* samples, size_t count) {
   if (samples == nullptr && count > 0) return Refuse("samples is null");
-  while (count > 0) {
+  const Clock::time_point start = Clock::now();
+  Status status;
+  while (count > 0 && status.ok()) {
     const size_t n = std::min(count, kPcmBlock);
     Int16ToFloat(samples, n, pcm_.data());
-    Status status = Accept(pcm_.data(), n);
-    if (!status.ok()) return status;
+    status = Push(pcm_.data(), n);
     samples += n;
     count -= n;
   }
-  return Status::Ok();
+  if (status.ok()) status = Flush();
+  processing_ns_ += Nanoseconds(start, Clock::now());
+  return status;
 }
 
 void Recognizer::Impl::Convert(const CtcHypothesis& hypothesis,
+                               uint64_t audio_end_sample,
                                RecognitionResult* result) {
-  // Final()'s silence steps lie past the audio given; no time does.
-  const double audio_end =
-      static_cast<double>(front_end_->samples_consumed()) / rate_;
+  const double audio_end = static_cast<double>(audio_end_sample) / rate_;
   result->text = hypothesis.text;
   result->words.resize(hypothesis.words.size());
   for (size_t i = 0; i < hypothesis.words.size(); ++i) {
@@ -262,26 +341,29 @@ void Recognizer::Impl::Convert(const CtcHypothesis& hypothesis,
   result->end = std::min(StepTime(decoder_->steps()), audio_end);
 }
 
-void Recognizer::Impl::EndUtterance() {
+void Recognizer::Impl::EndUtterance(uint64_t next_frame) {
   decoder_->Result(/*final=*/true, &hypothesis_);
   if (!hypothesis_.words.empty()) {
     queue_.emplace_back();
-    Convert(hypothesis_, &queue_.back());
+    // Its audio ends with the window of the last frame it heard: the
+    // frames after it, read in the same pass, are the next utterance's.
+    Convert(hypothesis_, (next_frame - 1) * uint64_t{hop_} + window_,
+            &queue_.back());
     ++utterances_;
   }
-  RestartUtterance();
+  RestartUtterance(next_frame);
 }
 
-void Recognizer::Impl::RestartUtterance() {
+void Recognizer::Impl::RestartUtterance(uint64_t next_frame) {
   session_->Reset();
   decoder_->Reset();
   endpointer_->Reset();
-  session_frame0_ = front_end_->frames_emitted();
+  session_frame0_ = next_frame;
 }
 
 const RecognitionResult& Recognizer::Impl::Partial() {
   decoder_->Result(/*final=*/false, &hypothesis_);
-  Convert(hypothesis_, &partial_);
+  Convert(hypothesis_, front_end_->samples_consumed(), &partial_);
   return partial_;
 }
 
@@ -305,21 +387,21 @@ const RecognitionResult& Recognizer::Impl::Final() {
   const Clock::time_point start = Clock::now();
   StepSilence();
   decoder_->Result(/*final=*/true, &hypothesis_);
-  Convert(hypothesis_, &final_);
+  Convert(hypothesis_, front_end_->samples_consumed(), &final_);
   if (!hypothesis_.words.empty()) ++utterances_;
-  RestartUtterance();
+  RestartUtterance(front_end_->frames_emitted());
   processing_ns_ += Nanoseconds(start, Clock::now());
   return final_;
 }
 
 void Recognizer::Impl::Reset() {
   front_end_->Reset();
-  RestartUtterance();
-  session_frame0_ = 0;
+  RestartUtterance(0);
   queue_.clear();
   partial_ = RecognitionResult();
   final_ = RecognitionResult();
   latency_.Reset();
+  pass_frames_ = 0;
   pending_ns_ = 0;
   processing_ns_ = 0;
   steps_ = 0;

@@ -147,20 +147,41 @@ TEST(Recognizer, WithoutEndpointsOneUtterance) {
   EXPECT_EQ(results[0].text, "aa");  // no separator between
 }
 
+// A call's frames are stepped together (one pass, up to 64 steps); a chunk
+// of 1 sample makes at most one frame a pass, as stepping one at a time
+// would. Utterances that end inside a pass, by the length limit (with the
+// silence it steps; hamming.tarn never falls silent), an endpoint or
+// idleness (energy.tarn), come out the same, times and all.
 TEST(Recognizer, ChunkSizesChangeNothing) {
-  auto model = LoadModel("hamming.tarn");
+  auto hamming = LoadModel("hamming.tarn");
+  auto energy = LoadModel("energy.tarn");
   const auto audio = ReadAudio("two.wav");
-  for (uint32_t beam : {0u, 6u}) {
+  struct Case {
+    const char* name;
+    const Model* model;
     RecognizerOptions options;
-    options.beam_width = beam;
-    auto reference = Make(*model, options);
-    const std::string expected =
-        Describe(Recognize(*reference, audio, audio.size()));
-    EXPECT_FALSE(expected.empty());
-    for (size_t chunk : {1, 7, 160, 1000, 1600}) {
-      auto recognizer = Make(*model, options);
-      EXPECT_EQ(Describe(Recognize(*recognizer, audio, chunk)), expected)
-          << "beam " << beam << ", chunk " << chunk;
+    size_t least_utterances;
+  };
+  std::vector<Case> cases(4);
+  cases[0] = {"no event", hamming.get(), RecognizerOptions(), 1};
+  cases[1] = {"length limit", hamming.get(), RecognizerOptions(), 5};
+  cases[1].options.max_utterance_ms = 400;
+  cases[2] = {"endpoints", energy.get(), RecognizerOptions(), 2};
+  cases[3] = {"idle", energy.get(), RecognizerOptions(), 2};
+  cases[3].options.reset_after_silence_ms = 120;
+  for (Case& c : cases) {
+    for (uint32_t beam : {0u, 6u}) {
+      c.options.beam_width = beam;
+      auto reference = Make(*c.model, c.options);
+      const auto results = Recognize(*reference, audio, 1);
+      const std::string expected = Describe(results);
+      EXPECT_GE(results.size(), c.least_utterances) << c.name << expected;
+      for (size_t chunk : {size_t{7}, size_t{160}, size_t{1000}, size_t{1600},
+                           size_t{16000}, audio.size()}) {
+        auto recognizer = Make(*c.model, c.options);
+        EXPECT_EQ(Describe(Recognize(*recognizer, audio, chunk)), expected)
+            << c.name << ", beam " << beam << ", chunk " << chunk;
+      }
     }
   }
 }

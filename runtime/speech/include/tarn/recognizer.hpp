@@ -23,7 +23,13 @@
 // Streaming. Each sample is processed once, as it arrives: the front end
 // (tarn/audio.hpp) emits a frame every hop_length samples, the session steps
 // every stack_hop frames, and the decoder (tarn/ctc.hpp) consumes each
-// step. Nothing is ever recomputed.
+// step. The frames one AcceptWaveform() call completes are stepped together
+// (Session::PrefillFrames, up to 64 steps at a time), which reads each
+// weight once for all of them and gives bit for bit what stepping them one
+// at a time gives, so larger calls cost less a step (a 10 ms call is one
+// frame: a step at a time). Where an utterance ends inside such a pass, the
+// steps taken past its end are taken again from the next utterance's fresh
+// state; nothing else is recomputed.
 //
 // Utterances and endpoints. A step is speech when its most probable label
 // is text (neither the blank nor the word separator). An utterance ends
@@ -116,6 +122,7 @@ struct RecognizerStats {
   // Time spent inside AcceptWaveform() and FinalResult().
   double processing_seconds = 0;
   // Per model step: its frames' features, the step, the decoder's step.
+  // The steps of one pass (see Streaming above) share its time equally.
   double step_mean_us = 0;
   double step_p99_us = 0;  // within 2 %
   double step_max_us = 0;
