@@ -172,7 +172,7 @@ class Model:
 
     @property
     def frame_size(self) -> int:
-        """Width of one frame (frame models)."""
+        """Width of one frame (frame models); 0 for token models."""
         return self._native.frame_size()
 
     @property

@@ -1072,7 +1072,12 @@ Status Model::FromBuffer(const void* data, size_t size,
 
 const ModelConfig& Model::config() const { return impl_->config; }
 size_t Model::output_size() const { return impl_->output_size; }
-size_t Model::frame_size() const { return impl_->config.input_dim; }
+size_t Model::frame_size() const {
+  // A token model's input_dim means nothing and is not checked: never let it
+  // size a buffer.
+  const ModelConfig& c = impl_->config;
+  return c.input_kind == InputKind::kFrames ? c.input_dim : 0;
+}
 size_t Model::parameter_count() const { return impl_->parameter_count; }
 size_t Model::weight_bytes() const { return impl_->weight_bytes; }
 size_t Model::weight_bytes(DType dtype) const {

@@ -217,7 +217,7 @@ tarn_input_kind tarn_model_input_kind(const tarn_model* model);
 bool tarn_model_is_causal(const tarn_model* model);
 /* Token models: ids are in [0, vocab_size). */
 uint32_t tarn_model_vocab_size(const tarn_model* model);
-/* Frame models: floats per frame. */
+/* Frame models: floats per frame; 0 for token models. */
 size_t tarn_model_frame_size(const tarn_model* model);
 /* Floats of one step's output. */
 size_t tarn_model_output_size(const tarn_model* model);

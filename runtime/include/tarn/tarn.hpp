@@ -278,7 +278,7 @@ class Model {
   const ModelConfig& config() const;
   // Width of one step's output: output_dim, or d_model without a head.
   size_t output_size() const;
-  // Width of one StepFrame() input (frame models).
+  // Width of one StepFrame() input (frame models); 0 for token models.
   size_t frame_size() const;
   size_t parameter_count() const;
   // Bytes of weights as stored in the file.
