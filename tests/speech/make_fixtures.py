@@ -83,6 +83,8 @@ def run(*args, **kwargs):
 
 
 def make_audio(out: Path):
+    # Every sox call takes -D: sox dithers by default, and every run's audio
+    # then differed by a few LSBs, so no failure could be replayed.
     tmp = out / "tmp"
     tmp.mkdir(exist_ok=True)
 
@@ -94,23 +96,23 @@ def make_audio(out: Path):
     speech = say("hello world open the door", "speech")
     shutil.copy(speech, out / "speech.wav")
     shutil.copy(tmp / "speech22.wav", out / "speech22.wav")
-    run("sox", speech, "-t", "raw", "-e", "signed-integer", "-b", "16", "-L", out / "speech.raw")
-    run("sox", speech, "-c", "2", out / "stereo.wav")
-    run("sox", speech, "-e", "floating-point", "-b", "32", out / "float.wav")
-    run("sox", speech, out / "speech.flac")
-    run("sox", speech, "-e", "u-law", out / "ulaw.wav")
-    run("sox", speech, "-e", "ima-adpcm", out / "adpcm.wav")
+    run("sox", "-D", speech, "-t", "raw", "-e", "signed-integer", "-b", "16", "-L", out / "speech.raw")
+    run("sox", "-D", speech, "-c", "2", out / "stereo.wav")
+    run("sox", "-D", speech, "-e", "floating-point", "-b", "32", out / "float.wav")
+    run("sox", "-D", speech, out / "speech.flac")
+    run("sox", "-D", speech, "-e", "u-law", out / "ulaw.wav")
+    run("sox", "-D", speech, "-e", "ima-adpcm", out / "adpcm.wav")
     data = (out / "speech.wav").read_bytes()
     (out / "truncated.wav").write_bytes(data[: len(data) // 2])
     (out / "header_only.wav").write_bytes(data[:44])
     (out / "garbage.wav").write_bytes(np.random.default_rng(1).integers(0, 256, 5000, dtype=np.uint8).tobytes())
 
     play, stop = say("play music", "play"), say("stop", "stop")
-    silence = lambda seconds, name: run("sox", "-n", "-r", "16000", "-b", "16", "-c", "1", tmp / name, "trim", "0", str(seconds))  # noqa: E731
+    silence = lambda seconds, name: run("sox", "-D", "-n", "-r", "16000", "-b", "16", "-c", "1", tmp / name, "trim", "0", str(seconds))  # noqa: E731
     silence(0.3, "s03.wav")
     silence(1.5, "s15.wav")
     silence(1.0, "s10.wav")
-    run("sox", tmp / "s03.wav", play, tmp / "s15.wav", stop, tmp / "s10.wav", out / "two.wav")
+    run("sox", "-D", tmp / "s03.wav", play, tmp / "s15.wav", stop, tmp / "s10.wav", out / "two.wav")
     shutil.rmtree(tmp)
 
 
