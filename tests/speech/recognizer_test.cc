@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,53 @@ TEST(Recognizer, ChunkSizesChangeNothing) {
         EXPECT_EQ(Describe(Recognize(*recognizer, audio, chunk)), expected)
             << c.name << ", beam " << beam << ", chunk " << chunk;
       }
+    }
+  }
+}
+
+// The same, over seeded random streams: clips of speech between random
+// silences, random options, random call sizes, each against the stream fed
+// one frame (160 samples) a call, which steps one step at a time.
+TEST(Recognizer, RandomCallSizesChangeNothing) {
+  auto hamming = LoadModel("hamming.tarn");
+  auto energy = LoadModel("energy.tarn");
+  const std::vector<std::vector<float>> clips = {ReadAudio("two.wav"),
+                                                 ReadAudio("speech.wav")};
+  std::mt19937 random(7);
+  auto below = [&](uint32_t n) { return static_cast<uint32_t>(random() % n); };
+  for (int stream = 0; stream < 24; ++stream) {
+    const Model& model = stream % 2 ? *hamming : *energy;
+    std::vector<float> audio;
+    for (uint32_t part = 0, parts = 1 + below(3); part < parts; ++part) {
+      audio.insert(audio.end(), below(16000), 0.0f);
+      const std::vector<float>& clip = clips[below(2)];
+      audio.insert(audio.end(), clip.begin(),
+                   clip.begin() +
+                       (below(3) ? clip.size()
+                                 : below(static_cast<uint32_t>(clip.size()))));
+    }
+    RecognizerOptions options;
+    options.beam_width = below(2) ? 0 : 2 + below(7);
+    options.endpoint_silence_ms = below(4) ? 100 + below(900) : 0;
+    options.max_utterance_ms = below(2) ? 100 + below(2000) : 30000;
+    options.reset_after_silence_ms = below(2) ? 50 + below(1000) : 2000;
+    options.final_silence_ms = below(600);
+    auto reference = Make(model, options);
+    const std::string expected = Describe(Recognize(*reference, audio, 160));
+    for (int chunking = 0; chunking < 2; ++chunking) {
+      auto recognizer = Make(model, options);
+      std::vector<RecognitionResult> results;
+      RecognitionResult result;
+      for (size_t at = 0; at < audio.size();) {
+        const size_t n = std::min<size_t>(1 + below(40000), audio.size() - at);
+        ASSERT_TRUE(recognizer->AcceptWaveform(audio.data() + at, n).ok());
+        at += n;
+        while (recognizer->PopResult(&result)) results.push_back(result);
+      }
+      const RecognitionResult& last = recognizer->FinalResult();
+      if (!last.words.empty()) results.push_back(last);
+      EXPECT_EQ(Describe(results), expected)
+          << "stream " << stream << ", chunking " << chunking;
     }
   }
 }
