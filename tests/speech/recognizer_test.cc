@@ -51,21 +51,30 @@ std::unique_ptr<Recognizer> Make(const Model& model,
   return recognizer;
 }
 
-// Feeds `audio` in chunks; returns the utterances (queued, then final).
-std::vector<RecognitionResult> Recognize(Recognizer& recognizer,
-                                         const std::vector<float>& audio,
-                                         size_t chunk) {
+// Feeds `audio` in chunks of next_chunk() samples each; returns the
+// utterances (queued, then final).
+template <typename NextChunk>
+std::vector<RecognitionResult> RecognizeIn(Recognizer& recognizer,
+                                           const std::vector<float>& audio,
+                                           NextChunk next_chunk) {
   std::vector<RecognitionResult> out;
   RecognitionResult result;
-  for (size_t at = 0; at < audio.size(); at += chunk) {
-    const size_t n = std::min(chunk, audio.size() - at);
+  for (size_t at = 0; at < audio.size();) {
+    const size_t n = std::min<size_t>(next_chunk(), audio.size() - at);
     Status status = recognizer.AcceptWaveform(audio.data() + at, n);
     EXPECT_TRUE(status.ok()) << status.message();
+    at += n;
     while (recognizer.PopResult(&result)) out.push_back(result);
   }
   const RecognitionResult& last = recognizer.FinalResult();
   if (!last.words.empty()) out.push_back(last);
   return out;
+}
+
+std::vector<RecognitionResult> Recognize(Recognizer& recognizer,
+                                         const std::vector<float>& audio,
+                                         size_t chunk) {
+  return RecognizeIn(recognizer, audio, [chunk] { return chunk; });
 }
 
 std::string Describe(const std::vector<RecognitionResult>& results) {
@@ -218,16 +227,8 @@ TEST(Recognizer, RandomCallSizesChangeNothing) {
     const std::string expected = Describe(Recognize(*reference, audio, 160));
     for (int chunking = 0; chunking < 2; ++chunking) {
       auto recognizer = Make(model, options);
-      std::vector<RecognitionResult> results;
-      RecognitionResult result;
-      for (size_t at = 0; at < audio.size();) {
-        const size_t n = std::min<size_t>(1 + below(40000), audio.size() - at);
-        ASSERT_TRUE(recognizer->AcceptWaveform(audio.data() + at, n).ok());
-        at += n;
-        while (recognizer->PopResult(&result)) results.push_back(result);
-      }
-      const RecognitionResult& last = recognizer->FinalResult();
-      if (!last.words.empty()) results.push_back(last);
+      const auto results =
+          RecognizeIn(*recognizer, audio, [&] { return 1 + below(40000); });
       EXPECT_EQ(Describe(results), expected)
           << "stream " << stream << ", chunking " << chunking;
     }
