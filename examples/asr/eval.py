@@ -96,6 +96,10 @@ def main() -> int:
     parser.add_argument("--beam", type=int, default=8, help="beam width of the word-list decoder")
     parser.add_argument("--words", help="word list, one per line (default: words.txt beside this script, the corpus's 40 words)")
     parser.add_argument("--int8", choices=("exact", "dot"), help="tarn transcribe --int8 (int8 models)")
+    parser.add_argument("--warp", type=float, help="tarn transcribe --warp: one vocal tract warp for every voice")
+    parser.add_argument("--adapt", action="store_true",
+                        help="speaker adaptation: each voice's warp from `tarn adapt` over all its files in the splits "
+                        "(their audio only), then tarn transcribe --warp with it")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--limit", type=int, default=0, help="at most this many utterances per split (0: all)")
     parser.add_argument("--json", help="write hypotheses and tables here")
@@ -128,10 +132,27 @@ def main() -> int:
     decoders = {"greedy": [], f"words, beam {args.beam}": ["--words", words_file, "--beam", str(args.beam)]}
     if args.int8:
         decoders = {name: extra + ["--int8", args.int8] for name, extra in decoders.items()}
+    if args.warp is not None and args.adapt:
+        parser.error("--warp or --adapt, not both")
+    warps = {}
+    if args.adapt:
+        voices = collections.defaultdict(list)
+        for row in rows:
+            voices[row["voice"]].append(str(manifest.parent / row["path"]))
+        for voice, paths in voices.items():
+            command = [tarn, "adapt", args.model, *paths] + (["--int8", args.int8] if args.int8 else [])
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"tarn adapt ({voice}) failed: {result.stderr.strip()}")
+            warps[voice] = result.stdout.strip()
+        print("warps (tarn adapt): " + ", ".join(f"{v} {w}" for v, w in sorted(warps.items())), file=sys.stderr)
+    elif args.warp is not None:
+        warps = {row["voice"]: str(args.warp) for row in rows}
 
     print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
     start = time.time()
-    jobs = [(row, name, extra) for row in rows for name, extra in decoders.items()]
+    jobs = [(row, name, extra + (["--warp", warps[row["voice"]]] if warps else []))
+            for row in rows for name, extra in decoders.items()]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(transcribe, tarn, args.model, str(manifest.parent / row["path"]), extra) for row, _, extra in jobs]
         hypotheses = [f.result() for f in futures]
@@ -163,7 +184,7 @@ def main() -> int:
             print(line)
             table.append(entry)
     if args.json:
-        Path(args.json).write_text(json.dumps({"model": args.model, "table": table, "utterances": records}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"model": args.model, "warps": warps, "table": table, "utterances": records}, indent=1) + "\n")
     if args.words is None:
         os.unlink(words_file)
     return 0

@@ -134,9 +134,33 @@ def normalise(log_mel_features: np.ndarray, recipe: dict) -> np.ndarray:
     return ((log_mel_features - mean) / std).astype(np.float32)
 
 
-def features(samples: np.ndarray, recipe: dict) -> np.ndarray:
-    """Samples [N] -> normalised features [frames, num_mel_bins], float32."""
-    return normalise(log_mel(samples, recipe), recipe)
+# Vocal tract length: a warp factor alpha reads FFT bin f at vtlp_warp(f),
+# so that a formant at f lands where one at alpha f would. Training draws
+# alpha from train.VTLP_RANGE (VTLP, Jaitly and Hinton 2013); the runtime's
+# front end applies a speaker's (AudioFrontEndConfig::warp).
+VTLP_BOUNDARY_HZ = 4800.0  # frequencies above it are warped less, so that the band edge stays put
+
+
+def vtlp_warp(f, alpha, nyquist):
+    """Jaitly and Hinton's piecewise-linear warp: f -> alpha f up to a
+    boundary, then a straight line to the Nyquist frequency (which stays)."""
+    boundary = VTLP_BOUNDARY_HZ * min(alpha, 1.0) / alpha
+    upper = nyquist - (nyquist - VTLP_BOUNDARY_HZ * min(alpha, 1.0)) / (nyquist - boundary) * (nyquist - f)
+    return np.where(f <= boundary, alpha * f, upper)
+
+
+def warped_filterbank(recipe: dict, alpha: float) -> np.ndarray:
+    """mel_filterbank()'s triangles read at the warped FFT-bin frequencies."""
+    sr, size = recipe["sample_rate"], recipe["fft_size"]
+    return mel_triangles(vtlp_warp(np.arange(size // 2 + 1) * sr / size, alpha, sr / 2), recipe)
+
+
+def features(samples: np.ndarray, recipe: dict, warp: float = 1.0) -> np.ndarray:
+    """Samples [N] -> normalised features [frames, num_mel_bins], float32;
+    warp != 1: through warped_filterbank(recipe, warp)."""
+    if warp == 1.0:
+        return normalise(log_mel(samples, recipe), recipe)
+    return normalise(log_mel(samples, recipe, warped_filterbank(recipe, warp)), recipe)
 
 
 def read_wav(path: str) -> np.ndarray:

@@ -202,7 +202,6 @@ def augment(pieces, rng, speed_perturbed, robust=False):
 # -- --augment robust -------------------------------------------------------------
 
 VTLP_RANGE = (0.85, 1.18)
-VTLP_BOUNDARY_HZ = 4800.0  # frequencies above it are warped less, so that the band edge stays put
 
 
 def room_impulse_response(rng, sr):
@@ -262,29 +261,6 @@ def channel(x, rng, sr):
     return mu_law(x) if roll < 0.85 else a_law(x)
 
 
-def vtlp_warp(f, alpha, nyquist):
-    """Jaitly and Hinton's piecewise-linear warp: f -> alpha f up to a
-    boundary, then a straight line to the Nyquist frequency (which stays)."""
-    boundary = VTLP_BOUNDARY_HZ * min(alpha, 1.0) / alpha
-    upper = nyquist - (nyquist - VTLP_BOUNDARY_HZ * min(alpha, 1.0)) / (nyquist - boundary) * (nyquist - f)
-    return np.where(f <= boundary, alpha * f, upper)
-
-
-def warped_filterbank(recipe, alpha):
-    """features.mel_filterbank's triangles read at warped FFT-bin frequencies:
-    a formant at f lands where one at alpha f would (vocal-tract length)."""
-    sr, size = recipe["sample_rate"], recipe["fft_size"]
-    return features.mel_triangles(vtlp_warp(np.arange(size // 2 + 1) * sr / size, alpha, sr / 2), recipe)
-
-
-def warped_features(samples, recipe, alpha):
-    """features.features() with warped_filterbank(alpha) in place of the mel
-    filterbank (alpha = 1 gives features.features() exactly); training only."""
-    if alpha == 1.0:
-        return features.features(samples, recipe)
-    return features.normalise(features.log_mel(samples, recipe, warped_filterbank(recipe, alpha)), recipe)
-
-
 def spec_augment(feats, rng, freq_width=6, time_width=11, time_every=150):
     t, d = feats.shape
     for _ in range(2):
@@ -318,7 +294,7 @@ class Batches(torch.utils.data.Dataset):
             if self.train and self.augment == "robust":
                 x = augment(pieces, rng, self.speed_perturbed, robust=True)
                 alpha = rng.uniform(*VTLP_RANGE) if rng.random() < 0.6 else 1.0
-                f = warped_features(x, self.recipe, alpha)
+                f = features.features(x, self.recipe, warp=alpha)
                 feats.append(spec_augment(f, rng, freq_width=8, time_width=13, time_every=100))
             elif self.train:
                 f = features.features(augment(pieces, rng, self.speed_perturbed), self.recipe)

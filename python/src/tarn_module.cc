@@ -14,12 +14,14 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -432,7 +434,7 @@ class PyRecognizer {
                uint32_t max_utterance_ms, uint32_t reset_after_silence_ms,
                int num_threads, float beam_prune,
                std::vector<std::pair<std::string, float>> hotwords,
-               float hotword_boost, uint32_t final_silence_ms)
+               float hotword_boost, uint32_t final_silence_ms, float warp)
       : model_(model.Get()) {
     tarn::RecognizerOptions options;
     options.beam_width = beam_width;
@@ -447,6 +449,7 @@ class PyRecognizer {
     }
     options.hotword_boost = hotword_boost;
     options.final_silence_ms = final_silence_ms;
+    options.warp = warp;
     tarn::Status status;
     {
       nb::gil_scoped_release release;
@@ -528,6 +531,24 @@ class PyRecognizer {
 };
 
 }  // namespace
+
+// tarn::EstimateWarp: (warp, candidates, scores).
+std::tuple<float, std::vector<float>, std::vector<double>> EstimateWarp(
+    const PyModel& model, const std::vector<Array<const float>>& utterances,
+    std::vector<float> candidates) {
+  tarn::WarpEstimate estimate;
+  tarn::Status status;
+  {
+    nb::gil_scoped_release release;
+    std::vector<std::vector<float>> samples;
+    for (const Array<const float>& u : utterances) {
+      samples.emplace_back(u.data(), u.data() + u.size());
+    }
+    status = tarn::EstimateWarp(*model.Get(), samples, candidates, &estimate);
+  }
+  Check(status);
+  return {estimate.warp, estimate.candidates, estimate.scores};
+}
 
 NB_MODULE(_tarn, m) {
   m.doc() = "tarn's C++ runtime; use the package `tarn`, not this module.";
@@ -613,15 +634,18 @@ NB_MODULE(_tarn, m) {
       .def_prop_ro("max_streams", &PyBatch::max_streams);
 
   m.attr("DEFAULT_HOTWORD_BOOST") = tarn::kDefaultHotwordBoost;
+  m.def("default_warp_candidates", &tarn::DefaultWarpCandidates);
+  m.def("estimate_warp", &EstimateWarp, "model"_a, "utterances"_a,
+        "candidates"_a);
   nb::class_<PyRecognizer>(m, "Recognizer")
       .def(nb::init<const PyModel&, uint32_t, std::vector<std::string>,
                     uint32_t, uint32_t, uint32_t, int, float,
-                    std::vector<std::pair<std::string, float>>, float,
-                    uint32_t>(),
+                    std::vector<std::pair<std::string, float>>, float, uint32_t,
+                    float>(),
            "model"_a, "beam_width"_a, "words"_a, "endpoint_silence_ms"_a,
            "max_utterance_ms"_a, "reset_after_silence_ms"_a, "num_threads"_a,
            "beam_prune"_a, "hotwords"_a, "hotword_boost"_a,
-           "final_silence_ms"_a)
+           "final_silence_ms"_a, "warp"_a)
       .def("accept_float", &PyRecognizer::AcceptFloat, "samples"_a)
       .def("accept_int16", &PyRecognizer::AcceptInt16, "samples"_a)
       .def("pop_result", &PyRecognizer::PopResult)

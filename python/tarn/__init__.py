@@ -37,6 +37,7 @@ from ._api import (
     Session,
     SessionBatch,
     Word,
+    estimate_warp,
     read_wav,
     transcribe,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "UnsupportedError",
     "Word",
     "convert",
+    "estimate_warp",
     "read_wav",
     "transcribe",
 ]

@@ -422,7 +422,8 @@ class Recognizer:
     max_utterance_ms. final_result(), and an utterance that reaches
     max_utterance_ms, first step the model over final_silence_ms of silence,
     so that an utterance cut right after its last word keeps it (the model
-    emits a word's labels a few steps after its audio).
+    emits a word's labels a few steps after its audio). warp: the speaker's
+    vocal tract warp (1: none; see estimate_warp).
     """
 
     def __init__(
@@ -438,6 +439,7 @@ class Recognizer:
         hotwords: Optional[Union[Sequence[Union[str, Tuple[str, float]]], Dict[str, float]]] = None,
         hotword_boost: float = DEFAULT_HOTWORD_BOOST,
         final_silence_ms: int = 300,
+        warp: float = 1.0,
     ):
         words = [str(w) for w in words] if words is not None else []
         phrases = _hotword_list(hotwords)
@@ -462,6 +464,7 @@ class Recognizer:
             phrases,
             float(hotword_boost),
             final_silence_ms,
+            float(warp),
         )
 
     @property
@@ -516,6 +519,28 @@ class Recognizer:
     def stats(self) -> Dict[str, float]:
         """Samples, steps, utterances, audio and processing seconds, latency."""
         return self._native.stats()
+
+
+def estimate_warp(
+    model: Model, utterances: Sequence[Union[PathLike, np.ndarray]], candidates: Optional[Sequence[float]] = None
+) -> Tuple[float, Dict[float, float]]:
+    """Speaker adaptation: the vocal tract warp for Recognizer(warp=...) and
+    transcribe(warp=...), estimated from a speaker's utterances alone (WAV
+    paths, or float32 samples in [-1, 1) at the model's rate): the candidate
+    (default 0.85, 0.9, ..., 1.15) under which the model is most confident,
+    i.e. with the largest mean log-probability of each step's most likely
+    label. Returns the warp and every candidate's score. A few minutes of
+    speech make it reliable."""
+    rate = Recognizer(model).sample_rate  # and refuses a model that cannot listen
+    arrays = []
+    for u in utterances:
+        if isinstance(u, (str, os.PathLike)):
+            arrays.append(read_wav(u, rate))
+        else:
+            arrays.append(_array(u, np.float32, "utterance", ndim=1))
+    chosen = list(_tarn.default_warp_candidates()) if candidates is None else [float(c) for c in candidates]
+    warp, tried, scores = _call(_tarn.estimate_warp, model._native, arrays, chosen)
+    return warp, dict(zip(tried, scores))
 
 
 def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
@@ -576,6 +601,7 @@ def transcribe(
     max_utterance_ms: int = 30000,
     threads: int = 1,
     final_silence_ms: int = 300,
+    warp: float = 1.0,
 ) -> Result:
     """Transcribes a WAV file (a path) or samples (int16 or float32 numpy at
     the model's rate) as `tarn transcribe` does, with its defaults: fed in
@@ -595,6 +621,7 @@ def transcribe(
         max_utterance_ms=max_utterance_ms,
         threads=threads,
         final_silence_ms=final_silence_ms,
+        warp=warp,
     )
     rate = recognizer.sample_rate
     if isinstance(audio, (str, os.PathLike)):

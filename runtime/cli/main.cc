@@ -334,7 +334,43 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
                    "so that its last word is not lost (0: none)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
+  command
+      ->add_option("--warp", o.warp,
+                   "the speaker's vocal tract warp, e.g. from `tarn "
+                   "adapt` (1: none)")
+      ->check(CLI::Range(0.5f, 2.0f))
+      ->capture_default_str();
   AddThreadsOption(command, &o.threads);
+  AddInt8Option(command, &o.int8_compute);
+  return command;
+}
+
+CLI::App* AddAdapt(CLI::App* app, AdaptOptions* options) {
+  AdaptOptions& o = *options;
+  CLI::App* command = app->add_subcommand(
+      "adapt",
+      "Estimate a speaker's vocal tract warp from their speech, for "
+      "`transcribe --warp`");
+  command->footer(
+      "Unsupervised: the warp under which the model is most confident of "
+      "the files, each heard from a fresh state. A few minutes of one "
+      "speaker's speech make it reliable. Prints the warp to stdout, each "
+      "candidate's score to stderr.");
+  command->add_option("model", o.model_path, "a speech .tarn model")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("audio", o.audio_paths,
+                   "the speaker's audio files, at the model's sample rate")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--candidates", o.candidates,
+                   "the warps to choose from (default 0.85 0.9 ... 1.15)")
+      ->check(CLI::Range(0.5f, 2.0f));
+  command->add_flag("--json", o.json,
+                    "print a JSON object (warp, and every candidate's "
+                    "score) instead");
   AddInt8Option(command, &o.int8_compute);
   return command;
 }
@@ -424,12 +460,15 @@ int main(int argc, char** argv) {
 
   tarn::cli::TranscribeOptions transcribe_options;
   CLI::App* transcribe = tarn::cli::AddTranscribe(&app, &transcribe_options);
+  tarn::cli::AdaptOptions adapt_options;
+  CLI::App* adapt = tarn::cli::AddAdapt(&app, &adapt_options);
   tarn::cli::GenerateOptions generate_options;
   CLI::App* generate = tarn::cli::AddGenerate(&app, &generate_options);
 
   CLI11_PARSE(app, argc, argv);
   if (*info) return tarn::cli::Info(model_path);
   if (*transcribe) return tarn::cli::Transcribe(transcribe_options);
+  if (*adapt) return tarn::cli::Adapt(adapt_options);
   if (*generate) return tarn::cli::Generate(generate_options);
   return tarn::cli::Run(model_path, input_path, output_path, state_dir,
                         log_probs_path, threads, prefill, encode->parsed(),

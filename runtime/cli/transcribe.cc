@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "int8_option.h"
+#include "tarn/audio.hpp"
 #include "tarn/recognizer.hpp"
 #include "tarn/tarn.hpp"
 
@@ -318,6 +319,7 @@ int Transcribe(const TranscribeOptions& o) {
   options.endpoint_silence_ms = static_cast<uint32_t>(o.endpoint_ms);
   options.max_utterance_ms = static_cast<uint32_t>(o.max_utterance_ms);
   options.final_silence_ms = static_cast<uint32_t>(o.final_silence_ms);
+  options.warp = o.warp;
   options.num_threads = o.threads;
   std::unique_ptr<Recognizer> recognizer;
   status = Recognizer::Create(*model, options, &recognizer);
@@ -454,6 +456,51 @@ int Transcribe(const TranscribeOptions& o) {
                  static_cast<unsigned long long>(s.utterances),
                  s.utterances == 1 ? "" : "s", wall);
   }
+  return 0;
+}
+
+int Adapt(const AdaptOptions& o) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(o.model_path, &model, WithInt8(o.int8_compute));
+  if (!status.ok()) return Fail(status.message());
+  AudioFrontEndConfig audio;
+  status = ReadAudioFrontEnd(*model, &audio);
+  if (!status.ok()) return Fail(status.message());
+  std::vector<std::vector<float>> utterances;
+  for (const std::string& path : o.audio_paths) {
+    FileSource file;
+    std::string error = file.Open(path, audio.sample_rate, /*quiet=*/true);
+    if (!error.empty()) return Fail(error);
+    std::vector<float>& samples = utterances.emplace_back();
+    std::vector<float> block(1 << 16);
+    size_t count = 0;
+    do {
+      error = file.Read(block.data(), block.size(), &count);
+      if (!error.empty()) return Fail(error);
+      samples.insert(samples.end(), block.begin(), block.begin() + count);
+    } while (count > 0);
+  }
+  WarpEstimate estimate;
+  status = EstimateWarp(
+      *model, utterances,
+      o.candidates.empty() ? DefaultWarpCandidates() : o.candidates, &estimate);
+  if (!status.ok()) return Fail(status.message());
+  if (o.json) {
+    nlohmann::json scores = nlohmann::json::array();
+    for (size_t i = 0; i < estimate.candidates.size(); ++i) {
+      scores.push_back(
+          {{"warp", estimate.candidates[i]}, {"score", estimate.scores[i]}});
+    }
+    std::cout << nlohmann::json{{"warp", estimate.warp}, {"scores", scores}}
+              << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < estimate.candidates.size(); ++i) {
+    std::fprintf(stderr, "warp %.3g: mean log-probability %.5f%s\n",
+                 estimate.candidates[i], estimate.scores[i],
+                 i == estimate.best ? " (best)" : "");
+  }
+  std::printf("%g\n", estimate.warp);
   return 0;
 }
 

@@ -1,10 +1,12 @@
 // `tarn transcribe MODEL AUDIO`: streaming speech recognition of a file or of
-// raw PCM on stdin, through tarn::Recognizer.
+// raw PCM on stdin, through tarn::Recognizer; `tarn adapt`, the warp of a
+// speaker's files for it.
 
 #ifndef TARN_RUNTIME_CLI_TRANSCRIBE_H_
 #define TARN_RUNTIME_CLI_TRANSCRIBE_H_
 
 #include <string>
+#include <vector>
 
 #include "tarn/ctc.hpp"
 #include "tarn/tarn.hpp"
@@ -27,12 +29,25 @@ struct TranscribeOptions {
   int endpoint_ms = 500;
   int max_utterance_ms = 30000;
   int final_silence_ms = 300;
+  float warp = 1.0f;
   int threads = 1;
   Int8Compute int8_compute = Int8Compute::kExact;
 };
 
 // Runs `tarn transcribe`; returns the exit status.
 int Transcribe(const TranscribeOptions& options);
+
+// `tarn adapt MODEL AUDIO...`: a speaker's vocal tract warp, for
+// `tarn transcribe --warp` (tarn::EstimateWarp).
+struct AdaptOptions {
+  std::string model_path;
+  std::vector<std::string> audio_paths;
+  std::vector<float> candidates;  // empty: DefaultWarpCandidates()
+  bool json = false;
+  Int8Compute int8_compute = Int8Compute::kExact;
+};
+
+int Adapt(const AdaptOptions& options);
 
 }  // namespace tarn::cli
 

@@ -32,7 +32,7 @@ tarn::Status Invalid(const std::string& message) {
 constexpr size_t kOptionsFirst =
     TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
 constexpr size_t kOptionsKnown =
-    TARN_OPTIONS_END(tarn_recognizer_options, final_silence_ms);
+    TARN_OPTIONS_END(tarn_recognizer_options, warp);
 
 const tarn::Model* Cpp(const tarn_model* model) {
   return reinterpret_cast<const tarn::Model*>(model);
@@ -75,6 +75,7 @@ tarn_recognizer_options tarn_recognizer_options_default(void) {
   options.hotword_count = 0;
   options.hotword_boost = cpp.hotword_boost;
   options.final_silence_ms = cpp.final_silence_ms;
+  options.warp = cpp.warp;
   return options;
 }
 
@@ -121,6 +122,7 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
     }
     cpp.hotword_boost = given.hotword_boost;
     cpp.final_silence_ms = given.final_silence_ms;
+    cpp.warp = given.warp;
     auto handle = std::make_unique<tarn_recognizer>();
     status = tarn::Recognizer::Create(*Cpp(model), cpp, &handle->recognizer);
     if (!status.ok()) return status;
@@ -202,6 +204,32 @@ uint32_t tarn_recognizer_sample_rate(const tarn_recognizer* recognizer) {
 
 double tarn_recognizer_step_seconds(const tarn_recognizer* recognizer) {
   return recognizer ? recognizer->recognizer->step_seconds() : 0;
+}
+
+tarn_status tarn_estimate_warp(const tarn_model* model,
+                               const float* const* utterances,
+                               const size_t* sample_counts,
+                               size_t utterance_count, float* warp) {
+  return Guard([&] {
+    if (model == nullptr) return Null("model");
+    if (warp == nullptr) return Null("warp");
+    if (utterance_count > 0 && utterances == nullptr) return Null("utterances");
+    if (utterance_count > 0 && sample_counts == nullptr) {
+      return Null("sample_counts");
+    }
+    std::vector<std::vector<float>> copies(utterance_count);
+    for (size_t i = 0; i < utterance_count; ++i) {
+      if (utterances[i] == nullptr && sample_counts[i] > 0) {
+        return Invalid("utterances[" + std::to_string(i) + "] is null");
+      }
+      copies[i].assign(utterances[i], utterances[i] + sample_counts[i]);
+    }
+    tarn::WarpEstimate estimate;
+    const tarn::Status status = tarn::EstimateWarp(
+        *Cpp(model), copies, tarn::DefaultWarpCandidates(), &estimate);
+    if (status.ok()) *warp = estimate.warp;
+    return status;
+  });
 }
 
 }  // extern "C"

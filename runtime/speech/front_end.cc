@@ -35,6 +35,19 @@ double Mel(double frequency) {
   return 1127.0 * std::log(1.0 + frequency / 700.0);
 }
 
+// features.py's VTLP_BOUNDARY_HZ: above it (scaled for warps below 1) the
+// warp bends to keep the Nyquist frequency in place.
+constexpr double kWarpBoundaryHz = 4800.0;
+
+// features.py's vtlp_warp, the same arithmetic in the same order.
+double Warp(double frequency, double warp, double nyquist) {
+  const double edge = kWarpBoundaryHz * std::min(warp, 1.0);
+  const double boundary = edge / warp;
+  if (frequency <= boundary) return warp * frequency;
+  return nyquist -
+         (nyquist - edge) / (nyquist - boundary) * (nyquist - frequency);
+}
+
 }  // namespace
 
 void Int16ToFloat(const int16_t* in, size_t count, float* out) {
@@ -105,6 +118,18 @@ Status CheckAudioFrontEnd(const AudioFrontEndConfig& c) {
                   "audio front end: log_floor " + Str(c.log_floor) +
                       " is not supported: it must be positive and finite "
                       "(ln(0) of digital silence is -inf)");
+  }
+  if (c.warp != 1.0f) {
+    if (!(c.warp >= 0.5f && c.warp <= 2.0f)) {
+      return Invalid("warp " + Str(c.warp) +
+                     " is outside [0.5, 2] (1: no vocal tract warp)");
+    }
+    if (!(nyquist > kWarpBoundaryHz)) {
+      return Status(StatusCode::kUnsupported,
+                    "audio front end: warp " + Str(c.warp) +
+                        " needs sample_rate / 2 above " + Str(kWarpBoundaryHz) +
+                        " Hz; this model's is " + Str(nyquist) + " Hz");
+    }
   }
   if (c.feature_mean.empty() != c.feature_std.empty()) {
     return Invalid(
@@ -206,7 +231,8 @@ void FrontEnd::Impl::Prepare() {
   points[m_count + 1] = mel_high;
   std::vector<double> u(bins);
   for (size_t k = 0; k < bins; ++k) {
-    u[k] = Mel(static_cast<double>(k) * c_.sample_rate / c_.fft_size);
+    const double f = static_cast<double>(k) * c_.sample_rate / c_.fft_size;
+    u[k] = Mel(c_.warp == 1.0f ? f : Warp(f, c_.warp, c_.sample_rate / 2.0));
   }
   first_bin_.assign(m_count, 0);
   offset_.assign(m_count + 1, 0);

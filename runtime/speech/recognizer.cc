@@ -37,6 +37,36 @@ constexpr size_t kPcmBlock = 1024;
 constexpr uint32_t kMaxFinalSilenceMs = 60000;
 constexpr uint32_t kUnlimitedLabels = 4096;
 
+// A causal frame model whose outputs are its labels' logits, with a front
+// end whose features fill its frames; *audio gets the front end's recipe.
+Status CheckSpeechModel(const Model& model, AudioFrontEndConfig* audio) {
+  const ModelConfig& c = model.config();
+  if (c.input_kind != InputKind::kFrames) {
+    return Refuse("this model takes tokens, not audio frames");
+  }
+  if (!c.causal) {
+    return Refuse("this model's attention is bidirectional: it cannot stream");
+  }
+  if (c.labels.empty()) {
+    return Refuse(
+        "this model has no output labels: convert it with --labels "
+        "(the CTC labels, blank first)");
+  }
+  if (c.labels.size() != model.output_size()) {
+    return Refuse("the model has " + std::to_string(c.labels.size()) +
+                  " labels but " + std::to_string(model.output_size()) +
+                  " outputs per step");
+  }
+  Status status = ReadAudioFrontEnd(model, audio);
+  if (!status.ok()) return status;
+  if (audio->num_mel_bins != model.frame_size()) {
+    return Refuse("the front end makes " + std::to_string(audio->num_mel_bins) +
+                  " features per frame but the model's frames have " +
+                  std::to_string(model.frame_size()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 class Recognizer::Impl {
@@ -119,30 +149,10 @@ Status Recognizer::Impl::Init() {
                   " (a minute of silence stepped at every end of stream)");
   }
   const ModelConfig& c = model_.config();
-  if (c.input_kind != InputKind::kFrames) {
-    return Refuse("this model takes tokens, not audio frames");
-  }
-  if (!c.causal) {
-    return Refuse("this model's attention is bidirectional: it cannot stream");
-  }
-  if (c.labels.empty()) {
-    return Refuse(
-        "this model has no output labels: convert it with --labels "
-        "(the CTC labels, blank first)");
-  }
-  if (c.labels.size() != model_.output_size()) {
-    return Refuse("the model has " + std::to_string(c.labels.size()) +
-                  " labels but " + std::to_string(model_.output_size()) +
-                  " outputs per step");
-  }
   AudioFrontEndConfig audio;
-  Status status = ReadAudioFrontEnd(model_, &audio);
+  Status status = CheckSpeechModel(model_, &audio);
   if (!status.ok()) return status;
-  if (audio.num_mel_bins != model_.frame_size()) {
-    return Refuse("the front end makes " + std::to_string(audio.num_mel_bins) +
-                  " features per frame but the model's frames have " +
-                  std::to_string(model_.frame_size()));
-  }
+  audio.warp = options_.warp;
   status = FrontEnd::Create(audio, &front_end_);
   if (!status.ok()) return status;
   {  // What the front end makes of zeros, for the silence Final() steps.
@@ -465,5 +475,82 @@ const AudioFrontEndConfig& Recognizer::audio() const {
 }
 double Recognizer::step_seconds() const { return impl_->step_seconds_; }
 RecognizerStats Recognizer::stats() const { return impl_->Stats(); }
+
+const std::vector<float>& DefaultWarpCandidates() {
+  static const std::vector<float> candidates = {0.85f, 0.9f, 0.95f, 1.0f,
+                                                1.05f, 1.1f, 1.15f};
+  return candidates;
+}
+
+Status EstimateWarp(const Model& model,
+                    const std::vector<std::vector<float>>& utterances,
+                    const std::vector<float>& candidates,
+                    WarpEstimate* estimate) {
+  if (estimate == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "estimate is null");
+  }
+  if (candidates.empty()) return Refuse("no candidate warps to choose from");
+  AudioFrontEndConfig audio;
+  Status status = CheckSpeechModel(model, &audio);
+  if (!status.ok()) return status;
+  std::unique_ptr<Session> session;
+  status = Session::Create(model, SessionOptions(), &session);
+  if (!status.ok()) return status;
+  const size_t width = model.output_size();
+  WarpEstimate result;
+  std::vector<float> frames, outputs;
+  for (const float warp : candidates) {
+    audio.warp = warp;
+    std::unique_ptr<FrontEnd> front_end;
+    status = FrontEnd::Create(audio, &front_end);
+    if (!status.ok()) return status;
+    // Over every step of every utterance: the log-probability of the step's
+    // most likely label, max - logsumexp.
+    double sum = 0;
+    uint64_t steps = 0;
+    for (size_t u = 0; u < utterances.size(); ++u) {
+      frames.clear();
+      front_end->Reset();
+      front_end->Accept(utterances[u].data(), utterances[u].size(),
+                        [&](const float* features) {
+                          frames.insert(frames.end(), features,
+                                        features + audio.num_mel_bins);
+                        });
+      const size_t count = frames.size() / audio.num_mel_bins;
+      session->Reset();
+      outputs.resize(session->StepsForFrames(count) * width);
+      size_t taken = 0;
+      status = session->PrefillFrames(frames.data(), count, outputs.data(),
+                                      outputs.size(), &taken);
+      if (!status.ok()) {
+        return Status(status.code(), "utterance " + std::to_string(u) + ": " +
+                                         status.message());
+      }
+      for (size_t t = 0; t < taken; ++t) {
+        const float* row = outputs.data() + t * width;
+        const float top = *std::max_element(row, row + width);
+        double total = 0;
+        for (size_t l = 0; l < width; ++l) total += std::exp(row[l] - top);
+        sum -= std::log(total);
+        ++steps;
+      }
+    }
+    if (steps == 0) {
+      return Refuse(
+          "the utterances hold no audio frame to estimate a warp "
+          "from (each frame is " +
+          std::to_string(audio.window_length) + " samples)");
+    }
+    result.candidates.push_back(warp);
+    result.scores.push_back(sum / static_cast<double>(steps));
+    if (result.scores.size() == 1 ||
+        result.scores.back() > result.scores[result.best]) {
+      result.best = result.scores.size() - 1;
+    }
+  }
+  result.warp = result.candidates[result.best];
+  *estimate = std::move(result);
+  return Status::Ok();
+}
 
 }  // namespace tarn

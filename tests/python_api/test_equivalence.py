@@ -150,6 +150,20 @@ def test_transcribe_with_words_matches_cli(tarn_bin):
     ]
 
 
+def test_warp_and_its_estimate_match_cli(tarn_bin):
+    """tarn.estimate_warp is `tarn adapt` (warp and every score), and
+    transcribe(warp=...) is `tarn transcribe --warp`."""
+    model = tarn.Model(SPEECH_MODEL)
+    expected = json.loads(run_cli(tarn_bin, "adapt", "--json", SPEECH_MODEL, *SAMPLES))
+    warp, scores = tarn.estimate_warp(model, SAMPLES)
+    assert warp == pytest.approx(expected["warp"])
+    assert list(scores.values()) == pytest.approx([s["score"] for s in expected["scores"]], abs=1e-12)
+    assert tarn.estimate_warp(model, [tarn.read_wav(p) for p in SAMPLES]) == (warp, scores)
+    for sample in SAMPLES:
+        expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", "--warp", "0.85", SPEECH_MODEL, sample))
+        assert tarn.transcribe(model, sample, warp=0.85).text == expected["text"]
+
+
 def test_recognizer_any_chunk_size_and_dtype():
     model = tarn.Model(SPEECH_MODEL)
     samples = tarn.read_wav(SAMPLES[1])

@@ -186,3 +186,19 @@ def test_hotwords():
         tarn.Recognizer(model, hotwords={"light": -1.0})
     with pytest.raises(tarn.Error, match="list of phrases"):
         tarn.Recognizer(model, hotwords="light music")
+
+
+def test_warp():
+    model = tarn.Model(SPEECH_MODEL)
+    with pytest.raises(tarn.InvalidArgumentError, match=r"warp 3 is outside \[0.5, 2\]"):
+        tarn.Recognizer(model, warp=3)
+    with pytest.raises(tarn.InvalidArgumentError, match="no audio frame"):
+        tarn.estimate_warp(model, [])
+    with pytest.raises(tarn.InvalidArgumentError, match="no candidate warps"):
+        tarn.estimate_warp(model, [SAMPLES[0]], candidates=[])
+    with pytest.raises(tarn.InvalidArgumentError, match="float64"):
+        tarn.estimate_warp(model, [np.zeros(16000)])
+    samples = tarn.read_wav(SAMPLES[0])
+    samples[5000] = np.nan
+    with pytest.raises(tarn.InvalidArgumentError, match="utterance 0"):
+        tarn.estimate_warp(model, [samples])

@@ -1,10 +1,11 @@
-// speech_features MODEL.tarn AUDIO OUT.npy CHUNKS
+// speech_features MODEL.tarn AUDIO OUT.npy CHUNKS [WARP]
 //
 // Runs the C++ front end with MODEL's recipe over AUDIO (any file libsndfile
 // reads, mono) fed in chunks, and writes the features [frames, mel bins] as
 // float32 .npy, for test_front_end.py to compare with features.py. CHUNKS:
 // a size in samples ("1", "7", "160", ...), "all" (one call), or
-// "random:SEED" (sizes drawn from 1..2000).
+// "random:SEED" (sizes drawn from 1..2000). WARP: the front end's vocal
+// tract warp (AudioFrontEndConfig::warp), default 1.
 
 #include <sndfile.h>
 
@@ -48,13 +49,16 @@ bool WriteNpy(const std::string& path, size_t rows, size_t cols,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) return Fail("usage: MODEL.tarn AUDIO OUT.npy CHUNKS");
+  if (argc != 5 && argc != 6) {
+    return Fail("usage: MODEL.tarn AUDIO OUT.npy CHUNKS [WARP]");
+  }
   std::unique_ptr<tarn::Model> model;
   tarn::Status status = tarn::Model::Load(argv[1], &model);
   if (!status.ok()) return Fail(status.message());
   tarn::AudioFrontEndConfig recipe;
   status = tarn::ReadAudioFrontEnd(*model, &recipe);
   if (!status.ok()) return Fail(status.message());
+  if (argc == 6) recipe.warp = std::stof(argv[5]);
   std::unique_ptr<tarn::FrontEnd> front_end;
   status = tarn::FrontEnd::Create(recipe, &front_end);
   if (!status.ok()) return Fail(status.message());

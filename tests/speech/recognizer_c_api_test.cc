@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tarn/audio.hpp"
 #include "tarn/recognizer.hpp"
 #include "tarn/speech.h"
 
@@ -177,6 +178,7 @@ TEST(RecognizerCApi, SameAsCppRecognizer) {
     tarn_recognizer_options options = tarn_recognizer_options_default();
     EXPECT_EQ(options.endpoint_silence_ms, cpp_options.endpoint_silence_ms);
     EXPECT_EQ(options.final_silence_ms, cpp_options.final_silence_ms);
+    EXPECT_EQ(options.warp, cpp_options.warp);
     if (beam) {
       cpp_options.beam_width = options.beam_width = beam;
       cpp_options.final_silence_ms = options.final_silence_ms = 0;
@@ -458,6 +460,57 @@ TEST(RecognizerCApi, RefusesBadHotwords) {
             TARN_STATUS_OK)
       << tarn_last_error();
   tarn_recognizer_free(recognizer);
+}
+
+// A warp reaches the recognizer (a bad one is refused), the third
+// version's size leaves it at 1, and tarn_estimate_warp is EstimateWarp.
+TEST(RecognizerCApi, WarpAndItsEstimate) {
+  Loaded speech;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
+  tarn_recognizer_options options = tarn_recognizer_options_default();
+  options.warp = 3.0f;
+  tarn_recognizer* recognizer = nullptr;
+  EXPECT_EQ(tarn_recognizer_create(speech.model, 16000, &options, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("warp 3 is outside"),
+            std::string::npos)
+      << tarn_last_error();
+  options.struct_size =
+      offsetof(tarn_recognizer_options, final_silence_ms) + sizeof(uint32_t);
+  ASSERT_EQ(tarn_recognizer_create(speech.model, 16000, &options, &recognizer),
+            TARN_STATUS_OK)
+      << tarn_last_error();
+  tarn_recognizer_free(recognizer);
+
+  std::vector<std::vector<float>> utterances;
+  for (const char* name : {"slt_012600.wav", "slt_012603.wav"}) {
+    const std::vector<int16_t> pcm = ReadPcm(kSamples / name);
+    ASSERT_FALSE(pcm.empty());
+    utterances.emplace_back(pcm.size());
+    tarn::Int16ToFloat(pcm.data(), pcm.size(), utterances.back().data());
+  }
+  tarn::WarpEstimate expected;
+  ASSERT_TRUE(tarn::EstimateWarp(*speech.cpp, utterances,
+                                 tarn::DefaultWarpCandidates(), &expected)
+                  .ok());
+  const float* pointers[] = {utterances[0].data(), utterances[1].data()};
+  const size_t counts[] = {utterances[0].size(), utterances[1].size()};
+  float warp = 0;
+  ASSERT_EQ(tarn_estimate_warp(speech.model, pointers, counts, 2, &warp),
+            TARN_STATUS_OK)
+      << tarn_last_error();
+  EXPECT_EQ(warp, expected.warp);
+  EXPECT_EQ(tarn_estimate_warp(speech.model, pointers, counts, 0, &warp),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("no audio frame"),
+            std::string::npos)
+      << tarn_last_error();
+  EXPECT_EQ(tarn_estimate_warp(speech.model, nullptr, counts, 2, &warp),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_estimate_warp(speech.model, pointers, counts, 2, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_estimate_warp(nullptr, pointers, counts, 2, &warp),
+            TARN_STATUS_INVALID_ARGUMENT);
 }
 
 }  // namespace

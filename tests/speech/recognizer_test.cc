@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sndfile.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "allocation_counter.h"
 #include "endpointer.h"
+#include "tarn/audio.hpp"
 
 namespace tarn {
 namespace {
@@ -123,6 +125,103 @@ TEST(Recognizer, RefusesMoreThanAMinuteOfFinalSilence) {
       << status.message();
   options.final_silence_ms = 60000;
   EXPECT_TRUE(Recognizer::Create(*model, options, &recognizer).ok());
+}
+
+TEST(Recognizer, RefusesAWarpOutsideItsRange) {
+  auto model = LoadModel("hamming.tarn");
+  RecognizerOptions options;
+  options.warp = 3.0f;
+  std::unique_ptr<Recognizer> recognizer;
+  Status status = Recognizer::Create(*model, options, &recognizer);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("warp 3 is outside [0.5, 2]"),
+            std::string::npos)
+      << status.message();
+  options.warp = 0.9f;
+  EXPECT_TRUE(Recognizer::Create(*model, options, &recognizer).ok());
+}
+
+// The score of one warp computed here another way: the front end's frames
+// stepped one at a time (EstimateWarp prefills them), log-softmax by hand.
+double MeanBestLogProbability(const Model& model, float warp,
+                              const std::vector<std::vector<float>>& audio) {
+  AudioFrontEndConfig config;
+  EXPECT_TRUE(ReadAudioFrontEnd(model, &config).ok());
+  config.warp = warp;
+  std::unique_ptr<FrontEnd> front_end;
+  EXPECT_TRUE(FrontEnd::Create(config, &front_end).ok());
+  std::unique_ptr<Session> session;
+  EXPECT_TRUE(Session::Create(model, SessionOptions(), &session).ok());
+  std::vector<float> logits(model.output_size());
+  double sum = 0;
+  size_t steps = 0;
+  for (const std::vector<float>& samples : audio) {
+    front_end->Reset();
+    session->Reset();
+    front_end->Accept(samples.data(), samples.size(), [&](const float* f) {
+      bool stepped = false;
+      EXPECT_TRUE(session
+                      ->StepFrame(f, front_end->num_features(), logits.data(),
+                                  logits.size(), &stepped)
+                      .ok());
+      if (!stepped) return;
+      double total = 0;
+      for (float l : logits) total += std::exp(static_cast<double>(l));
+      sum += *std::max_element(logits.begin(), logits.end()) - std::log(total);
+      ++steps;
+    });
+  }
+  return sum / static_cast<double>(steps);
+}
+
+TEST(EstimateWarp, PicksTheCandidateWithTheBestScore) {
+  auto model = LoadModel("hamming.tarn");
+  const std::vector<std::vector<float>> audio = {ReadAudio("speech.wav"),
+                                                 ReadAudio("two.wav")};
+  const std::vector<float> candidates = {0.8f, 1.0f, 1.2f};
+  WarpEstimate estimate;
+  Status status = EstimateWarp(*model, audio, candidates, &estimate);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(estimate.scores.size(), 3u);
+  EXPECT_EQ(estimate.candidates, candidates);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(estimate.scores[i],
+                MeanBestLogProbability(*model, candidates[i], audio), 1e-6)
+        << "warp " << candidates[i];
+  }
+  EXPECT_NE(estimate.scores[0], estimate.scores[2]);
+  const size_t best = static_cast<size_t>(
+      std::max_element(estimate.scores.begin(), estimate.scores.end()) -
+      estimate.scores.begin());
+  EXPECT_EQ(estimate.best, best);
+  EXPECT_EQ(estimate.warp, candidates[best]);
+}
+
+TEST(EstimateWarp, RefusesWhatItCannotUse) {
+  auto model = LoadModel("hamming.tarn");
+  const std::vector<std::vector<float>> audio = {ReadAudio("speech.wav")};
+  WarpEstimate estimate;
+  auto refused =
+      [&](const Model& m, const std::vector<std::vector<float>>& utterances,
+          const std::vector<float>& candidates, const std::string& expected) {
+        Status status = EstimateWarp(m, utterances, candidates, &estimate);
+        EXPECT_FALSE(status.ok()) << expected;
+        EXPECT_NE(status.message().find(expected), std::string::npos)
+            << status.message();
+      };
+  refused(*model, audio, {}, "no candidate warps");
+  refused(*model, audio, {1.0f, 0.1f}, "warp 0.1 is outside [0.5, 2]");
+  refused(*model, {}, DefaultWarpCandidates(), "no audio frame");
+  refused(*model, {std::vector<float>(300, 0.1f)}, DefaultWarpCandidates(),
+          "no audio frame");
+  std::vector<std::vector<float>> bad = {audio[0], audio[0]};
+  bad[1][1000] = NAN;
+  refused(*model, bad, DefaultWarpCandidates(), "utterance 1");
+  refused(*LoadModel("noaudio.tarn"), audio, DefaultWarpCandidates(),
+          "no audio front end");
+  EXPECT_EQ(
+      EstimateWarp(*model, audio, DefaultWarpCandidates(), nullptr).code(),
+      StatusCode::kInvalidArgument);
 }
 
 // Two stretches of speech 1.5 s apart: two utterances, each "a", with times

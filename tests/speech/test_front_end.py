@@ -9,7 +9,9 @@ and the ASR example's sample WAVs when present. Recipes: the ASR example's
 (Hamming) with statistics; tests.goldens' (Povey window); a Hann window
 with a 1024-point FFT, no DC removal, no pre-emphasis and no statistics; and,
 when examples/asr/model holds asr.pt and its conversion asr.tarn, the trained
-model's recipe (with its statistics, as asr.pt stores them).
+model's recipe (with its statistics, as asr.pt stores them). The recipes
+with statistics run again at two vocal tract warps (0.85, 1.17), against
+features.py's warped filterbank.
 features.py defines the Hamming window only: for the others the test swaps
 its window function (Kaldi's definitions) and runs the rest unchanged.
 Prints the measured maximum difference for every case.
@@ -42,13 +44,13 @@ def window_function(name):
     }[name]
 
 
-def python_features(samples, recipe):
+def python_features(samples, recipe, warp=1.0):
     original = features.hamming
     features.hamming = window_function(recipe["window"])
     try:
         plain = dict(recipe, window="hamming")
         if recipe.get("feature_mean") is not None:
-            return features.features(samples, plain)
+            return features.features(samples, plain, warp=warp)
         return features.log_mel(samples, plain).astype(np.float32)
     finally:
         features.hamming = original
@@ -83,12 +85,21 @@ def test_front_end_matches_python(fixtures, features_tool, tmp_path):
 
         recipe = torch.load(trained / "asr.pt", map_location="cpu", weights_only=False)["recipe"]
         cases.append(("asr.tarn", trained / "asr.tarn", recipe))
-    for model, model_path, recipe in cases:
+    # A speaker's vocal tract warp (AudioFrontEndConfig::warp): features.py's
+    # warped filterbank, at the float the front end holds.
+    runs = [(name, path, recipe, None, CHUNKINGS) for name, path, recipe in cases]
+    runs += [(name, path, recipe, warp, ["1", "all", "random:1"])
+             for name, path, recipe in cases if recipe.get("feature_mean") is not None
+             for warp in ("0.85", "1.17")]
+    for model, model_path, recipe, warp, chunkings in runs:
+        if warp is not None:
+            model = f"{model} warp {warp}"
         for wav in audio:
-            expected = python_features(features.read_wav(str(wav)), recipe)
-            for chunks in CHUNKINGS:
+            expected = python_features(features.read_wav(str(wav)), recipe,
+                                       warp=1.0 if warp is None else float(np.float32(warp)))
+            for chunks in chunkings:
                 out = work / "out.npy"
-                subprocess.run([tool, model_path, wav, out, chunks], check=True)
+                subprocess.run([tool, model_path, wav, out, chunks] + ([warp] if warp else []), check=True)
                 got = np.load(out)
                 if got.shape != expected.shape:
                     failures.append(f"{model} {wav.name} chunks {chunks}: shape {got.shape}, expected {expected.shape}")
@@ -96,7 +107,7 @@ def test_front_end_matches_python(fixtures, features_tool, tmp_path):
                 diff = float(np.abs(got.astype(np.float64) - expected).max()) if got.size else 0.0
                 worst = max(worst, diff)
                 if chunks in ("1", "random:1"):
-                    print(f"{model:8} {wav.name:36} {got.shape[0]:5} frames  chunks {chunks:9} max |C++ - Python| = {diff:.2e}")
+                    print(f"{model:22} {wav.name:36} {got.shape[0]:5} frames  chunks {chunks:9} max |C++ - Python| = {diff:.2e}")
                 if not diff <= TOLERANCE:
                     failures.append(f"{model} {wav.name} chunks {chunks}: max abs difference {diff:.3g} > {TOLERANCE}")
     print(f"worst max abs difference over all cases: {worst:.2e} (tolerance {TOLERANCE})")

@@ -141,3 +141,62 @@ def test_an_utterance_cut_by_max_length_keeps_its_last_word(tarn, tmp_path):
         if not cut_short or cut_short[0]["text"].split()[-1:] != [expected[wav.name]]:
             lost_without.append(wav.name)
     assert lost_without, "every utterance kept its last word without the silence: the test shows nothing"
+
+
+# The candidates tarn adapt tries by default (DefaultWarpCandidates), as the
+# float32 values the front end holds.
+WARPS = [float(np.float32(w)) for w in (0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15)]
+
+
+def pytorch_log_probs(model, recipe, samples, warp):
+    frames = features.features(samples, recipe, warp=warp).astype(np.float32)
+    with torch.no_grad():
+        return torch.log_softmax(model(torch.from_numpy(frames)[None])[0].double(), -1).numpy()
+
+
+def test_adapt_scores_match_pytorch(trained, tarn):
+    """`tarn adapt` (EstimateWarp) over the bundled samples: each candidate's
+    score, the mean over every step of the log-probability of its most
+    likely label, against the PyTorch model over features.py's warped
+    features; and the warp it picks is the best of PyTorch's scores."""
+    model, recipe = trained
+    r = subprocess.run([tarn, "adapt", str(ASR / "model" / "asr.tarn"), *map(str, WAVS), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    expected = []
+    for warp in WARPS:
+        best = np.concatenate([pytorch_log_probs(model, recipe, features.read_wav(str(w)), warp).max(-1) for w in WAVS])
+        expected.append(best.mean())
+    scores = [s["score"] for s in got["scores"]]
+    print("warp   tarn adapt   PyTorch")
+    for warp, s, e in zip(WARPS, scores, expected):
+        print(f"{warp:.2f}  {s:.6f}  {e:.6f}")
+    assert [s["warp"] for s in got["scores"]] == pytest.approx(WARPS)
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert len(set(np.round(expected, 3))) > 1, "the warp changes nothing: the test shows nothing"
+    order = np.argsort(expected)
+    assert expected[order[-1]] - expected[order[-2]] > 2e-4, "too close to call"
+    assert got["warp"] == pytest.approx(WARPS[order[-1]])
+
+
+def test_transcribe_with_a_warp_is_pytorch_greedy_on_warped_features(trained, tarn):
+    """`tarn transcribe --warp` (the Recognizer's front end warped), greedy,
+    with no endpoint and no final silence, against greedy decoding of the
+    PyTorch model's logits over features.py's warped features."""
+    model, recipe = trained
+    labels = torch.load(ASR / "model" / "asr.pt", map_location="cpu", weights_only=False)["labels"]
+    changed = 0
+    for wav in WAVS:
+        samples = features.read_wav(str(wav))
+        texts = {}
+        for warp in (0.85, 1.15):
+            path = pytorch_log_probs(model, recipe, samples, float(np.float32(warp))).argmax(-1)
+            merged = [label for i, label in enumerate(path) if label != 0 and (i == 0 or label != path[i - 1])]
+            expected = " ".join("".join(labels[label] for label in merged).split())
+            got = transcribe(tarn, wav, "--warp", str(warp), "--endpoint-ms", "0", "--final-silence-ms", "0")[-1]
+            print(f"{wav.name} warp {warp}: {got['text']!r}")
+            assert got["text"] == expected, (wav.name, warp)
+            texts[warp] = expected
+        changed += texts[0.85] != texts[1.15]
+    assert changed, "no sample reads differently at the two warps: the test shows nothing"

@@ -107,14 +107,14 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
 
 def test_vocal_tract_warp_is_the_front_end_at_factor_one():
     recipe = dict(features.RECIPE, feature_mean=[0.0] * 40, feature_std=[1.0] * 40)
-    np.testing.assert_allclose(train.warped_filterbank(recipe, 1.0), features.mel_filterbank(recipe), atol=1e-12)
+    np.testing.assert_allclose(features.warped_filterbank(recipe, 1.0), features.mel_filterbank(recipe), atol=1e-12)
     x = np.random.default_rng(1).standard_normal(4000) * 0.1
-    np.testing.assert_allclose(train.warped_features(x, recipe, 1.0 + 1e-12), features.features(x, recipe),
+    np.testing.assert_allclose(features.features(x, recipe, warp=1.0 + 1e-12), features.features(x, recipe),
                                rtol=1e-5, atol=1e-5)
     # A factor above 1 moves energy to higher mel bins (a shorter vocal tract).
     tone = np.sin(2 * np.pi * 1000 * np.arange(4000) / 16000)
-    peak = train.warped_features(tone, recipe, 1.0 + 1e-12).mean(0).argmax()
-    assert train.warped_features(tone, recipe, 1.15).mean(0).argmax() > peak
+    peak = features.features(tone, recipe, warp=1.0 + 1e-12).mean(0).argmax()
+    assert features.features(tone, recipe, warp=1.15).mean(0).argmax() > peak
 
 
 def test_corpus_plan_keeps_earlier_utterances_when_sets_are_added():

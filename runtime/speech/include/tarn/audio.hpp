@@ -22,7 +22,8 @@
 // only, so N samples give max(0, 1 + (N - window) / hop) frames, and frame t
 // is emitted as soon as sample hop * t + window - 1 has arrived. Per frame:
 // DC removal, pre-emphasis (Kaldi's in-frame form), window, power spectrum of
-// the zero-padded FFT, HTK mel triangles, ln(max(E, log_floor)), then
+// the zero-padded FFT, HTK mel triangles (read at a speaker's vocal tract
+// warp, if one is set), ln(max(E, log_floor)), then
 // (L - feature_mean) / feature_std. Arithmetic is in double, as the Python
 // recipe; features are returned as float. No dither.
 //

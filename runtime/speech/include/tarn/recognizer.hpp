@@ -99,6 +99,9 @@ struct RecognizerOptions {
   // Need beam_width >= 2; work with or without a word list.
   std::vector<CtcHotword> hotwords;
   float hotword_boost = kDefaultHotwordBoost;
+  // The speaker's vocal tract warp (AudioFrontEndConfig::warp): 1, none, or
+  // a factor in [0.5, 2], e.g. one EstimateWarp() found for this speaker.
+  float warp = 1.0f;
 };
 
 struct RecognizedWord {
@@ -178,6 +181,35 @@ class Recognizer {
   explicit Recognizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Speaker adaptation (vocal tract length normalisation). A model trained on
+// few voices like a speaker's hears that speaker better through a warped
+// front end (RecognizerOptions::warp); this picks the warp, unsupervised,
+// from the speaker's speech alone: the candidate under which the model is
+// most confident, i.e. with the largest mean, over every step of every
+// utterance, of the log-probability of the step's most likely label. Each
+// utterance starts from a fresh state. Cost: the model over all the audio
+// once per candidate. The estimate needs a few minutes of speech to be
+// reliable (examples/asr/README.md, "Speaker adaptation").
+struct WarpEstimate {
+  float warp = 1.0f;              // the chosen candidate
+  size_t best = 0;                // its index
+  std::vector<float> candidates;  // as given
+  std::vector<double> scores;     // each candidate's mean log-probability
+};
+
+// 0.85 to 1.15 in steps of 0.05: the bundled model's training drew its VTLP
+// warps from [0.85, 1.18].
+const std::vector<float>& DefaultWarpCandidates();
+
+// utterances: samples at the model's rate, floats in [-1, 1) (as
+// Recognizer::AcceptWaveform). Fails for a model the Recognizer refuses, an
+// invalid candidate (AudioFrontEndConfig::warp), non-finite samples, or
+// audio too short for one frame.
+Status EstimateWarp(const Model& model,
+                    const std::vector<std::vector<float>>& utterances,
+                    const std::vector<float>& candidates,
+                    WarpEstimate* estimate);
 
 }  // namespace tarn
 

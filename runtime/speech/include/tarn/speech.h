@@ -82,6 +82,10 @@ typedef struct tarn_recognizer_options {
    * it (the model emits a word's labels a few steps after its audio); 0:
    * none; at most 60000; default 300. */
   uint32_t final_silence_ms;
+  /* Added in the fourth version. The speaker's vocal tract warp: 1 (the
+   * default), none; or a factor in [0.5, 2], e.g. from
+   * tarn_estimate_warp(). */
+  float warp;
 } tarn_recognizer_options;
 
 typedef struct tarn_recognized_word {
@@ -100,7 +104,7 @@ typedef struct tarn_recognition_result {
 
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
  * 2 s without speech, one thread, beam_prune 20, no hotwords (boost 1),
- * 300 ms of final silence; struct_size set. */
+ * 300 ms of final silence, no warp (1); struct_size set. */
 tarn_recognizer_options tarn_recognizer_options_default(void);
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's
@@ -147,6 +151,16 @@ void tarn_recognizer_reset(tarn_recognizer* recognizer);
 uint32_t tarn_recognizer_sample_rate(const tarn_recognizer* recognizer);
 /* Seconds of audio per model step. */
 double tarn_recognizer_step_seconds(const tarn_recognizer* recognizer);
+
+/* Speaker adaptation (tarn/recognizer.hpp, EstimateWarp): *warp gets the
+ * vocal tract warp, of 0.85, 0.9, ..., 1.15, under which the model is most
+ * confident of a speaker's utterance_count utterances (utterances[i]: floats
+ * in [-1, 1) at the model's rate, sample_counts[i] of them), for
+ * tarn_recognizer_options.warp. A few minutes of speech make it reliable. */
+tarn_status tarn_estimate_warp(const tarn_model* model,
+                               const float* const* utterances,
+                               const size_t* sample_counts,
+                               size_t utterance_count, float* warp);
 
 #ifdef __cplusplus
 } /* extern "C" */
