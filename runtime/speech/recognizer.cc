@@ -496,9 +496,14 @@ Status EstimateWarp(const Model& model,
   std::unique_ptr<Session> session;
   status = Session::Create(model, SessionOptions(), &session);
   if (!status.ok()) return status;
-  const size_t width = model.output_size();
+  const size_t width = model.output_size(), bins = audio.num_mel_bins;
+  // Frames go through the model in passes of a prefill chunk's steps, so
+  // memory stays what one pass needs however long an utterance is.
+  const size_t stack = model.config().stack_hop;
+  const size_t pass_frames = size_t{kDefaultPrefillChunk} * stack;
+  std::vector<float> frames(pass_frames * bins),
+      outputs((pass_frames / stack + 1) * width);
   WarpEstimate result;
-  std::vector<float> frames, outputs;
   for (const float warp : candidates) {
     audio.warp = warp;
     std::unique_ptr<FrontEnd> front_end;
@@ -509,31 +514,40 @@ Status EstimateWarp(const Model& model,
     double sum = 0;
     uint64_t steps = 0;
     for (size_t u = 0; u < utterances.size(); ++u) {
-      frames.clear();
       front_end->Reset();
+      session->Reset();
+      size_t pending = 0, stepped = 0;  // frames in `frames`, and before them
+      auto pass = [&] {
+        size_t taken = 0;
+        Status s = session->PrefillFrames(
+            frames.data(), pending, outputs.data(), outputs.size(), &taken);
+        if (!s.ok()) {
+          return Status(s.code(), "utterance " + std::to_string(u) +
+                                      ", the pass from its frame " +
+                                      std::to_string(stepped) + ": " +
+                                      s.message());
+        }
+        for (size_t t = 0; t < taken; ++t) {
+          const float* row = outputs.data() + t * width;
+          const float top = *std::max_element(row, row + width);
+          double total = 0;
+          for (size_t l = 0; l < width; ++l) total += std::exp(row[l] - top);
+          sum -= std::log(total);
+        }
+        steps += taken;
+        stepped += pending;
+        pending = 0;
+        return Status::Ok();
+      };
       front_end->Accept(utterances[u].data(), utterances[u].size(),
                         [&](const float* features) {
-                          frames.insert(frames.end(), features,
-                                        features + audio.num_mel_bins);
+                          if (!status.ok()) return;
+                          std::copy(features, features + bins,
+                                    frames.data() + pending * bins);
+                          if (++pending == pass_frames) status = pass();
                         });
-      const size_t count = frames.size() / audio.num_mel_bins;
-      session->Reset();
-      outputs.resize(session->StepsForFrames(count) * width);
-      size_t taken = 0;
-      status = session->PrefillFrames(frames.data(), count, outputs.data(),
-                                      outputs.size(), &taken);
-      if (!status.ok()) {
-        return Status(status.code(), "utterance " + std::to_string(u) + ": " +
-                                         status.message());
-      }
-      for (size_t t = 0; t < taken; ++t) {
-        const float* row = outputs.data() + t * width;
-        const float top = *std::max_element(row, row + width);
-        double total = 0;
-        for (size_t l = 0; l < width; ++l) total += std::exp(row[l] - top);
-        sum -= std::log(total);
-        ++steps;
-      }
+      if (status.ok() && pending > 0) status = pass();
+      if (!status.ok()) return status;
     }
     if (steps == 0) {
       return Refuse(
