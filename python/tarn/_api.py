@@ -538,9 +538,13 @@ def estimate_warp(
             arrays.append(read_wav(u, rate))
         else:
             arrays.append(_array(u, np.float32, "utterance", ndim=1))
-    chosen = list(_tarn.default_warp_candidates()) if candidates is None else [float(c) for c in candidates]
+    if candidates is None:
+        # The runtime's defaults, float32, by their shortest decimals (0.85).
+        candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
+    chosen = [float(c) for c in candidates]
     warp, tried, scores = _call(_tarn.estimate_warp, model._native, arrays, chosen)
-    return warp, dict(zip(tried, scores))
+    # The candidates as given (the runtime holds them as float32).
+    return chosen[list(tried).index(warp)], dict(zip(chosen, scores))
 
 
 def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
