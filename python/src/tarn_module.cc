@@ -505,6 +505,11 @@ class PyRecognizer {
     recognizer_->Reset();
   }
 
+  void SetWarp(float warp) {
+    Exclusive use(busy_, "recognizer");
+    Check(recognizer_->SetWarp(warp));
+  }
+
   nb::dict Stats() const {
     const tarn::RecognizerStats s = recognizer_->stats();
     nb::dict d;
@@ -652,6 +657,7 @@ NB_MODULE(_tarn, m) {
       .def("partial_result", &PyRecognizer::PartialResult)
       .def("final_result", &PyRecognizer::FinalResult)
       .def("reset", &PyRecognizer::Reset)
+      .def("set_warp", &PyRecognizer::SetWarp, "warp"_a)
       .def("stats", &PyRecognizer::Stats)
       .def_prop_ro("queued_results", &PyRecognizer::queued_results)
       .def_prop_ro("sample_rate", &PyRecognizer::sample_rate)

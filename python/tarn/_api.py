@@ -516,6 +516,11 @@ class Recognizer:
         """Back to a new recognizer: audio, queue and clock cleared."""
         self._native.reset()
 
+    def set_warp(self, warp: float) -> None:
+        """The speaker's vocal tract warp from the next frame on (e.g. once
+        estimate_warp has heard enough of them); call it between utterances."""
+        _call(self._native.set_warp, float(warp))
+
     def stats(self) -> Dict[str, float]:
         """Samples, steps, utterances, audio and processing seconds, latency."""
         return self._native.stats()

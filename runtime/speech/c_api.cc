@@ -198,6 +198,13 @@ void tarn_recognizer_reset(tarn_recognizer* recognizer) {
   if (recognizer != nullptr) recognizer->recognizer->Reset();
 }
 
+tarn_status tarn_recognizer_set_warp(tarn_recognizer* recognizer, float warp) {
+  return Guard([&] {
+    if (recognizer == nullptr) return Null("recognizer");
+    return recognizer->recognizer->SetWarp(warp);
+  });
+}
+
 uint32_t tarn_recognizer_sample_rate(const tarn_recognizer* recognizer) {
   return recognizer ? recognizer->recognizer->sample_rate() : 0;
 }

@@ -164,6 +164,8 @@ class FrontEnd::Impl {
       : c_(config), fft_(config.fft_size / 2, /*inverse=*/false) {}
 
   void Prepare();
+  // The mel triangles, at c_.warp.
+  void Filterbank();
   size_t Push(const float* samples, size_t count, bool* frame_ready);
   void Reset() {
     filled_ = 0;
@@ -172,7 +174,7 @@ class FrontEnd::Impl {
     samples_ = 0;
   }
 
-  const AudioFrontEndConfig c_;
+  AudioFrontEndConfig c_;        // only its warp changes (SetWarp)
   std::vector<float> features_;  // [num_mel_bins], the latest frame
   uint64_t frames_ = 0;
   uint64_t samples_ = 0;
@@ -219,7 +221,19 @@ void FrontEnd::Impl::Prepare() {
   power_.assign(bins, 0.0);
   features_.assign(c_.num_mel_bins, 0.0f);
 
-  // The filterbank exactly as features.py builds it: points from
+  Filterbank();
+  if (!c_.feature_mean.empty()) {
+    mean_.assign(c_.feature_mean.begin(), c_.feature_mean.end());
+    std_.assign(c_.feature_std.begin(), c_.feature_std.end());
+  }
+  // kissfft sizes a scratch buffer on its first transform for radices above
+  // 5: do it now, so that Push() never allocates.
+  fft_.transform_real(frame_.data(), spectrum_.data());
+}
+
+void FrontEnd::Impl::Filterbank() {
+  const size_t bins = c_.fft_size / 2 + 1;
+  // Exactly as features.py builds it: points from
   // np.linspace (start + i * step, the last one exactly the stop), FFT bin
   // k at frequency k * sample_rate / fft_size, triangles in the mel domain.
   const uint32_t m_count = c_.num_mel_bins;
@@ -257,13 +271,6 @@ void FrontEnd::Impl::Prepare() {
                     row.begin() + last + 1);
     offset_[m + 1] = static_cast<uint32_t>(weights_.size());
   }
-  if (!c_.feature_mean.empty()) {
-    mean_.assign(c_.feature_mean.begin(), c_.feature_mean.end());
-    std_.assign(c_.feature_std.begin(), c_.feature_std.end());
-  }
-  // kissfft sizes a scratch buffer on its first transform for radices above
-  // 5: do it now, so that Push() never allocates.
-  fft_.transform_real(frame_.data(), spectrum_.data());
 }
 
 size_t FrontEnd::Impl::Push(const float* samples, size_t count,
@@ -365,6 +372,16 @@ size_t FrontEnd::num_features() const { return impl_->c_.num_mel_bins; }
 uint64_t FrontEnd::frames_emitted() const { return impl_->frames_; }
 uint64_t FrontEnd::samples_consumed() const { return impl_->samples_; }
 void FrontEnd::Reset() { impl_->Reset(); }
+
+Status FrontEnd::SetWarp(float warp) {
+  AudioFrontEndConfig config = impl_->c_;
+  config.warp = warp;
+  Status status = CheckAudioFrontEnd(config);
+  if (!status.ok()) return status;
+  impl_->c_.warp = warp;
+  impl_->Filterbank();
+  return Status::Ok();
+}
 const AudioFrontEndConfig& FrontEnd::config() const { return impl_->c_; }
 
 }  // namespace tarn

@@ -75,6 +75,8 @@ class Recognizer::Impl {
       : model_(model), options_(options) {}
 
   Status Init();
+  Status Silence(const AudioFrontEndConfig& audio);
+  Status SetWarp(float warp);
   Status Accept(const float* samples, size_t count);
   Status AcceptPcm(const int16_t* samples, size_t count);
   const RecognitionResult& Partial();
@@ -83,7 +85,7 @@ class Recognizer::Impl {
   RecognizerStats Stats() const;
 
   const Model& model_;
-  const RecognizerOptions options_;
+  RecognizerOptions options_;  // only its warp changes (SetWarp)
   std::unique_ptr<FrontEnd> front_end_;
   std::deque<RecognitionResult> queue_;
   double step_seconds_ = 0;
@@ -141,6 +143,32 @@ class Recognizer::Impl {
   uint64_t utterances_ = 0;
 };
 
+// What the front end makes of zeros at `audio`'s warp, for the silence
+// Final() steps.
+Status Recognizer::Impl::Silence(const AudioFrontEndConfig& audio) {
+  std::unique_ptr<FrontEnd> scratch;
+  Status status = FrontEnd::Create(audio, &scratch);
+  if (!status.ok()) return status;
+  const std::vector<float> zeros(audio.window_length, 0.0f);
+  scratch->Accept(zeros.data(), zeros.size(), [&](const float* features) {
+    silence_.assign(features, features + scratch->num_features());
+  });
+  return Status::Ok();
+}
+
+Status Recognizer::Impl::SetWarp(float warp) {
+  const float before = front_end_->config().warp;
+  Status status = front_end_->SetWarp(warp);
+  if (!status.ok()) return status;
+  status = Silence(front_end_->config());
+  if (!status.ok()) {
+    front_end_->SetWarp(before);
+    return status;
+  }
+  options_.warp = warp;
+  return Status::Ok();
+}
+
 Status Recognizer::Impl::Init() {
   if (options_.final_silence_ms > kMaxFinalSilenceMs) {
     return Refuse("final_silence_ms is " +
@@ -155,15 +183,8 @@ Status Recognizer::Impl::Init() {
   audio.warp = options_.warp;
   status = FrontEnd::Create(audio, &front_end_);
   if (!status.ok()) return status;
-  {  // What the front end makes of zeros, for the silence Final() steps.
-    std::unique_ptr<FrontEnd> scratch;
-    status = FrontEnd::Create(audio, &scratch);
-    if (!status.ok()) return status;
-    const std::vector<float> zeros(audio.window_length, 0.0f);
-    scratch->Accept(zeros.data(), zeros.size(), [&](const float* features) {
-      silence_.assign(features, features + scratch->num_features());
-    });
-  }
+  status = Silence(audio);
+  if (!status.ok()) return status;
   stack_hop_ = c.stack_hop;
   hop_ = audio.hop_length;
   window_ = audio.window_length;
@@ -467,6 +488,7 @@ const RecognitionResult& Recognizer::PartialResult() {
 }
 const RecognitionResult& Recognizer::FinalResult() { return impl_->Final(); }
 void Recognizer::Reset() { impl_->Reset(); }
+Status Recognizer::SetWarp(float warp) { return impl_->SetWarp(warp); }
 uint32_t Recognizer::sample_rate() const {
   return impl_->front_end_->config().sample_rate;
 }

@@ -162,6 +162,11 @@ def test_warp_and_its_estimate_match_cli(tarn_bin):
     for sample in SAMPLES:
         expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", "--warp", "0.85", SPEECH_MODEL, sample))
         assert tarn.transcribe(model, sample, warp=0.85).text == expected["text"]
+        recognizer = tarn.Recognizer(model)
+        recognizer.set_warp(0.85)  # before any audio: as if created with it
+        recognizer.accept(tarn.read_wav(sample))
+        assert " ".join([r.text for r in recognizer.pop_results()] + [recognizer.final_result().text]).split() == \
+            expected["text"].split()
 
 
 def test_recognizer_any_chunk_size_and_dtype():

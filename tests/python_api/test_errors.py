@@ -192,6 +192,8 @@ def test_warp():
     model = tarn.Model(SPEECH_MODEL)
     with pytest.raises(tarn.InvalidArgumentError, match=r"warp 3 is outside \[0.5, 2\]"):
         tarn.Recognizer(model, warp=3)
+    with pytest.raises(tarn.InvalidArgumentError, match="warp 3 is outside"):
+        tarn.Recognizer(model).set_warp(3)
     with pytest.raises(tarn.InvalidArgumentError, match="no audio frame"):
         tarn.estimate_warp(model, [])
     with pytest.raises(tarn.InvalidArgumentError, match="no candidate warps"):

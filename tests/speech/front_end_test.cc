@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -59,6 +60,37 @@ TEST(FrontEnd, ChunkSizesChangeNothing) {
     auto front_end = Make(config);
     EXPECT_EQ(Features(*front_end, audio, chunk), whole) << "chunk " << chunk;
   }
+}
+
+// A warp set mid-stream: the frames before it are the unwarped front end's,
+// the frames after it the warped one's, the samples held across the change.
+TEST(FrontEnd, SetWarpTakesEffectAtTheNextFrame) {
+  const std::vector<float> audio = RandomAudio(16000, 2);
+  AudioFrontEndConfig config;
+  auto plain = Make(config);
+  const std::vector<float> unwarped = Features(*plain, audio, audio.size());
+  config.warp = 0.85f;
+  auto warped_from_start = Make(config);
+  const std::vector<float> warped =
+      Features(*warped_from_start, audio, audio.size());
+  ASSERT_NE(unwarped, warped);
+
+  config.warp = 1.0f;
+  auto front_end = Make(config);
+  const size_t split = 7000;  // mid-window: a frame straddles it
+  std::vector<float> first(audio.begin(), audio.begin() + split),
+      rest(audio.begin() + split, audio.end());
+  std::vector<float> got = Features(*front_end, first, first.size());
+  const size_t before = got.size();
+  EXPECT_EQ(front_end->SetWarp(3.0f).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(front_end->SetWarp(0.85f).ok());
+  EXPECT_EQ(front_end->config().warp, 0.85f);
+  const std::vector<float> after = Features(*front_end, rest, rest.size());
+  got.insert(got.end(), after.begin(), after.end());
+  ASSERT_EQ(got.size(), unwarped.size());
+  EXPECT_TRUE(std::equal(got.begin(), got.begin() + before, unwarped.begin()));
+  EXPECT_TRUE(
+      std::equal(got.begin() + before, got.end(), warped.begin() + before));
 }
 
 TEST(FrontEnd, FullFramesOnlyEmittedWhenComplete) {
@@ -190,6 +222,14 @@ TEST(FrontEnd, RefusesUnsupportedRecipes) {
          c.feature_std[5] = 0;
        },
        "feature_std[5]"},
+      {"warp", [](AudioFrontEndConfig& c) { c.warp = 0.4f; }, "warp 0.4"},
+      {"warp of an 8 kHz model",
+       [](AudioFrontEndConfig& c) {
+         c.sample_rate = 8000;
+         c.high_frequency = 4000;
+         c.warp = 0.9f;
+       },
+       "above 4800 Hz"},
   };
   for (const Case& c : cases) {
     AudioFrontEndConfig config;

@@ -463,7 +463,8 @@ TEST(RecognizerCApi, RefusesBadHotwords) {
 }
 
 // A warp reaches the recognizer (a bad one is refused), the third
-// version's size leaves it at 1, and tarn_estimate_warp is EstimateWarp.
+// version's size leaves it at 1, tarn_recognizer_set_warp before any audio
+// is creating it with the warp, and tarn_estimate_warp is EstimateWarp.
 TEST(RecognizerCApi, WarpAndItsEstimate) {
   Loaded speech;
   ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
@@ -481,6 +482,36 @@ TEST(RecognizerCApi, WarpAndItsEstimate) {
             TARN_STATUS_OK)
       << tarn_last_error();
   tarn_recognizer_free(recognizer);
+
+  // tarn_recognizer_set_warp before any audio: the recognizer created with
+  // that warp, final silence included; and not the unwarped one's.
+  const std::vector<int16_t> pcm = ReadPcm(kSamples / "slt_012600.wav");
+  tarn::RecognizerOptions warped;
+  warped.warp = 0.85f;
+  std::vector<std::string> partials;
+  const auto expected_warped =
+      RecognizeCpp(*speech.cpp, warped, pcm, 1600, &partials);
+  const auto unwarped = RecognizeCpp(*speech.cpp, tarn::RecognizerOptions(),
+                                     pcm, 1600, &partials);
+  ASSERT_NE(Describe(expected_warped), Describe(unwarped));
+  options = tarn_recognizer_options_default();
+  ASSERT_EQ(tarn_recognizer_create(speech.model, 16000, &options, &recognizer),
+            TARN_STATUS_OK)
+      << tarn_last_error();
+  EXPECT_EQ(tarn_recognizer_set_warp(recognizer, 0.1f),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("warp 0.1 is outside"),
+            std::string::npos)
+      << tarn_last_error();
+  ExpectSame(RecognizeC(recognizer, pcm, 1600, false, &partials), unwarped);
+  tarn_recognizer_reset(recognizer);
+  ASSERT_EQ(tarn_recognizer_set_warp(recognizer, 0.85f), TARN_STATUS_OK)
+      << tarn_last_error();
+  ExpectSame(RecognizeC(recognizer, pcm, 1600, false, &partials),
+             expected_warped);
+  tarn_recognizer_free(recognizer);
+  EXPECT_EQ(tarn_recognizer_set_warp(nullptr, 0.85f),
+            TARN_STATUS_INVALID_ARGUMENT);
 
   std::vector<std::vector<float>> utterances;
   for (const char* name : {"slt_012600.wav", "slt_012603.wav"}) {

@@ -94,6 +94,11 @@ class FrontEnd {
   // Forgets all samples: back to the state of a new front end.
   void Reset();
 
+  // The speaker's vocal tract warp (AudioFrontEndConfig::warp) from the
+  // next frame on; the samples held stay. Fails, changing nothing, for a
+  // warp CheckAudioFrontEnd refuses. Allocates (the filterbank).
+  Status SetWarp(float warp);
+
   const AudioFrontEndConfig& config() const;
 
   class Impl;

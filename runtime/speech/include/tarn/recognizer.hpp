@@ -169,6 +169,14 @@ class Recognizer {
   // Back to the state of a new recognizer: audio, queue and clock cleared.
   void Reset();
 
+  // The speaker's vocal tract warp (RecognizerOptions::warp) from the next
+  // frame on, e.g. once EstimateWarp() has heard enough of the speaker.
+  // Call it between utterances (after an endpoint, or before any audio): an
+  // utterance heard half at one warp and half at another is neither's.
+  // Fails, changing nothing, for a warp the front end refuses. Reset()
+  // keeps the warp. Allocates.
+  Status SetWarp(float warp);
+
   uint32_t sample_rate() const;
   const AudioFrontEndConfig& audio() const;
   // Seconds of audio per model step: stack_hop * hop_length / sample_rate.

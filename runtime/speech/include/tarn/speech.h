@@ -147,6 +147,12 @@ tarn_status tarn_recognizer_final_result(
 /* Back to a new recognizer's state: audio, queue and clock cleared. */
 void tarn_recognizer_reset(tarn_recognizer* recognizer);
 
+/* The speaker's vocal tract warp (tarn_recognizer_options.warp) from the
+ * next frame on, e.g. once tarn_estimate_warp() has heard enough of the
+ * speaker; call it between utterances. Fails, changing nothing, for a warp
+ * outside [0.5, 2]. tarn_recognizer_reset() keeps the warp. */
+tarn_status tarn_recognizer_set_warp(tarn_recognizer* recognizer, float warp);
+
 /* The audio rate the model's front end takes, Hz. */
 uint32_t tarn_recognizer_sample_rate(const tarn_recognizer* recognizer);
 /* Seconds of audio per model step. */
