@@ -616,8 +616,10 @@ def transcribe(
     the model's rate) as `tarn transcribe` does, with its defaults: fed in
     chunks of chunk_ms, greedy decoding (beam 8 with words or hotwords,
     as Recognizer takes them), endpoints
-    after 500 ms, 300 ms of silence stepped at the end. The result's text is the utterances joined by spaces, its
-    words every word with times, its duration the seconds of audio."""
+    after 500 ms, 300 ms of silence stepped at the end, no vocal tract warp
+    (warp: a speaker's, e.g. from estimate_warp). The result's text is the
+    utterances joined by spaces, its words every word with times, its
+    duration the seconds of audio."""
     if not 10 <= chunk_ms <= 100:
         raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
     recognizer = Recognizer(
