@@ -8,6 +8,7 @@
 #include <deque>
 #include <string>
 
+#include "ctc_internal.h"
 #include "endpointer.h"
 #include "latency_histogram.h"
 
@@ -85,7 +86,7 @@ class Recognizer::Impl {
   RecognizerStats Stats() const;
 
   const Model& model_;
-  RecognizerOptions options_;  // only its warp changes (SetWarp)
+  const RecognizerOptions options_;
   std::unique_ptr<FrontEnd> front_end_;
   std::deque<RecognitionResult> queue_;
   double step_seconds_ = 0;
@@ -144,7 +145,7 @@ class Recognizer::Impl {
 };
 
 // What the front end makes of zeros at `audio`'s warp, for the silence
-// Final() steps.
+// Final() steps; silence_ stays as it was when `audio` is refused.
 Status Recognizer::Impl::Silence(const AudioFrontEndConfig& audio) {
   std::unique_ptr<FrontEnd> scratch;
   Status status = FrontEnd::Create(audio, &scratch);
@@ -157,16 +158,12 @@ Status Recognizer::Impl::Silence(const AudioFrontEndConfig& audio) {
 }
 
 Status Recognizer::Impl::SetWarp(float warp) {
-  const float before = front_end_->config().warp;
-  Status status = front_end_->SetWarp(warp);
+  AudioFrontEndConfig audio = front_end_->config();
+  audio.warp = warp;
+  // Silence() refuses a bad warp before anything changes.
+  Status status = Silence(audio);
   if (!status.ok()) return status;
-  status = Silence(front_end_->config());
-  if (!status.ok()) {
-    front_end_->SetWarp(before);
-    return status;
-  }
-  options_.warp = warp;
-  return Status::Ok();
+  return front_end_->SetWarp(warp);
 }
 
 Status Recognizer::Impl::Init() {
@@ -525,6 +522,7 @@ Status EstimateWarp(const Model& model,
   const size_t pass_frames = size_t{kDefaultPrefillChunk} * stack;
   std::vector<float> frames(pass_frames * bins),
       outputs((pass_frames / stack + 1) * width);
+  std::vector<double> log_probs(width);
   WarpEstimate result;
   for (const float warp : candidates) {
     audio.warp = warp;
@@ -532,7 +530,7 @@ Status EstimateWarp(const Model& model,
     status = FrontEnd::Create(audio, &front_end);
     if (!status.ok()) return status;
     // Over every step of every utterance: the log-probability of the step's
-    // most likely label, max - logsumexp.
+    // most likely label.
     double sum = 0;
     uint64_t steps = 0;
     for (size_t u = 0; u < utterances.size(); ++u) {
@@ -550,11 +548,8 @@ Status EstimateWarp(const Model& model,
                                       s.message());
         }
         for (size_t t = 0; t < taken; ++t) {
-          const float* row = outputs.data() + t * width;
-          const float top = *std::max_element(row, row + width);
-          double total = 0;
-          for (size_t l = 0; l < width; ++l) total += std::exp(row[l] - top);
-          sum -= std::log(total);
+          sum += ctc::LogSoftmax(outputs.data() + t * width, width,
+                                 log_probs.data());
         }
         steps += taken;
         stepped += pending;
