@@ -5,7 +5,8 @@ decoding and for the beam search constrained to the word list, per voice.
 
     /usr/bin/python3 examples/asr/eval.py [--model examples/asr/model/asr.tarn] \\
         [--manifest examples/asr/data/manifest.tsv] [--splits eval_espeak eval_slt] \\
-        [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--int8 dot] [--jobs 2]
+        [--tarn build/runtime/tarn] [--beam 8] [--words FILE] [--int8 dot] [--jobs 2] \\
+        [--warp W | --adapt [warp|norms]]
 
 The manifest is make_corpus.py's TSV (path, transcript, voice, split, ...;
 paths relative to the manifest's directory). Every utterance is transcribed
@@ -15,6 +16,9 @@ train.py computes them: CER = character edits / reference characters (spaces
 count), WER = word edits / reference words. Groups: each voice (espeak-ng
 variant across accents, or flite voice) within each split, then each split.
 --json writes every hypothesis and the tables for later comparison.
+--adapt adapts to each voice (the manifest's voice column) from the audio of
+all its files in the splits, no transcripts: its vocal tract warp from
+`tarn adapt`, and with --adapt norms also a model of its own from adapt.py.
 """
 
 import argparse
@@ -69,6 +73,13 @@ def transcribe(tarn, model, wav, extra):
     return " ".join(lines[-1].split())
 
 
+def adapt_norms(checkpoint, target, wavs, warp):
+    command = [sys.executable, str(HERE / "adapt.py"), target, *wavs, "--checkpoint", checkpoint, "--warp", warp]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"adapt.py ({target}) failed: {result.stderr.strip()}")
+
+
 class Tally:
     def __init__(self):
         self.utterances = self.char_errors = self.chars = self.word_errors = self.words = 0
@@ -97,9 +108,12 @@ def main() -> int:
     parser.add_argument("--words", help="word list, one per line (default: words.txt beside this script, the corpus's 40 words)")
     parser.add_argument("--int8", choices=("exact", "dot"), help="tarn transcribe --int8 (int8 models)")
     parser.add_argument("--warp", type=float, help="tarn transcribe --warp: one vocal tract warp for every voice")
-    parser.add_argument("--adapt", action="store_true",
-                        help="speaker adaptation: each voice's warp from `tarn adapt` over all its files in the splits "
-                        "(their audio only), then tarn transcribe --warp with it")
+    parser.add_argument("--adapt", nargs="?", const="warp", choices=("warp", "norms"),
+                        help="speaker adaptation from each voice's audio alone (all its files in the splits): warp "
+                        "(the default): its warp from `tarn adapt`, then tarn transcribe --warp with it; norms: that "
+                        "warp, and a model of its own from adapt.py (layer norms, needs --checkpoint)")
+    parser.add_argument("--checkpoint", default=str(HERE / "model" / "asr.pt"),
+                        help="the training checkpoint adapt.py adapts (--adapt norms; default: the bundled one)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--limit", type=int, default=0, help="at most this many utterances per split (0: all)")
     parser.add_argument("--json", help="write hypotheses and tables here")
@@ -148,13 +162,23 @@ def main() -> int:
         print("warps (tarn adapt): " + ", ".join(f"{v} {w}" for v, w in sorted(warps.items())), file=sys.stderr)
     elif args.warp is not None:
         warps = {row["voice"]: str(args.warp) for row in rows}
+    models = collections.defaultdict(lambda: args.model)
+    if args.adapt == "norms":
+        models_dir = tempfile.TemporaryDirectory()
+        start = time.time()
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for i, voice in enumerate(sorted(voices)):
+                models[voice] = str(Path(models_dir.name) / f"{i}.tarn")
+            list(pool.map(lambda v: adapt_norms(args.checkpoint, models[v], voices[v], warps[v]), voices))
+        print(f"adapt.py: {len(voices)} models in {time.time() - start:.0f} s", file=sys.stderr)
 
     print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
     start = time.time()
     jobs = [(row, name, extra + (["--warp", warps[row["voice"]]] if warps else []))
             for row in rows for name, extra in decoders.items()]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(transcribe, tarn, args.model, str(manifest.parent / row["path"]), extra) for row, _, extra in jobs]
+        futures = [pool.submit(transcribe, tarn, models[row["voice"]], str(manifest.parent / row["path"]), extra)
+                   for row, _, extra in jobs]
         hypotheses = [f.result() for f in futures]
     print(f"transcribed in {time.time() - start:.0f} s", file=sys.stderr)
 
@@ -184,7 +208,7 @@ def main() -> int:
             print(line)
             table.append(entry)
     if args.json:
-        Path(args.json).write_text(json.dumps({"model": args.model, "warps": warps, "table": table, "utterances": records}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"model": args.model, "adapt": args.adapt, "warps": warps, "table": table, "utterances": records}, indent=1) + "\n")
     if args.words is None:
         os.unlink(words_file)
     return 0

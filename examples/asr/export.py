@@ -21,6 +21,22 @@ from converter.reference import ModelConfig  # noqa: E402
 from converter.writer import DTYPES  # noqa: E402
 
 
+def export(checkpoint: dict, target: str, dtype: str, source: str = "examples/asr (synthetic espeak-ng/flite corpus, CTC)") -> None:
+    """Writes a checkpoint dict (state_dict, config, labels, recipe) as a .tarn."""
+    audio = dict(checkpoint["recipe"])
+    for key in ("feature_mean", "feature_std"):
+        audio[key] = [float(v) for v in audio[key]]
+    convert_state_dict(
+        checkpoint["state_dict"],
+        ModelConfig.from_dict(checkpoint["config"]),
+        target,
+        labels=checkpoint["labels"],
+        audio=audio,
+        dtype=dtype,
+        metadata={"source": source},
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("source", nargs="?", default=os.path.join(HERE, "model", "asr.pt"))
@@ -39,18 +55,7 @@ def main() -> int:
         print(f"{source}: training checkpoint at step {checkpoint['step']}")
         checkpoint = {"state_dict": checkpoint["model"], "config": train.CONFIG.to_dict(),
                       "labels": train.LABELS, "recipe": checkpoint["recipe"]}
-    audio = dict(checkpoint["recipe"])
-    for key in ("feature_mean", "feature_std"):
-        audio[key] = [float(v) for v in audio[key]]
-    convert_state_dict(
-        checkpoint["state_dict"],
-        ModelConfig.from_dict(checkpoint["config"]),
-        target,
-        labels=checkpoint["labels"],
-        audio=audio,
-        dtype=args.dtype,
-        metadata={"source": "examples/asr (synthetic espeak-ng/flite corpus, CTC)"},
-    )
+    export(checkpoint, target, args.dtype)
     print(f"wrote {target}")
     return 0
 

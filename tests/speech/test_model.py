@@ -12,6 +12,7 @@ environment (conftest.py).
 import json
 import subprocess
 import sys
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +201,59 @@ def test_transcribe_with_a_warp_is_pytorch_greedy_on_warped_features(trained, ta
             texts[warp] = expected
         changed += texts[0.85] != texts[1.15]
     assert changed, "no sample reads differently at the two warps: the test shows nothing"
+
+
+def run_adapt_py(*args):
+    return subprocess.run([sys.executable, str(ASR / "adapt.py"), *map(str, args)], capture_output=True, text=True)
+
+
+def test_adapt_py_writes_a_model_tarn_finds_more_certain(tarn, tmp_path):
+    """examples/asr/adapt.py over the bundled samples (warp 0.9, 2 passes,
+    f32): tarn's logits under the model it writes, over the features it
+    adapted on (warped, each file followed by the final silence), have the
+    mean entropy adapt.py reports after adapting, and that is lower than
+    the one it reports before: the file holds the adapted weights."""
+    target = tmp_path / "adapted.tarn"
+    r = run_adapt_py(target, *WAVS, "--warp", "0.9", "--passes", "2", "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    print(r.stdout.strip())
+    before, after = map(float, r.stdout.split("mean entropy ")[1].split(" nats")[0].split(" -> "))
+    recipe = torch.load(ASR / "model" / "asr.pt", map_location="cpu", weights_only=False)["recipe"]
+    silence = np.zeros(int(0.3 * recipe["sample_rate"]), np.float32)
+    entropies = []
+    for wav in WAVS:
+        samples = np.concatenate([features.read_wav(str(wav)), silence])
+        np.save(tmp_path / "frames.npy", features.features(samples, recipe, warp=0.9).astype(np.float32))
+        r = subprocess.run([tarn, "run", str(target), "--input", str(tmp_path / "frames.npy"),
+                            "--output", str(tmp_path / "logits.npy")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        log_p = torch.log_softmax(torch.from_numpy(np.load(tmp_path / "logits.npy")).double(), -1)
+        entropies.append(-(log_p.exp() * log_p).sum(-1).mean().item())
+    print(f"tarn: mean entropy {np.mean(entropies):.5f}")
+    assert np.mean(entropies) == pytest.approx(after, abs=1e-4)
+    assert after < before - 1e-3
+
+
+def test_adapt_py_changes_only_the_layer_norms():
+    sys.path.insert(0, str(ASR))
+    import adapt
+
+    checkpoint = torch.load(ASR / "model" / "asr.pt", map_location="cpu", weights_only=False)
+    adapted, _, _ = adapt.adapt(checkpoint, [features.read_wav(str(WAVS[0]))], passes=1)
+    changed = {name for name, t in adapted["state_dict"].items() if not torch.equal(t, checkpoint["state_dict"][name])}
+    norms = {name for name in checkpoint["state_dict"] if name.startswith("norm.") or ".norm" in name}
+    assert changed == norms
+
+
+def test_adapt_py_refuses_bad_input(tmp_path):
+    low_rate = tmp_path / "8k.wav"
+    with wave.open(str(low_rate), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(8000), w.writeframes(b"\0\0" * 800)
+    truncated = tmp_path / "truncated.wav"
+    truncated.write_bytes(WAVS[0].read_bytes()[:30])
+    for args, named in (([low_rate], "8k.wav: need 16000 Hz"), ([truncated], "truncated.wav"),
+                        ([WAVS[0], "--warp", "3"], "--warp 3.0: need 0.5-2"),
+                        ([tmp_path / "missing.wav"], "missing.wav")):
+        r = run_adapt_py(tmp_path / "out.tarn", *args)
+        assert r.returncode == 2 and named in r.stderr, (args, r.stderr)
+        assert not (tmp_path / "out.tarn").exists()
