@@ -112,6 +112,9 @@ def main() -> int:
                         help="speaker adaptation from each voice's audio alone (all its files in the splits): warp "
                         "(the default): its warp from `tarn adapt`, then tarn transcribe --warp with it; norms: that "
                         "warp, and a model of its own from adapt.py (layer norms, needs --checkpoint)")
+    parser.add_argument("--adapt-folds", type=int, default=1,
+                        help="K > 1: each voice's files in K folds (every K-th file), each transcribed as adapted on "
+                        "the other folds' audio, as an app adapts on what it heard before (default 1: on all files)")
     parser.add_argument("--checkpoint", default=str(HERE / "model" / "asr.pt"),
                         help="the training checkpoint adapt.py adapts (--adapt norms; default: the bundled one)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -148,36 +151,54 @@ def main() -> int:
         decoders = {name: extra + ["--int8", args.int8] for name, extra in decoders.items()}
     if args.warp is not None and args.adapt:
         parser.error("--warp or --adapt, not both")
+    # Each row's adaptation is its voice's, made from the audio of that voice's
+    # files outside the row's fold (--adapt-folds 1: all of them).
+    if args.adapt_folds < 1:
+        parser.error("--adapt-folds must be at least 1")
+    seen = collections.Counter()
+    for row in rows:
+        row["key"] = (row["voice"], seen[row["voice"]] % args.adapt_folds)
+        seen[row["voice"]] += 1
+    adaptation = collections.defaultdict(list)  # key -> the files it adapts on
+    for key in {row["key"] for row in rows}:
+        adaptation[key] = [str(manifest.parent / row["path"]) for row in rows
+                           if row["voice"] == key[0] and (args.adapt_folds == 1 or row["key"] != key)]
+    lone = sorted(key for key, paths in adaptation.items() if not paths)
+    if args.adapt and lone:
+        print(f"{len(lone)} folds of voices with no other files: transcribed without adaptation", file=sys.stderr)
     warps = {}
     if args.adapt:
-        voices = collections.defaultdict(list)
-        for row in rows:
-            voices[row["voice"]].append(str(manifest.parent / row["path"]))
-        for voice, paths in voices.items():
+        for key, paths in adaptation.items():
+            if not paths:
+                warps[key] = "1"
+                continue
             command = [tarn, "adapt", args.model, *paths] + (["--int8", args.int8] if args.int8 else [])
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
-                raise RuntimeError(f"tarn adapt ({voice}) failed: {result.stderr.strip()}")
-            warps[voice] = result.stdout.strip()
-        print("warps (tarn adapt): " + ", ".join(f"{v} {w}" for v, w in sorted(warps.items())), file=sys.stderr)
+                raise RuntimeError(f"tarn adapt ({key[0]}) failed: {result.stderr.strip()}")
+            warps[key] = result.stdout.strip()
+        print("warps (tarn adapt): " + ", ".join(f"{v} {w}" if args.adapt_folds == 1 else f"{v} (fold {f}) {w}"
+                                                 for (v, f), w in sorted(warps.items())), file=sys.stderr)
     elif args.warp is not None:
-        warps = {row["voice"]: str(args.warp) for row in rows}
+        warps = {key: str(args.warp) for key in adaptation}
     models = collections.defaultdict(lambda: args.model)
     if args.adapt == "norms":
         models_dir = tempfile.TemporaryDirectory()
         start = time.time()
+        for i, key in enumerate(sorted(adaptation)):
+            if adaptation[key]:
+                models[key] = str(Path(models_dir.name) / f"{i}.tarn")
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            for i, voice in enumerate(sorted(voices)):
-                models[voice] = str(Path(models_dir.name) / f"{i}.tarn")
-            list(pool.map(lambda v: adapt_norms(args.checkpoint, models[v], voices[v], warps[v]), voices))
-        print(f"adapt.py: {len(voices)} models in {time.time() - start:.0f} s", file=sys.stderr)
+            list(pool.map(lambda k: adapt_norms(args.checkpoint, models[k], adaptation[k], warps[k]),
+                          [key for key in adaptation if adaptation[key]]))
+        print(f"adapt.py: {len(adaptation) - len(lone)} models in {time.time() - start:.0f} s", file=sys.stderr)
 
     print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
     start = time.time()
-    jobs = [(row, name, extra + (["--warp", warps[row["voice"]]] if warps else []))
+    jobs = [(row, name, extra + (["--warp", warps[row["key"]]] if warps else []))
             for row in rows for name, extra in decoders.items()]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(transcribe, tarn, models[row["voice"]], str(manifest.parent / row["path"]), extra)
+        futures = [pool.submit(transcribe, tarn, models[row["key"]], str(manifest.parent / row["path"]), extra)
                    for row, _, extra in jobs]
         hypotheses = [f.result() for f in futures]
     print(f"transcribed in {time.time() - start:.0f} s", file=sys.stderr)
@@ -208,7 +229,8 @@ def main() -> int:
             print(line)
             table.append(entry)
     if args.json:
-        Path(args.json).write_text(json.dumps({"model": args.model, "adapt": args.adapt, "warps": warps, "table": table, "utterances": records}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"model": args.model, "adapt": args.adapt, "adapt_folds": args.adapt_folds,
+                                              "warps": {f"{v} {f}": w for (v, f), w in warps.items()}, "table": table, "utterances": records}, indent=1) + "\n")
     if args.words is None:
         os.unlink(words_file)
     return 0
