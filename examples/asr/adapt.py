@@ -87,7 +87,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("target", help="the adapted .tarn to write")
     parser.add_argument("files", nargs="+", help="the speaker's 16 kHz mono 16-bit WAV files")
-    parser.add_argument("--checkpoint", default=os.path.join(HERE, "model", "asr.pt"))
+    parser.add_argument("--checkpoint", default=os.path.join(HERE, "model", "asr.pt"),
+                        help="the training checkpoint to adapt (default: the bundled model's, model/asr.pt)")
     parser.add_argument("--warp", type=float, default=1.0, help="the speaker's vocal tract warp (tarn adapt), 0.5-2")
     parser.add_argument("--dtype", choices=DTYPES, default="i8", help="how the file stores its matrices (default i8, as the bundled model)")
     parser.add_argument("--passes", type=int, default=8, help="passes over the files (default 8)")
