@@ -111,7 +111,7 @@ def main() -> int:
     parser.add_argument("--adapt", nargs="?", const="warp", choices=("warp", "norms"),
                         help="speaker adaptation from each voice's audio alone (all its files in the splits): warp "
                         "(the default): its warp from `tarn adapt`, then tarn transcribe --warp with it; norms: that "
-                        "warp, and a model of its own from adapt.py (layer norms, needs --checkpoint)")
+                        "warp, and a model of its own from adapt.py (its layer norms adapted, made from --checkpoint whatever --model is)")
     parser.add_argument("--adapt-folds", type=int, default=1,
                         help="K > 1: each voice's files in K folds (every K-th file), each transcribed as adapted on "
                         "the other folds' audio, as an app adapts on what it heard before (default 1: on all files)")
@@ -153,8 +153,8 @@ def main() -> int:
         parser.error("--warp or --adapt, not both")
     # Each row's adaptation is its voice's, made from the audio of that voice's
     # files outside the row's fold (--adapt-folds 1: all of them).
-    if args.adapt_folds < 1:
-        parser.error("--adapt-folds must be at least 1")
+    if args.adapt_folds < 1 or (args.adapt_folds > 1 and not args.adapt):
+        parser.error("--adapt-folds: at least 1, and more only with --adapt")
     seen = collections.Counter()
     for row in rows:
         row["key"] = (row["voice"], seen[row["voice"]] % args.adapt_folds)
