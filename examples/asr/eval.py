@@ -73,6 +73,19 @@ def transcribe(tarn, model, wav, extra):
     return " ".join(lines[-1].split())
 
 
+def adaptation_sets(rows, folds, root):
+    """Sets each row's "key", (voice, fold: its index within its voice modulo
+    folds), and returns {key: the files its adaptation hears}: the voice's
+    files outside that fold, or all of them when folds is 1."""
+    seen = collections.Counter()
+    for row in rows:
+        row["key"] = (row["voice"], seen[row["voice"]] % folds)
+        seen[row["voice"]] += 1
+    return {key: [str(root / row["path"]) for row in rows
+                  if row["voice"] == key[0] and (folds == 1 or row["key"] != key)]
+            for key in {row["key"] for row in rows}}
+
+
 def adapt_norms(checkpoint, target, wavs, warp):
     command = [sys.executable, str(HERE / "adapt.py"), target, *wavs, "--checkpoint", checkpoint, "--warp", warp]
     result = subprocess.run(command, capture_output=True, text=True)
@@ -151,18 +164,9 @@ def main() -> int:
         decoders = {name: extra + ["--int8", args.int8] for name, extra in decoders.items()}
     if args.warp is not None and args.adapt:
         parser.error("--warp or --adapt, not both")
-    # Each row's adaptation is its voice's, made from the audio of that voice's
-    # files outside the row's fold (--adapt-folds 1: all of them).
     if args.adapt_folds < 1 or (args.adapt_folds > 1 and not args.adapt):
         parser.error("--adapt-folds: at least 1, and more only with --adapt")
-    seen = collections.Counter()
-    for row in rows:
-        row["key"] = (row["voice"], seen[row["voice"]] % args.adapt_folds)
-        seen[row["voice"]] += 1
-    adaptation = collections.defaultdict(list)  # key -> the files it adapts on
-    for key in {row["key"] for row in rows}:
-        adaptation[key] = [str(manifest.parent / row["path"]) for row in rows
-                           if row["voice"] == key[0] and (args.adapt_folds == 1 or row["key"] != key)]
+    adaptation = adaptation_sets(rows, args.adapt_folds, manifest.parent)
     lone = sorted(key for key, paths in adaptation.items() if not paths)
     if args.adapt and lone:
         print(f"{len(lone)} folds of voices with no other files: transcribed without adaptation", file=sys.stderr)
