@@ -12,7 +12,7 @@ import math
 from .errors import ConversionError
 from .reference import ModelConfig
 
-SCHEMA_VERSION = (1, 4)
+SCHEMA_VERSION = (1, 5)
 
 # config field -> (schema enum, {config string: enum member})
 _ACTIVATION = ("Activation", {"none": "None_", "relu": "Relu", "gelu": "Gelu"})
@@ -43,9 +43,10 @@ AUDIO_FIELDS = {
     "log_floor": "float",
     "feature_mean": "floats",
     "feature_std": "floats",
+    "warp": "float",
 }
 AUDIO_REQUIRED = ("sample_rate", "window_length", "hop_length", "fft_size", "num_mel_bins")
-AUDIO_DEFAULTS = {"preemphasis": 0.97, "remove_dc_offset": True, "window": "hamming"}
+AUDIO_DEFAULTS = {"preemphasis": 0.97, "remove_dc_offset": True, "window": "hamming", "warp": 1.0}
 
 
 def camel(name: str) -> str:
@@ -126,6 +127,8 @@ def normalise_audio(audio: dict) -> dict:
             f"audio sample_rate {rate} Hz is not supported with high_frequency {out['high_frequency']:g} Hz: "
             f"the mel range must end at or below sample_rate / 2 = {rate / 2:g} Hz"
         )
+    if not 0.5 <= out["warp"] <= 2.0:
+        raise ConversionError(f"audio warp {out['warp']:g} is outside [0.5, 2]")
     return out
 
 

@@ -11,9 +11,10 @@ distributions on the speaker's audio more certain, by Adam over the files in
 batches of 8 (--passes over them). No transcript is used, and every other
 weight stays as trained, so the adapted model has the same shape, cost and
 size. --warp is the speaker's vocal tract warp (`tarn adapt`'s estimate):
-the features are warped as `tarn transcribe --warp` warps them, so transcribe
-the adapted model with the same --warp. The defaults (lr 3e-3, 8 passes) were
-chosen on the held-out MBROLA voices only.
+the features are warped as `tarn transcribe --warp` warps them, and the
+model keeps the warp in its feature recipe, so the runtime applies it
+without being told (`tarn info` shows it). The defaults (lr 3e-3, 8 passes)
+were chosen on the held-out MBROLA voices only.
 
 Each file is followed by 300 ms of silence, as the recognizer ends a stream.
 It needs the training checkpoint (asr.pt) and PyTorch, not the runtime: make
@@ -80,7 +81,9 @@ def adapt(checkpoint: dict, utterances: list, warp=1.0, passes=8, lr=3e-3, seed=
             optimiser.step()
     after = entropy()
     state = {name: t.detach().clone() for name, t in model.state_dict().items()}
-    return dict(checkpoint, state_dict=state), before, after
+    # The recipe keeps the warp (schema 1.5): the runtime's front end then
+    # computes the features the model was adapted on without being told.
+    return dict(checkpoint, state_dict=state, recipe=dict(recipe, warp=float(warp))), before, after
 
 
 def main(argv=None) -> int:

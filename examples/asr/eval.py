@@ -199,7 +199,8 @@ def main() -> int:
 
     print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
     start = time.time()
-    jobs = [(row, name, extra + (["--warp", warps[row["key"]]] if warps else []))
+    # A model of adapt.py's keeps its warp; the bundled one is told it.
+    jobs = [(row, name, extra + (["--warp", warps[row["key"]]] if warps and args.adapt != "norms" else []))
             for row in rows for name, extra in decoders.items()]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(transcribe, tarn, models[row["key"]], str(manifest.parent / row["path"]), extra)

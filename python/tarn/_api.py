@@ -423,7 +423,8 @@ class Recognizer:
     max_utterance_ms, first step the model over final_silence_ms of silence,
     so that an utterance cut right after its last word keeps it (the model
     emits a word's labels a few steps after its audio). warp: the speaker's
-    vocal tract warp (1: none; see estimate_warp).
+    vocal tract warp (0: the model's own, none unless it is a speaker's model
+    from adapt.py; 1: none; see estimate_warp).
     """
 
     def __init__(
@@ -439,7 +440,7 @@ class Recognizer:
         hotwords: Optional[Union[Sequence[Union[str, Tuple[str, float]]], Dict[str, float]]] = None,
         hotword_boost: float = DEFAULT_HOTWORD_BOOST,
         final_silence_ms: int = 300,
-        warp: float = 1.0,
+        warp: float = 0.0,
     ):
         words = [str(w) for w in words] if words is not None else []
         phrases = _hotword_list(hotwords)
@@ -518,7 +519,8 @@ class Recognizer:
 
     def set_warp(self, warp: float) -> None:
         """The speaker's vocal tract warp from the next frame on (e.g. once
-        estimate_warp has heard enough of them); call it between utterances."""
+        estimate_warp has heard enough of them); call it between utterances.
+        0: the model's own."""
         _call(self._native.set_warp, float(warp))
 
     def stats(self) -> Dict[str, float]:
@@ -610,14 +612,15 @@ def transcribe(
     max_utterance_ms: int = 30000,
     threads: int = 1,
     final_silence_ms: int = 300,
-    warp: float = 1.0,
+    warp: float = 0.0,
 ) -> Result:
     """Transcribes a WAV file (a path) or samples (int16 or float32 numpy at
     the model's rate) as `tarn transcribe` does, with its defaults: fed in
     chunks of chunk_ms, greedy decoding (beam 8 with words or hotwords,
     as Recognizer takes them), endpoints
-    after 500 ms, 300 ms of silence stepped at the end, no vocal tract warp
-    (warp: a speaker's, e.g. from estimate_warp). The result's text is the
+    after 500 ms, 300 ms of silence stepped at the end, the model's own vocal
+    tract warp (none unless it is a speaker's model; warp: a speaker's, e.g.
+    from estimate_warp). The result's text is the
     utterances joined by spaces, its words every word with times, its
     duration the seconds of audio."""
     if not 10 <= chunk_ms <= 100:

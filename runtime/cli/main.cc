@@ -68,6 +68,13 @@ int Info(const std::string& path) {
     std::printf("distribution     logistic mixture of %u over %u levels\n",
                 c.output_dim / 3, c.output_levels);
   }
+  AudioFrontEndConfig audio;
+  if (model->audio_front_end(&audio).ok()) {
+    std::printf("audio            %u Hz, %u mel bins every %u samples",
+                audio.sample_rate, audio.num_mel_bins, audio.hop_length);
+    if (audio.warp != 1.0f) std::printf(", a speaker's warp %g", audio.warp);
+    std::printf("\n");
+  }
   std::printf("parameters       %zu\n", model->parameter_count());
   // By dtype, largest first: the matrices' dtype leads.
   std::printf("weight bytes     %zu (", model->weight_bytes());
@@ -337,8 +344,9 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
   command
       ->add_option("--warp", o.warp,
                    "the speaker's vocal tract warp, e.g. from `tarn "
-                   "adapt` (1: none)")
-      ->check(CLI::Range(0.5f, 2.0f))
+                   "adapt`, in [0.5, 2] (1: none; 0: the model's own, none "
+                   "unless it is a speaker's model from adapt.py)")
+      ->check(CLI::Range(0.0f, 2.0f))
       ->capture_default_str();
   AddThreadsOption(command, &o.threads);
   AddInt8Option(command, &o.int8_compute);

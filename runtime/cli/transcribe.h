@@ -29,7 +29,7 @@ struct TranscribeOptions {
   int endpoint_ms = 500;
   int max_utterance_ms = 30000;
   int final_silence_ms = 300;
-  float warp = 1.0f;
+  float warp = 0.0f;  // the model's own
   int threads = 1;
   Int8Compute int8_compute = Int8Compute::kExact;
 };

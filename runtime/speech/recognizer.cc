@@ -159,6 +159,12 @@ Status Recognizer::Impl::Silence(const AudioFrontEndConfig& audio) {
 
 Status Recognizer::Impl::SetWarp(float warp) {
   AudioFrontEndConfig audio = front_end_->config();
+  if (warp == 0) {  // the model's own
+    AudioFrontEndConfig stored;
+    Status status = model_.audio_front_end(&stored);
+    if (!status.ok()) return status;
+    warp = stored.warp;
+  }
   audio.warp = warp;
   // Silence() refuses a bad warp before anything changes.
   Status status = Silence(audio);
@@ -177,7 +183,7 @@ Status Recognizer::Impl::Init() {
   AudioFrontEndConfig audio;
   Status status = CheckSpeechModel(model_, &audio);
   if (!status.ok()) return status;
-  audio.warp = options_.warp;
+  if (options_.warp != 0) audio.warp = options_.warp;  // 0: the model's own
   status = FrontEnd::Create(audio, &front_end_);
   if (!status.ok()) return status;
   status = Silence(audio);

@@ -59,6 +59,7 @@ Status Model::audio_front_end(AudioFrontEndConfig* config) const {
     c.feature_std.assign(audio->feature_std()->begin(),
                          audio->feature_std()->end());
   }
+  c.warp = audio->warp();  // 1 unless a speaker's model (schema 1.5)
   *config = std::move(c);
   return Status::Ok();
 }

@@ -18,7 +18,7 @@ namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 4;
+constexpr uint16_t kSchemaMinor = 5;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.

@@ -29,6 +29,7 @@ AUDIO = dict(
     log_floor=1e-10,
     feature_mean=[-8.5, -7.25, 1.0],
     feature_std=[2.5, 3.0, 0.125],
+    warp=0.875,  # a speaker's model's (schema 1.5)
 )
 
 
@@ -57,7 +58,7 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (1, 4)
+    assert f.schema_version == (1, 5)
     assert_same_config(f.config, config)
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():
@@ -279,6 +280,8 @@ def test_bad_audio_recipe_is_an_error(tmp_path, small_config, small_state_dict):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "hop": 1})
     with pytest.raises(ConversionError, match="window must be one of"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "window": "blackman"})
+    with pytest.raises(ConversionError, match=r"audio warp 3 is outside \[0.5, 2\]"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "warp": 3.0})
 
 
 @pytest.mark.parametrize(

@@ -463,8 +463,9 @@ TEST(RecognizerCApi, RefusesBadHotwords) {
 }
 
 // A warp reaches the recognizer (a bad one is refused), the third
-// version's size leaves it at 1, tarn_recognizer_set_warp before any audio
-// is creating it with the warp, and tarn_estimate_warp is EstimateWarp.
+// version's size leaves it at the model's (1), tarn_recognizer_set_warp
+// before any audio is creating it with the warp, 0 sets the model's back,
+// and tarn_estimate_warp is EstimateWarp.
 TEST(RecognizerCApi, WarpAndItsEstimate) {
   Loaded speech;
   ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
@@ -509,6 +510,10 @@ TEST(RecognizerCApi, WarpAndItsEstimate) {
       << tarn_last_error();
   ExpectSame(RecognizeC(recognizer, pcm, 1600, false, &partials),
              expected_warped);
+  tarn_recognizer_reset(recognizer);
+  ASSERT_EQ(tarn_recognizer_set_warp(recognizer, 0.0f), TARN_STATUS_OK)
+      << tarn_last_error();
+  ExpectSame(RecognizeC(recognizer, pcm, 1600, false, &partials), unwarped);
   tarn_recognizer_free(recognizer);
   EXPECT_EQ(tarn_recognizer_set_warp(nullptr, 0.85f),
             TARN_STATUS_INVALID_ARGUMENT);

@@ -203,21 +203,34 @@ def test_transcribe_with_a_warp_is_pytorch_greedy_on_warped_features(trained, ta
     assert changed, "no sample reads differently at the two warps: the test shows nothing"
 
 
+def transcribe_with(tarn, model, wav, *extra):
+    r = subprocess.run([tarn, "transcribe", str(model), str(wav), "-q", *extra], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def run_adapt_py(*args):
     return subprocess.run([sys.executable, str(ASR / "adapt.py"), *map(str, args)], capture_output=True, text=True)
 
 
-def test_adapt_py_writes_a_model_tarn_finds_more_certain(tarn, tmp_path):
-    """examples/asr/adapt.py over the bundled samples (warp 0.9, 2 passes,
-    f32): tarn's logits under the model it writes, over the features it
-    adapted on (warped, each file followed by the final silence), have the
-    mean entropy adapt.py reports after adapting, and that is lower than
-    the one it reports before: the file holds the adapted weights."""
-    target = tmp_path / "adapted.tarn"
+@pytest.fixture(scope="module")
+def adapted(tmp_path_factory):
+    """adapt.py over the bundled samples (warp 0.9, 2 passes, f32): the
+    model's path and adapt.py's mean entropies before and after."""
+    target = tmp_path_factory.mktemp("adapted") / "adapted.tarn"
     r = run_adapt_py(target, *WAVS, "--warp", "0.9", "--passes", "2", "--dtype", "f32")
     assert r.returncode == 0, r.stderr
     print(r.stdout.strip())
     before, after = map(float, r.stdout.split("mean entropy ")[1].split(" nats")[0].split(" -> "))
+    return target, before, after
+
+
+def test_adapt_py_writes_a_model_tarn_finds_more_certain(adapted, tarn, tmp_path):
+    """tarn's logits under the model adapt.py wrote, over the features it
+    adapted on (warped, each file followed by the final silence), have the
+    mean entropy adapt.py reports after adapting, and that is lower than
+    the one it reports before: the file holds the adapted weights."""
+    target, before, after = adapted
     recipe = torch.load(ASR / "model" / "asr.pt", map_location="cpu", weights_only=False)["recipe"]
     silence = np.zeros(int(0.3 * recipe["sample_rate"]), np.float32)
     entropies = []
@@ -232,6 +245,34 @@ def test_adapt_py_writes_a_model_tarn_finds_more_certain(tarn, tmp_path):
     print(f"tarn: mean entropy {np.mean(entropies):.5f}")
     assert np.mean(entropies) == pytest.approx(after, abs=1e-4)
     assert after < before - 1e-3
+
+
+def test_a_speakers_model_keeps_its_warp(adapted, tarn):
+    """The model adapt.py wrote stores its warp (schema 1.5): `tarn info`
+    shows it, and `tarn transcribe` without --warp reads every sample as
+    with --warp 0.9, where --warp 1 reads some differently."""
+    target = adapted[0]
+    info = subprocess.run([tarn, "info", str(target)], capture_output=True, text=True, check=True).stdout
+    assert "a speaker's warp 0.9" in info
+    changed = 0
+    for wav in WAVS:
+        stored = transcribe_with(tarn, target, wav)
+        assert stored == transcribe_with(tarn, target, wav, "--warp", "0.9"), wav.name
+        changed += stored != transcribe_with(tarn, target, wav, "--warp", "1")
+    assert changed, "no sample reads differently unwarped: the test shows nothing"
+
+
+def test_a_stored_warp_out_of_range_is_refused(adapted, tarn, tmp_path):
+    """A file whose stored warp is 3 (written past the converter, which
+    refuses it) loads, but no recognizer starts on it: the error names the
+    warp."""
+    data = adapted[0].read_bytes()
+    stored = np.float32(0.9).tobytes()
+    assert data.count(stored) == 1, "the warp's bytes are not unique in the file"
+    bad = tmp_path / "bad.tarn"
+    bad.write_bytes(data.replace(stored, np.float32(3.0).tobytes()))
+    r = subprocess.run([tarn, "transcribe", str(bad), str(WAVS[0])], capture_output=True, text=True)
+    assert r.returncode != 0 and "warp 3 is outside [0.5, 2]" in r.stderr, r.stderr
 
 
 def test_adapt_py_changes_only_the_layer_norms():

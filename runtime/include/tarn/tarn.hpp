@@ -251,11 +251,12 @@ struct AudioFrontEndConfig {
   // Global statistics, [num_mel_bins] each, or both empty: no normalisation.
   std::vector<float> feature_mean;
   std::vector<float> feature_std;  // > 0
-  // A speaker's vocal tract length warp, which no model stores: FFT bin f is
-  // read at the training recipe's VTLP warp of f (features.py vtlp_warp: x
-  // warp up to 4800 Hz x min(warp, 1) / warp, then a line to the Nyquist
-  // frequency), so that a formant at f counts as one at warp x f. 1: none;
-  // otherwise in [0.5, 2], with sample_rate / 2 above 4800 Hz.
+  // A speaker's vocal tract length warp, stored only by a speaker's model
+  // (examples/asr/adapt.py, schema 1.5): FFT bin f is read at the training
+  // recipe's VTLP warp of f (features.py vtlp_warp: x warp up to 4800 Hz x
+  // min(warp, 1) / warp, then a line to the Nyquist frequency), so that a
+  // formant at f counts as one at warp x f. 1: none; otherwise in [0.5, 2],
+  // with sample_rate / 2 above 4800 Hz.
   float warp = 1.0f;
 };
 

@@ -99,9 +99,11 @@ struct RecognizerOptions {
   // Need beam_width >= 2; work with or without a word list.
   std::vector<CtcHotword> hotwords;
   float hotword_boost = kDefaultHotwordBoost;
-  // The speaker's vocal tract warp (AudioFrontEndConfig::warp): 1, none, or
-  // a factor in [0.5, 2], e.g. one EstimateWarp() found for this speaker.
-  float warp = 1.0f;
+  // The speaker's vocal tract warp (AudioFrontEndConfig::warp): 0, the
+  // model's own (1, none, unless it is a speaker's model that stores one);
+  // 1, none; or a factor in [0.5, 2], e.g. one EstimateWarp() found for this
+  // speaker.
+  float warp = 0.0f;
 };
 
 struct RecognizedWord {
@@ -173,8 +175,8 @@ class Recognizer {
   // frame on, e.g. once EstimateWarp() has heard enough of the speaker.
   // Call it between utterances (after an endpoint, or before any audio): an
   // utterance heard half at one warp and half at another is neither's.
-  // Fails, changing nothing, for a warp the front end refuses. Reset()
-  // keeps the warp. Allocates.
+  // 0: the model's own. Fails, changing nothing, for a warp the front end
+  // refuses. Reset() keeps the warp. Allocates.
   Status SetWarp(float warp);
 
   uint32_t sample_rate() const;

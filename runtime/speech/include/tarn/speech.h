@@ -82,9 +82,10 @@ typedef struct tarn_recognizer_options {
    * it (the model emits a word's labels a few steps after its audio); 0:
    * none; at most 60000; default 300. */
   uint32_t final_silence_ms;
-  /* Added in the fourth version. The speaker's vocal tract warp: 1 (the
-   * default), none; or a factor in [0.5, 2], e.g. from
-   * tarn_estimate_warp(). */
+  /* Added in the fourth version. The speaker's vocal tract warp: 0 (the
+   * default), the model's own (none unless it is a speaker's model that
+   * stores one); 1, none; or a factor in [0.5, 2], e.g. from
+   * tarn_estimate_warp(). Earlier versions get 0. */
   float warp;
 } tarn_recognizer_options;
 
@@ -104,7 +105,7 @@ typedef struct tarn_recognition_result {
 
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
  * 2 s without speech, one thread, beam_prune 20, no hotwords (boost 1),
- * 300 ms of final silence, no warp (1); struct_size set. */
+ * 300 ms of final silence, the model's warp (0); struct_size set. */
 tarn_recognizer_options tarn_recognizer_options_default(void);
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's
@@ -149,8 +150,9 @@ void tarn_recognizer_reset(tarn_recognizer* recognizer);
 
 /* The speaker's vocal tract warp (tarn_recognizer_options.warp) from the
  * next frame on, e.g. once tarn_estimate_warp() has heard enough of the
- * speaker; call it between utterances. Fails, changing nothing, for a warp
- * outside [0.5, 2]. tarn_recognizer_reset() keeps the warp. */
+ * speaker; call it between utterances. 0: the model's own. Fails, changing
+ * nothing, for a warp outside [0.5, 2]. tarn_recognizer_reset() keeps the
+ * warp. */
 tarn_status tarn_recognizer_set_warp(tarn_recognizer* recognizer, float warp);
 
 /* The audio rate the model's front end takes, Hz. */
