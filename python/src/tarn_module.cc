@@ -93,6 +93,30 @@ nb::dict ConfigDict(const tarn::ModelConfig& c) {
   return d;
 }
 
+// A speech model's feature recipe (its AudioFrontEnd table), or None for a
+// model that takes no audio.
+nb::object AudioDict(const tarn::Model& model) {
+  tarn::AudioFrontEndConfig a;
+  if (!model.audio_front_end(&a).ok()) return nb::none();
+  static const char* const kWindows[] = {"hamming", "hann", "povey"};
+  nb::dict d;
+  d["sample_rate"] = a.sample_rate;
+  d["window_length"] = a.window_length;
+  d["hop_length"] = a.hop_length;
+  d["fft_size"] = a.fft_size;
+  d["num_mel_bins"] = a.num_mel_bins;
+  d["low_frequency"] = a.low_frequency;
+  d["high_frequency"] = a.high_frequency;
+  d["preemphasis"] = a.preemphasis;
+  d["remove_dc_offset"] = a.remove_dc_offset;
+  d["window"] = kWindows[static_cast<int>(a.window)];
+  d["log_floor"] = a.log_floor;
+  d["feature_mean"] = a.feature_mean;
+  d["feature_std"] = a.feature_std;
+  d["warp"] = a.warp;
+  return d;
+}
+
 // A loaded model, shared by the sessions, batches and recognizers made from
 // it: closing it drops this handle, and the model is unmapped when the last
 // of them is gone.
@@ -575,6 +599,7 @@ NB_MODULE(_tarn, m) {
       .def_prop_ro("path", &PyModel::path)
       .def("config",
            [](const PyModel& m) { return ConfigDict(m.Get()->config()); })
+      .def("audio", [](const PyModel& m) { return AudioDict(*m.Get()); })
       .def("output_size",
            [](const PyModel& m) { return m.Get()->output_size(); })
       .def("frame_size", [](const PyModel& m) { return m.Get()->frame_size(); })

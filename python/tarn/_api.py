@@ -12,7 +12,7 @@ import dataclasses
 import math
 import os
 import wave
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -204,6 +204,13 @@ class Model:
     def identity(self) -> int:
         """A hash of the configuration and weights; snapshots carry it."""
         return self._native.identity()
+
+    @property
+    def audio(self) -> Optional[Dict[str, Any]]:
+        """A speech model's feature recipe (sample_rate, num_mel_bins, ...,
+        and warp: a speaker's model's vocal tract warp, else 1), as its file
+        stores it; None for a model that takes no audio."""
+        return self._native.audio()
 
     @property
     def metadata(self) -> Dict[str, str]:

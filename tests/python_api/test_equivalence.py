@@ -245,3 +245,20 @@ def test_int8_dot_matches_cli(models, tarn_bin, tmp_path):
     sample = SAMPLES[0]
     expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", "--int8", "dot", SPEECH_MODEL, sample))
     assert tarn.transcribe(tarn.Model(SPEECH_MODEL, int8="dot"), sample).text == expected["text"]
+
+
+def test_model_audio_is_the_training_recipe(models):
+    """Model.audio of the bundled speech model is the feature recipe its
+    checkpoint (asr.pt, read by PyTorch) was trained with, as float32, and
+    no speaker's warp; a token model has none."""
+    torch = pytest.importorskip("torch")
+    recipe = torch.load(SPEECH_MODEL.with_suffix(".pt"), map_location="cpu", weights_only=False)["recipe"]
+    audio = tarn.Model(SPEECH_MODEL).audio
+    assert set(audio) == set(recipe) | {"warp"}
+    for key, value in recipe.items():
+        if isinstance(value, str):
+            assert audio[key] == value, key
+        else:
+            np.testing.assert_array_equal(np.float32(audio[key]), np.float32(value), err_msg=key)
+    assert audio["warp"] == 1.0
+    assert tarn.Model(models["tokens"]).audio is None
