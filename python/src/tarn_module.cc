@@ -98,7 +98,6 @@ nb::dict ConfigDict(const tarn::ModelConfig& c) {
 nb::object AudioDict(const tarn::Model& model) {
   tarn::AudioFrontEndConfig a;
   if (!model.audio_front_end(&a).ok()) return nb::none();
-  static const char* const kWindows[] = {"hamming", "hann", "povey"};
   nb::dict d;
   d["sample_rate"] = a.sample_rate;
   d["window_length"] = a.window_length;
@@ -109,7 +108,7 @@ nb::object AudioDict(const tarn::Model& model) {
   d["high_frequency"] = a.high_frequency;
   d["preemphasis"] = a.preemphasis;
   d["remove_dc_offset"] = a.remove_dc_offset;
-  d["window"] = kWindows[static_cast<int>(a.window)];
+  d["window"] = tarn::Name(a.window);
   d["log_floor"] = a.log_floor;
   d["feature_mean"] = a.feature_mean;
   d["feature_std"] = a.feature_std;

@@ -130,6 +130,7 @@ class Recognizer::Impl {
   std::vector<size_t> step_frames_;  // [steps of a pass] the frame ending each
   std::vector<float> pcm_;           // [kPcmBlock] 16-bit samples as floats
   std::vector<float> silence_;       // the features of digital silence
+  float model_warp_ = 1.0f;          // the one the model stores: warp 0's
   uint64_t final_silence_frames_ = 0;
   CtcHypothesis hypothesis_;
   RecognitionResult partial_, final_;
@@ -158,13 +159,8 @@ Status Recognizer::Impl::Silence(const AudioFrontEndConfig& audio) {
 }
 
 Status Recognizer::Impl::SetWarp(float warp) {
+  if (warp == 0) warp = model_warp_;
   AudioFrontEndConfig audio = front_end_->config();
-  if (warp == 0) {  // the model's own
-    AudioFrontEndConfig stored;
-    Status status = model_.audio_front_end(&stored);
-    if (!status.ok()) return status;
-    warp = stored.warp;
-  }
   audio.warp = warp;
   // Silence() refuses a bad warp before anything changes.
   Status status = Silence(audio);
@@ -183,7 +179,8 @@ Status Recognizer::Impl::Init() {
   AudioFrontEndConfig audio;
   Status status = CheckSpeechModel(model_, &audio);
   if (!status.ok()) return status;
-  if (options_.warp != 0) audio.warp = options_.warp;  // 0: the model's own
+  model_warp_ = audio.warp;
+  if (options_.warp != 0) audio.warp = options_.warp;
   status = FrontEnd::Create(audio, &front_end_);
   if (!status.ok()) return status;
   status = Silence(audio);

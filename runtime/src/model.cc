@@ -306,6 +306,18 @@ const char* Name(OutputDistribution distribution) {
   return "?";
 }
 
+const char* Name(AudioWindow window) {
+  switch (window) {
+    case AudioWindow::kHamming:
+      return "hamming";
+    case AudioWindow::kHann:
+      return "hann";
+    case AudioWindow::kPovey:
+      return "povey";
+  }
+  return "?";
+}
+
 const char* Name(DType dtype) {
   switch (dtype) {
     case DType::kF32:

@@ -89,9 +89,9 @@ def write_samples(path, samples):
     features.write_wav(path, np.round(samples * 32768).clip(-32768, 32767))
 
 
-def transcribe(tarn, path, *extra):
+def transcribe(tarn, path, *extra, model=ASR / "model" / "asr.tarn"):
     """`tarn transcribe --json` on path: its JSON lines."""
-    r = subprocess.run([tarn, "transcribe", str(ASR / "model" / "asr.tarn"), str(path), "-q", "--json", *extra],
+    r = subprocess.run([tarn, "transcribe", str(model), str(path), "-q", "--json", *extra],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return [json.loads(line) for line in r.stdout.splitlines()]
@@ -203,12 +203,6 @@ def test_transcribe_with_a_warp_is_pytorch_greedy_on_warped_features(trained, ta
     assert changed, "no sample reads differently at the two warps: the test shows nothing"
 
 
-def transcribe_with(tarn, model, wav, *extra):
-    r = subprocess.run([tarn, "transcribe", str(model), str(wav), "-q", *extra], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
 def run_adapt_py(*args):
     return subprocess.run([sys.executable, str(ASR / "adapt.py"), *map(str, args)], capture_output=True, text=True)
 
@@ -256,9 +250,9 @@ def test_a_speakers_model_keeps_its_warp(adapted, tarn):
     assert "a speaker's warp 0.9" in info
     changed = 0
     for wav in WAVS:
-        stored = transcribe_with(tarn, target, wav)
-        assert stored == transcribe_with(tarn, target, wav, "--warp", "0.9"), wav.name
-        changed += stored != transcribe_with(tarn, target, wav, "--warp", "1")
+        stored = transcribe(tarn, wav, model=target)
+        assert stored == transcribe(tarn, wav, "--warp", "0.9", model=target), wav.name
+        changed += stored != transcribe(tarn, wav, "--warp", "1", model=target)
     assert changed, "no sample reads differently unwarped: the test shows nothing"
 
 

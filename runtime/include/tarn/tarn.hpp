@@ -233,6 +233,8 @@ struct BatchOptions {
 // Hamming 0.54 - 0.46 cos(a); Hann 0.5 - 0.5 cos(a); Povey (0.5 - 0.5
 // cos(a))^0.85.
 enum class AudioWindow { kHamming, kHann, kPovey };
+// hamming, hann, povey (the converter's names).
+const char* Name(AudioWindow window);
 
 // The feature recipe a speech model stores (its AudioFrontEnd table): what
 // the speech front end (tarn/audio.hpp) computes from audio.
