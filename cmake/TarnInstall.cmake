@@ -26,7 +26,7 @@ if(TARGET tarn_speech)
 endif()
 if(TARGET tarn_cuda)
   # With its kernels library (libtarn_cuda_kernels.a); both need the CUDA
-  # runtime and cuBLAS (find_package(CUDAToolkit) in tarnConfig.cmake).
+  # runtime, cuBLAS and cuBLASLt (find_package(CUDAToolkit) in tarnConfig.cmake).
   list(APPEND TARN_INSTALL_LIBRARIES tarn_cuda tarn_cuda_kernels)
   list(APPEND TARN_PC_FILES tarn-cuda)
   install(FILES ${TARN_CUDA_HEADERS}

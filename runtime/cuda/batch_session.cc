@@ -47,7 +47,7 @@ class BatchSession::Impl {
   ~Impl() {
     cudaSetDevice(m_.device);
     graphs_.reset();
-    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    gemm_.reset();
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -132,8 +132,8 @@ class BatchSession::Impl {
   }
 
   cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  DeviceMemory cublas_workspace_;
+  DeviceMemory gemm_workspace_;  // gemm_'s, declared first: it outlives gemm_
+  std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<StepGraphs> graphs_;  // null with cuda_graphs off
   DeviceMemory state_, scratch_, device_inputs_;
   PinnedMemory host_inputs_, host_output_;
@@ -180,25 +180,16 @@ Status BatchSession::Impl::Init() {
   status = FromCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                     "cudaStreamCreate");
   if (!status.ok()) return status;
-  status = FromKernel(FromCublas(cublasCreate(&cublas_), "cublasCreate"));
-  if (!status.ok()) return status;
-  cublasSetMathMode(cublas_, m_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                           : CUBLAS_DEFAULT_MATH);
-  // cuBLAS on this session's stream with a workspace of its own, so that no
-  // call allocates while a step is captured into a graph (the sizes are
-  // cuBLAS's recommended ones: 32 MiB from Hopper on, 4 MiB before).
+  // cuBLASLt with a workspace of its own, so that no call allocates while a
+  // step is captured into a graph (cuBLAS's recommended sizes: 32 MiB from
+  // Hopper on, 4 MiB before).
   int major = 0;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m_.device);
   const size_t workspace = (major >= 9 ? size_t{32} : size_t{4}) << 20;
-  status = AllocateDevice(workspace, "cuBLAS's workspace", &cublas_workspace_);
+  status = AllocateDevice(workspace, "cuBLASLt's workspace", &gemm_workspace_);
   if (status.ok()) {
     status = FromKernel(
-        FromCublas(cublasSetStream(cublas_, stream_), "cublasSetStream"));
-  }
-  if (status.ok()) {
-    status = FromKernel(FromCublas(
-        cublasSetWorkspace(cublas_, cublas_workspace_.get(), workspace),
-        "cublasSetWorkspace"));
+        Gemm::Create(gemm_workspace_.get(), workspace, m_.allow_tf32, &gemm_));
   }
   if (!status.ok()) return status;
   if (use_graphs_) graphs_ = std::make_unique<StepGraphs>();
@@ -346,8 +337,8 @@ Status BatchSession::Impl::Forward(size_t streams, size_t T,
       in = normed_;
     }
     if (k.ok()) {
-      k = Dense(cublas_, s, rows, d, m_.attention.row_width(), in, w.qkv_weight,
-                w.qkv_bias, ActivationKind::kNone, qkv_);
+      k = Dense(gemm_.get(), s, rows, d, m_.attention.row_width(), in,
+                w.qkv_weight, w.qkv_bias, ActivationKind::kNone, qkv_);
     }
     if (k.ok()) {
       FeatureMapParams map;
@@ -369,7 +360,7 @@ Status BatchSession::Impl::Forward(size_t streams, size_t T,
                                  c_.attention_eps, state, attention_);
     }
     if (k.ok()) {
-      k = Dense(cublas_, s, rows, heads * c_.d_value, d, attention_,
+      k = Dense(gemm_.get(), s, rows, heads * c_.d_value, d, attention_,
                 w.out_weight, w.out_bias, ActivationKind::kNone, branch_);
     }
     if (k.ok()) {
@@ -388,11 +379,11 @@ Status BatchSession::Impl::Forward(size_t streams, size_t T,
       in = normed_;
     }
     if (k.ok()) {
-      k = Dense(cublas_, s, rows, d, c_.d_ff, in, w.linear1_weight,
+      k = Dense(gemm_.get(), s, rows, d, c_.d_ff, in, w.linear1_weight,
                 w.linear1_bias, m_.activation, hidden_);
     }
     if (k.ok()) {
-      k = Dense(cublas_, s, rows, c_.d_ff, d, hidden_, w.linear2_weight,
+      k = Dense(gemm_.get(), s, rows, c_.d_ff, d, hidden_, w.linear2_weight,
                 w.linear2_bias, ActivationKind::kNone, branch_);
     }
     if (k.ok()) {
@@ -408,7 +399,7 @@ Status BatchSession::Impl::Forward(size_t streams, size_t T,
     last = normed_;
   }
   if (k.ok() && m_.head_weight != nullptr) {
-    k = Dense(cublas_, s, rows, d, m_.output_size, last, m_.head_weight,
+    k = Dense(gemm_.get(), s, rows, d, m_.output_size, last, m_.head_weight,
               m_.head_bias, ActivationKind::kNone, output_);
     last = output_;
   }
@@ -513,7 +504,7 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
     }
     if (!s.ok() || m == 0) return s;
     if (m_.input_projection_weight != nullptr) {
-      s = FromKernel(Dense(cublas_, stream_, m, window_floats(), c_.d_model,
+      s = FromKernel(Dense(gemm_.get(), stream_, m, window_floats(), c_.d_model,
                            stacked_, m_.input_projection_weight,
                            m_.input_projection_bias, m_.input_activation, x_));
     } else {

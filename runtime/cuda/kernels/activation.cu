@@ -1,5 +1,4 @@
-// Activations and the dense layers' bias epilogue (activation.h): one thread
-// per element, grid-strided.
+// Activations (activation.h): one thread per element, grid-strided.
 #include "runtime/cuda/kernels/activation.h"
 
 namespace tarn {
@@ -14,16 +13,6 @@ unsigned Blocks(size_t count) {
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-__global__ void BiasActivationKernel(size_t count, size_t cols,
-                                     const float* bias, ActivationKind act,
-                                     float* y) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const float b = bias != nullptr ? bias[i % cols] : 0.0f;
-    y[i] = Activate(act, y[i] + b);
-  }
-}
-
 __global__ void ActivationKernel(size_t count, ActivationKind act,
                                  const float* x, float* y) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
@@ -32,18 +21,6 @@ __global__ void ActivationKernel(size_t count, ActivationKind act,
 }
 
 }  // namespace
-
-KernelStatus BiasActivation(cudaStream_t stream, size_t rows, size_t cols,
-                            const float* bias, ActivationKind act, float* y) {
-  const size_t count = rows * cols;
-  if (count == 0) return KernelStatus::Ok();
-  if (y == nullptr) return KernelStatus::Error("BiasActivation: null output");
-  if (bias == nullptr && act == ActivationKind::kNone)
-    return KernelStatus::Ok();
-  BiasActivationKernel<<<Blocks(count), kThreads, 0, stream>>>(count, cols,
-                                                               bias, act, y);
-  return KernelStatus::FromCuda(cudaGetLastError(), "BiasActivation");
-}
 
 KernelStatus Activation(cudaStream_t stream, size_t count, ActivationKind act,
                         const float* x, float* y) {

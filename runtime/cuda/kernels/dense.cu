@@ -1,8 +1,9 @@
-// Dense layers (dense.h). cuBLAS is column-major: the row-major y [rows][out]
-// is its out x rows matrix, y = W x^T with W^T stored as an in x out
-// column-major matrix, hence op(A) = transpose.
+// Dense layers (dense.h). cuBLASLt is column-major: the row-major y
+// [rows][out] is its out x rows matrix, y = W x^T with W^T stored as an in x
+// out column-major matrix, hence op(A) = transpose.
 #include <climits>
 #include <cstdint>
+#include <string>
 
 #include "runtime/cuda/kernels/activation.h"
 #include "runtime/cuda/kernels/block.cuh"
@@ -78,10 +79,124 @@ KernelStatus FromCublas(cublasStatus_t status, const char* what) {
                              cublasGetStatusString(status));
 }
 
-KernelStatus Dense(cublasHandle_t handle, cudaStream_t stream, size_t rows,
-                   size_t inputs, size_t outputs, const float* x,
-                   const float* weight, const float* bias, ActivationKind act,
-                   float* y) {
+KernelStatus Gemm::Create(void* workspace, size_t workspace_bytes,
+                          bool allow_tf32, std::unique_ptr<Gemm>* gemm) {
+  std::unique_ptr<Gemm> g(new Gemm());
+  g->workspace_ = workspace;
+  g->workspace_bytes_ = workspace != nullptr ? workspace_bytes : 0;
+  g->allow_tf32_ = allow_tf32;
+  const KernelStatus status =
+      FromCublas(cublasLtCreate(&g->handle_), "cublasLtCreate");
+  if (status.ok()) *gemm = std::move(g);
+  return status;
+}
+
+Gemm::~Gemm() {
+  if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
+namespace {
+
+// A matmul's descriptors, destroyed with it (host objects: a launch has
+// taken what it needs from them when cublasLtMatmul returns).
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~Descriptors() {
+    if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+    if (y != nullptr) cublasLtMatrixLayoutDestroy(y);
+    if (x != nullptr) cublasLtMatrixLayoutDestroy(x);
+    if (w != nullptr) cublasLtMatrixLayoutDestroy(w);
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+}  // namespace
+
+KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
+                       const float* x, const float* weight, const float* bias,
+                       cublasLtEpilogue_t epilogue, float* y) {
+  Descriptors d;
+  const cublasOperation_t transpose = CUBLAS_OP_T;
+  cublasStatus_t s = cublasLtMatmulDescCreate(
+      &d.op, allow_tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUDA_R_32F);
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                       &transpose, sizeof(transpose));
+  }
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                       &epilogue, sizeof(epilogue));
+  }
+  if (s == CUBLAS_STATUS_SUCCESS && bias != nullptr) {
+    s = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &bias, sizeof(bias));
+  }
+  // W^T: inputs x outputs; x^T: inputs x rows; y^T: outputs x rows.
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatrixLayoutCreate(&d.w, CUDA_R_32F, inputs, outputs, inputs);
+  }
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatrixLayoutCreate(&d.x, CUDA_R_32F, inputs, rows, inputs);
+  }
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatrixLayoutCreate(&d.y, CUDA_R_32F, outputs, rows, outputs);
+  }
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return FromCublas(s, "Dense: cuBLASLt descriptors");
+  }
+  const Plan* plan = nullptr;
+  for (const Plan& p : plans_) {
+    if (p.rows == rows && p.inputs == inputs && p.outputs == outputs &&
+        p.epilogue == epilogue) {
+      plan = &p;
+      break;
+    }
+  }
+  if (plan == nullptr) {
+    s = cublasLtMatmulPreferenceCreate(&d.preference);
+    if (s == CUBLAS_STATUS_SUCCESS) {
+      s = cublasLtMatmulPreferenceSetAttribute(
+          d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+          &workspace_bytes_, sizeof(workspace_bytes_));
+    }
+    cublasLtMatmulHeuristicResult_t found = {};
+    int count = 0;
+    if (s == CUBLAS_STATUS_SUCCESS) {
+      s = cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.w, d.x, d.y, d.y,
+                                         d.preference, 1, &found, &count);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      return FromCublas(s, "Dense: cublasLtMatmulAlgoGetHeuristic");
+    }
+    if (count == 0) {
+      return KernelStatus::Error("Dense: cuBLASLt has no algorithm for " +
+                                 std::to_string(rows) + " rows of " +
+                                 std::to_string(inputs) + " -> " +
+                                 std::to_string(outputs));
+    }
+    const Plan chosen{rows, inputs, outputs, epilogue, found.algo};
+    if (plans_.size() < kMaxPlans) {
+      plans_.push_back(chosen);
+      plan = &plans_.back();
+    } else {
+      plans_[next_plan_] = chosen;
+      plan = &plans_[next_plan_];
+      next_plan_ = (next_plan_ + 1) % kMaxPlans;
+    }
+  }
+  const float one = 1.0f, zero = 0.0f;
+  return FromCublas(
+      cublasLtMatmul(handle_, d.op, &one, weight, d.w, x, d.x, &zero, y, d.y, y,
+                     d.y, &plan->algo, workspace_, workspace_bytes_, stream),
+      "Dense: cublasLtMatmul");
+}
+
+KernelStatus Dense(Gemm* gemm, cudaStream_t stream, size_t rows, size_t inputs,
+                   size_t outputs, const float* x, const float* weight,
+                   const float* bias, ActivationKind act, float* y) {
   if (rows > INT_MAX || inputs > INT_MAX || outputs > INT_MAX || inputs == 0 ||
       outputs == 0) {
     return KernelStatus::Error("Dense: " + std::to_string(rows) + " rows of " +
@@ -90,8 +205,8 @@ KernelStatus Dense(cublasHandle_t handle, cudaStream_t stream, size_t rows,
                                " exceed cuBLAS's int sizes or are empty");
   }
   if (rows == 0) return KernelStatus::Ok();
-  if (handle == nullptr || x == nullptr || weight == nullptr || y == nullptr) {
-    return KernelStatus::Error("Dense: a null handle or buffer");
+  if (gemm == nullptr || x == nullptr || weight == nullptr || y == nullptr) {
+    return KernelStatus::Error("Dense: a null Gemm or buffer");
   }
   if (rows <= kSmallRows) {
     const int warps = kSmallThreads / kWarp;
@@ -108,24 +223,18 @@ KernelStatus Dense(cublasHandle_t handle, cudaStream_t stream, size_t rows,
         static_cast<int>(outputs), x, weight, bias, act, y);
     return KernelStatus::FromCuda(cudaGetLastError(), "Dense (small)");
   }
-  // Setting the stream resets cuBLAS's workspace to its default pool (which
-  // may allocate, refused while a step is captured): only when it changes.
-  cudaStream_t current = nullptr;
-  KernelStatus status =
-      FromCublas(cublasGetStream(handle, &current), "Dense: cublasGetStream");
-  if (status.ok() && current != stream) {
-    status =
-        FromCublas(cublasSetStream(handle, stream), "Dense: cublasSetStream");
-  }
-  if (!status.ok()) return status;
-  const float one = 1.0f, zero = 0.0f;
-  const int m = static_cast<int>(outputs), n = static_cast<int>(rows),
-            k = static_cast<int>(inputs);
-  status = FromCublas(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k,
-                                  &one, weight, k, x, k, &zero, y, m),
-                      "Dense: cublasSgemm");
-  if (!status.ok()) return status;
-  return BiasActivation(stream, rows, outputs, bias, act, y);
+  // The epilogue adds the bias and applies a relu; cuBLASLt's gelu is the
+  // tanh approximation, not the erf one of kernels.h, so a gelu runs after.
+  const bool relu = act == ActivationKind::kRelu;
+  const cublasLtEpilogue_t epilogue =
+      bias != nullptr
+          ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+          : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  const KernelStatus status =
+      gemm->Run(stream, static_cast<int>(rows), static_cast<int>(inputs),
+                static_cast<int>(outputs), x, weight, bias, epilogue, y);
+  if (!status.ok() || act != ActivationKind::kGelu) return status;
+  return Activation(stream, rows * outputs, act, y, y);
 }
 
 }  // namespace cuda

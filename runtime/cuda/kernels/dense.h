@@ -1,13 +1,16 @@
 // Dense layers: y = act(x W^T + b) for a batch of rows, the GPU form of the
 // runtime's dense kernels. Up to 8 rows one kernel of tarn's own (bias and
-// activation fused); more, one cuBLAS SGEMM, then activation.h's bias
-// epilogue.
+// activation fused); more, one cuBLASLt matmul whose epilogue adds the bias
+// (and applies a relu), then activation.h for a gelu.
 #ifndef TARN_KERNELS_CUDA_DENSE_H_
 #define TARN_KERNELS_CUDA_DENSE_H_
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "runtime/cuda/kernels/common.h"
 
@@ -17,14 +20,52 @@ namespace cuda {
 // "<what>: <cuBLAS status name>", or ok.
 KernelStatus FromCublas(cublasStatus_t status, const char* what);
 
+// What a dense layer of more than 8 rows runs on: a cuBLASLt handle, the
+// caller's workspace (so that no call allocates while a step is captured
+// into a graph), whether TF32 may be used, and the algorithm cuBLASLt's
+// heuristic chose for each shape met so far (asking costs more host time
+// than a small matmul takes on the GPU).
+class Gemm {
+ public:
+  // workspace: `workspace_bytes` of device memory that outlives the Gemm.
+  static KernelStatus Create(void* workspace, size_t workspace_bytes,
+                             bool allow_tf32, std::unique_ptr<Gemm>* gemm);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+ private:
+  friend KernelStatus Dense(Gemm* gemm, cudaStream_t stream, size_t rows,
+                            size_t inputs, size_t outputs, const float* x,
+                            const float* weight, const float* bias,
+                            ActivationKind act, float* y);
+  struct Plan {
+    int rows, inputs, outputs;
+    cublasLtEpilogue_t epilogue;
+    cublasLtMatmulAlgo_t algo;
+  };
+  // The most shapes remembered; then the oldest is asked for again.
+  static constexpr size_t kMaxPlans = 64;
+
+  Gemm() = default;
+  KernelStatus Run(cudaStream_t stream, int rows, int inputs, int outputs,
+                   const float* x, const float* weight, const float* bias,
+                   cublasLtEpilogue_t epilogue, float* y);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  bool allow_tf32_ = false;
+  std::vector<Plan> plans_;
+  size_t next_plan_ = 0;  // the one replaced once kMaxPlans are kept
+};
+
 // y [rows][outputs] = act(x [rows][inputs] W^T + bias), W [outputs][inputs]
 // row-major (as stored in a .tarn file), bias [outputs] or null. Runs on
-// `stream`; more than 8 rows through `handle` (its math mode decides whether
-// TF32 may be used). y must not overlap x.
-KernelStatus Dense(cublasHandle_t handle, cudaStream_t stream, size_t rows,
-                   size_t inputs, size_t outputs, const float* x,
-                   const float* weight, const float* bias, ActivationKind act,
-                   float* y);
+// `stream`; more than 8 rows through `gemm`. y must not overlap x.
+KernelStatus Dense(Gemm* gemm, cudaStream_t stream, size_t rows, size_t inputs,
+                   size_t outputs, const float* x, const float* weight,
+                   const float* bias, ActivationKind act, float* y);
 
 }  // namespace cuda
 }  // namespace tarn
