@@ -33,7 +33,11 @@
 //     (bandwidth.h, one thread), gives the least time a step can take, and
 //     floor_us / step_seconds the least real-time factor;
 //   - resident memory (VmRSS) every --rss-every minutes of audio, and its
-//     growth after the first sample.
+//     growth after the first sample;
+//   - after the stream, the latency of a final result (push to talk: each
+//     WAV file fed whole, then FinalResult(), whose time is the final
+//     silence stepped and the decoder's end), median and p90 of 10 rounds
+//     over the files, by wall time.
 // It exits non-zero only when recognition fails; no figure is asserted.
 
 #include <sndfile.h>
@@ -294,6 +298,23 @@ int main(int argc, char** argv) {
   const double model_us = time_model(true);
   const double single_us = time_model(false);
 
+  // Push to talk: the time from the end of the audio to its final result.
+  std::vector<double> final_us;
+  for (int round = 0; round < 10; ++round) {
+    for (const std::vector<int16_t>& clip : clips) {
+      Check(recognizer->AcceptWaveform(clip.data(), clip.size()),
+            "recognising");
+      while (recognizer->PopResult(&result)) {
+      }
+      const Clock::time_point start = Clock::now();
+      recognizer->FinalResult();
+      final_us.push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - start)
+              .count());
+    }
+  }
+  std::sort(final_us.begin(), final_us.end());
+
   tarn::bench::ReadBandwidthMeter meter(model->weight_bytes(), threads);
   for (int i = 0; i < passes; ++i) meter.Pass();
   const double floor_us = model->weight_bytes() / (meter.best_gbs() * 1e3);
@@ -334,6 +355,11 @@ int main(int argc, char** argv) {
       "%.5f; a step alone = %.2f x floor\n",
       model->weight_bytes(), meter.best_gbs(), passes, meter.median_gbs(),
       floor_us, floor_us / step_us, single_us / floor_us);
+  std::printf(
+      "final result after a whole file (final silence %u ms, the decoder's "
+      "end): median %.0f us, p90 %.0f us (%zu calls)\n",
+      options.final_silence_ms, final_us[final_us.size() / 2],
+      final_us[final_us.size() * 9 / 10], final_us.size());
   if (!rss.empty()) {
     std::printf("RSS (kB) by audio minute:");
     for (const auto& [minute, kib] : rss) {

@@ -129,8 +129,8 @@ class Recognizer::Impl {
   std::vector<float> outputs_;       // [steps of a pass][output_size]
   std::vector<size_t> step_frames_;  // [steps of a pass] the frame ending each
   std::vector<float> pcm_;           // [kPcmBlock] 16-bit samples as floats
-  std::vector<float> silence_;       // the features of digital silence
-  float model_warp_ = 1.0f;          // the one the model stores: warp 0's
+  std::vector<float> silence_;  // [frames of a pass][features]: digital silence
+  float model_warp_ = 1.0f;     // the one the model stores: warp 0's
   uint64_t final_silence_frames_ = 0;
   CtcHypothesis hypothesis_;
   RecognitionResult partial_, final_;
@@ -146,14 +146,22 @@ class Recognizer::Impl {
 };
 
 // What the front end makes of zeros at `audio`'s warp, for the silence
-// Final() steps; silence_ stays as it was when `audio` is refused.
+// Final() steps: one pass's worth of frames (at most final_silence_frames_),
+// so that the silence goes through the model as a pass, as audio does.
+// silence_ stays as it was when `audio` is refused.
 Status Recognizer::Impl::Silence(const AudioFrontEndConfig& audio) {
   std::unique_ptr<FrontEnd> scratch;
   Status status = FrontEnd::Create(audio, &scratch);
   if (!status.ok()) return status;
   const std::vector<float> zeros(audio.window_length, 0.0f);
+  const size_t frames = static_cast<size_t>(
+      std::min<uint64_t>(final_silence_frames_, max_pass_frames_));
   scratch->Accept(zeros.data(), zeros.size(), [&](const float* features) {
-    silence_.assign(features, features + scratch->num_features());
+    silence_.resize(frames * scratch->num_features());
+    for (size_t f = 0; f < frames; ++f) {
+      std::copy(features, features + scratch->num_features(),
+                silence_.begin() + f * scratch->num_features());
+    }
   });
   return Status::Ok();
 }
@@ -182,8 +190,6 @@ Status Recognizer::Impl::Init() {
   model_warp_ = audio.warp;
   if (options_.warp != 0) audio.warp = options_.warp;
   status = FrontEnd::Create(audio, &front_end_);
-  if (!status.ok()) return status;
-  status = Silence(audio);
   if (!status.ok()) return status;
   stack_hop_ = c.stack_hop;
   hop_ = audio.hop_length;
@@ -229,7 +235,9 @@ Status Recognizer::Impl::Init() {
   pcm_.assign(kPcmBlock, 0.0f);
   hypothesis_.words.reserve(64);
   partial_.words.reserve(64);
-  return Status::Ok();
+  // After max_pass_frames_: a pass of silence. The front end above has
+  // taken `audio`, so this cannot refuse it.
+  return Silence(audio);
 }
 
 Status Recognizer::Impl::Accept(const float* samples, size_t count) {
@@ -401,16 +409,21 @@ const RecognitionResult& Recognizer::Impl::Partial() {
 void Recognizer::Impl::StepSilence() {
   // Only an utterance under way has labels in flight. The silence frames
   // are finite and as wide as the model's frames, so neither call can
-  // fail; the loop stops if one ever did.
+  // fail; the loop stops if one ever did. In passes, as StepFrames() steps
+  // audio: the same bits as a frame at a time, each weight read once a pass.
+  const size_t width = front_end_->num_features(), labels = logits_.size();
+  const uint64_t pass = silence_.size() / width;
   Status status;
-  for (uint64_t i = 0;
-       i < final_silence_frames_ && status.ok() && decoder_->steps() > 0; ++i) {
-    bool stepped = false;
-    status = session_->StepFrame(silence_.data(), silence_.size(),
-                                 logits_.data(), logits_.size(), &stepped);
-    if (status.ok() && stepped) {
-      status = decoder_->Step(logits_.data(), logits_.size());
+  for (uint64_t left = decoder_->steps() > 0 ? final_silence_frames_ : 0;
+       left > 0 && status.ok();) {
+    const size_t count = static_cast<size_t>(std::min(left, pass));
+    size_t steps = 0;
+    status = session_->PrefillFrames(silence_.data(), count, outputs_.data(),
+                                     outputs_.size(), &steps);
+    for (size_t j = 0; j < steps && status.ok(); ++j) {
+      status = decoder_->Step(outputs_.data() + j * labels, labels);
     }
+    left -= count;
   }
 }
 
