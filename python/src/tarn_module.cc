@@ -185,6 +185,19 @@ class Exclusive {
   std::unique_lock<std::mutex> lock_;
 };
 
+// One call of a native object: its lock held, the GIL released while it
+// runs, a failure raised as the matching Python error.
+template <typename Call>
+void Run(std::mutex& busy, const char* what, Call&& call) {
+  Exclusive use(busy, what);
+  tarn::Status status;
+  {
+    nb::gil_scoped_release release;
+    status = call();
+  }
+  Check(status);
+}
+
 // A session, its model kept alive, and its lock.
 class PySession {
  public:
@@ -201,13 +214,8 @@ class PySession {
   }
 
   void StepToken(int32_t token, Array<float> out) {
-    Exclusive use(busy_, "session");
-    tarn::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = session_->StepToken(token, out.data(), out.size());
-    }
-    Check(status);
+    Run(busy_, "session",
+        [&] { return session_->StepToken(token, out.data(), out.size()); });
   }
 
   bool StepFrame(Array<const float> frame, Array<float> out) {
@@ -269,14 +277,10 @@ class PySession {
   }
 
   void EncodeTokens(Array<const int32_t> tokens, Array<float> out) {
-    Exclusive use(busy_, "session");
-    tarn::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = session_->EncodeTokens(tokens.data(), tokens.size(), out.data(),
-                                      out.size());
-    }
-    Check(status);
+    Run(busy_, "session", [&] {
+      return session_->EncodeTokens(tokens.data(), tokens.size(), out.data(),
+                                    out.size());
+    });
   }
 
   size_t EncodeFrames(Array<const float> frames, size_t frame_count,
@@ -482,23 +486,15 @@ class PyRecognizer {
   }
 
   void AcceptFloat(Array<const float> samples) {
-    Exclusive use(busy_, "recognizer");
-    tarn::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = recognizer_->AcceptWaveform(samples.data(), samples.size());
-    }
-    Check(status);
+    Run(busy_, "recognizer", [&] {
+      return recognizer_->AcceptWaveform(samples.data(), samples.size());
+    });
   }
 
   void AcceptInt16(Array<const int16_t> samples) {
-    Exclusive use(busy_, "recognizer");
-    tarn::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = recognizer_->AcceptWaveform(samples.data(), samples.size());
-    }
-    Check(status);
+    Run(busy_, "recognizer", [&] {
+      return recognizer_->AcceptWaveform(samples.data(), samples.size());
+    });
   }
 
   nb::object PopResult() {
@@ -560,23 +556,47 @@ class PyRecognizer {
 
 }  // namespace
 
-// tarn::EstimateWarp: (warp, candidates, scores).
-std::tuple<float, std::vector<float>, std::vector<double>> EstimateWarp(
-    const PyModel& model, const std::vector<Array<const float>>& utterances,
-    std::vector<float> candidates) {
-  tarn::WarpEstimate estimate;
-  tarn::Status status;
-  {
-    nb::gil_scoped_release release;
-    std::vector<std::vector<float>> samples;
-    for (const Array<const float>& u : utterances) {
-      samples.emplace_back(u.data(), u.data() + u.size());
+// tarn::WarpEstimator; estimate() gives (warp, candidates, scores).
+class PyWarpEstimator {
+ public:
+  PyWarpEstimator(const PyModel& model, std::vector<float> candidates)
+      : model_(model.Get()) {
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = tarn::WarpEstimator::Create(*model_, candidates, &estimator_);
     }
-    status = tarn::EstimateWarp(*model.Get(), samples, candidates, &estimate);
+    Check(status);
   }
-  Check(status);
-  return {estimate.warp, estimate.candidates, estimate.scores};
-}
+
+  void AcceptFloat(Array<const float> samples) {
+    Run(busy_, "warp estimator", [&] {
+      return estimator_->AcceptWaveform(samples.data(), samples.size());
+    });
+  }
+
+  void AcceptInt16(Array<const int16_t> samples) {
+    Run(busy_, "warp estimator", [&] {
+      return estimator_->AcceptWaveform(samples.data(), samples.size());
+    });
+  }
+
+  void EndUtterance() {
+    Run(busy_, "warp estimator", [&] { return estimator_->EndUtterance(); });
+  }
+
+  std::tuple<float, std::vector<float>, std::vector<double>> Estimate() {
+    tarn::WarpEstimate estimate;
+    Run(busy_, "warp estimator",
+        [&] { return estimator_->Estimate(&estimate); });
+    return {estimate.warp, estimate.candidates, estimate.scores};
+  }
+
+ private:
+  std::shared_ptr<const tarn::Model> model_;
+  std::unique_ptr<tarn::WarpEstimator> estimator_;
+  std::mutex busy_;
+};
 
 NB_MODULE(_tarn, m) {
   m.doc() = "tarn's C++ runtime; use the package `tarn`, not this module.";
@@ -664,8 +684,13 @@ NB_MODULE(_tarn, m) {
 
   m.attr("DEFAULT_HOTWORD_BOOST") = tarn::kDefaultHotwordBoost;
   m.def("default_warp_candidates", &tarn::DefaultWarpCandidates);
-  m.def("estimate_warp", &EstimateWarp, "model"_a, "utterances"_a,
-        "candidates"_a);
+  nb::class_<PyWarpEstimator>(m, "WarpEstimator")
+      .def(nb::init<const PyModel&, std::vector<float>>(), "model"_a,
+           "candidates"_a)
+      .def("accept_float", &PyWarpEstimator::AcceptFloat, "samples"_a)
+      .def("accept_int16", &PyWarpEstimator::AcceptInt16, "samples"_a)
+      .def("end_utterance", &PyWarpEstimator::EndUtterance)
+      .def("estimate", &PyWarpEstimator::Estimate);
   nb::class_<PyRecognizer>(m, "Recognizer")
       .def(nb::init<const PyModel&, uint32_t, std::vector<std::string>,
                     uint32_t, uint32_t, uint32_t, int, float,

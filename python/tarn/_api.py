@@ -486,15 +486,7 @@ class Recognizer:
 
     def accept(self, samples) -> None:
         """Feeds mono audio at sample_rate: int16 PCM, or float32 in [-1, 1)."""
-        array = np.asarray(samples)
-        if array.ndim != 1:
-            raise InvalidArgumentError(f"accept: samples are mono, one dimension; got shape {array.shape}")
-        if array.dtype == np.int16:
-            _call(self._native.accept_int16, np.ascontiguousarray(array))
-        elif array.dtype == np.float32:
-            _call(self._native.accept_float, np.ascontiguousarray(array))
-        else:
-            raise InvalidArgumentError(f"accept: samples are int16 or float32, not {array.dtype.name}")
+        _accept(self._native, samples)
 
     def pop_result(self) -> Optional[Result]:
         """The oldest utterance that ended at an endpoint, or None."""
@@ -535,6 +527,60 @@ class Recognizer:
         return self._native.stats()
 
 
+def _accept(native, samples) -> None:
+    """Feeds mono int16 or float32 samples to a native recognizer or warp
+    estimator."""
+    array = np.asarray(samples)
+    if array.ndim != 1:
+        raise InvalidArgumentError(f"accept: samples are mono, one dimension; got shape {array.shape}")
+    if array.dtype == np.int16:
+        _call(native.accept_int16, np.ascontiguousarray(array))
+    elif array.dtype == np.float32:
+        _call(native.accept_float, np.ascontiguousarray(array))
+    else:
+        raise InvalidArgumentError(f"accept: samples are int16 or float32, not {array.dtype.name}")
+
+
+class WarpEstimator:
+    """estimate_warp fed as the audio arrives, so that a speaker's minutes of
+    audio need not be kept: the model runs once per candidate warp alongside.
+
+        estimator = tarn.WarpEstimator(model)
+        for chunk in chunks:                 # int16 or float32, any size
+            estimator.accept(chunk)
+        estimator.end_utterance()            # the next audio starts afresh
+        warp, scores = estimator.estimate()  # at any point; as estimate_warp
+        recognizer.set_warp(warp)            # between utterances
+
+    estimate() over everything heard so far, the current utterance as it
+    stands, is what estimate_warp gives for the same utterances."""
+
+    def __init__(self, model: Model, candidates: Optional[Sequence[float]] = None):
+        Recognizer(model)  # refuses a model that cannot listen, as the recognizer does
+        if candidates is None:
+            # The runtime's defaults, float32, by their shortest decimals (0.85).
+            candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
+        self._candidates = [float(c) for c in candidates]
+        self._model = model
+        self._native = _call(_tarn.WarpEstimator, model._native, self._candidates)
+
+    def accept(self, samples) -> None:
+        """More of the current utterance, mono at the model's sample rate:
+        int16 PCM, or float32 in [-1, 1)."""
+        _accept(self._native, samples)
+
+    def end_utterance(self) -> None:
+        """The audio after this starts another utterance, from a fresh state."""
+        _call(self._native.end_utterance)
+
+    def estimate(self) -> Tuple[float, Dict[float, float]]:
+        """The warp and every candidate's score over everything heard; refused
+        before a frame's worth of audio."""
+        warp, tried, scores = _call(self._native.estimate)
+        # The candidates as given (the runtime holds them as float32).
+        return self._candidates[list(tried).index(warp)], dict(zip(self._candidates, scores))
+
+
 def estimate_warp(
     model: Model, utterances: Sequence[Union[PathLike, np.ndarray]], candidates: Optional[Sequence[float]] = None
 ) -> Tuple[float, Dict[float, float]]:
@@ -546,19 +592,14 @@ def estimate_warp(
     label. Returns the warp and every candidate's score. A few minutes of
     speech make it reliable."""
     rate = Recognizer(model).sample_rate  # and refuses a model that cannot listen
-    arrays = []
+    estimator = WarpEstimator(model, candidates)
     for u in utterances:
         if isinstance(u, (str, os.PathLike)):
-            arrays.append(read_wav(u, rate))
+            estimator.accept(read_wav(u, rate))
         else:
-            arrays.append(_array(u, np.float32, "utterance", ndim=1))
-    if candidates is None:
-        # The runtime's defaults, float32, by their shortest decimals (0.85).
-        candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
-    chosen = [float(c) for c in candidates]
-    warp, tried, scores = _call(_tarn.estimate_warp, model._native, arrays, chosen)
-    # The candidates as given (the runtime holds them as float32).
-    return chosen[list(tried).index(warp)], dict(zip(chosen, scores))
+            estimator.accept(_array(u, np.float32, "utterance", ndim=1))
+        estimator.end_utterance()
+    return estimator.estimate()
 
 
 def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:

@@ -466,24 +466,28 @@ int Adapt(const AdaptOptions& o) {
   AudioFrontEndConfig audio;
   status = ReadAudioFrontEnd(*model, &audio);
   if (!status.ok()) return Fail(status.message());
-  std::vector<std::vector<float>> utterances;
+  // Each file through the estimator as it is read: no file is held whole.
+  std::unique_ptr<WarpEstimator> estimator;
+  status = WarpEstimator::Create(
+      *model, o.candidates.empty() ? DefaultWarpCandidates() : o.candidates,
+      &estimator);
+  if (!status.ok()) return Fail(status.message());
+  std::vector<float> block(1 << 16);
   for (const std::string& path : o.audio_paths) {
     FileSource file;
     std::string error = file.Open(path, audio.sample_rate, /*quiet=*/true);
     if (!error.empty()) return Fail(error);
-    std::vector<float>& samples = utterances.emplace_back();
-    std::vector<float> block(1 << 16);
     size_t count = 0;
     do {
       error = file.Read(block.data(), block.size(), &count);
       if (!error.empty()) return Fail(error);
-      samples.insert(samples.end(), block.begin(), block.begin() + count);
-    } while (count > 0);
+      status = estimator->AcceptWaveform(block.data(), count);
+    } while (status.ok() && count > 0);
+    if (status.ok()) status = estimator->EndUtterance();
+    if (!status.ok()) return Fail(path + ": " + status.message());
   }
   WarpEstimate estimate;
-  status = EstimateWarp(
-      *model, utterances,
-      o.candidates.empty() ? DefaultWarpCandidates() : o.candidates, &estimate);
+  status = estimator->Estimate(&estimate);
   if (!status.ok()) return Fail(status.message());
   if (o.json) {
     nlohmann::json scores = nlohmann::json::array();

@@ -18,6 +18,10 @@ struct tarn_recognizer {
   tarn_recognition_result view{};
 };
 
+struct tarn_warp_estimator {
+  std::unique_ptr<tarn::WarpEstimator> estimator;
+};
+
 namespace {
 
 using tarn::c_api::Guard;
@@ -224,16 +228,77 @@ tarn_status tarn_estimate_warp(const tarn_model* model,
     if (utterance_count > 0 && sample_counts == nullptr) {
       return Null("sample_counts");
     }
-    std::vector<std::vector<float>> copies(utterance_count);
     for (size_t i = 0; i < utterance_count; ++i) {
       if (utterances[i] == nullptr && sample_counts[i] > 0) {
         return Invalid("utterances[" + std::to_string(i) + "] is null");
       }
-      copies[i].assign(utterances[i], utterances[i] + sample_counts[i]);
+    }
+    // The caller's utterances, fed in place (EstimateWarp would copy them).
+    std::unique_ptr<tarn::WarpEstimator> estimator;
+    tarn::Status status = tarn::WarpEstimator::Create(
+        *Cpp(model), tarn::DefaultWarpCandidates(), &estimator);
+    for (size_t i = 0; status.ok() && i < utterance_count; ++i) {
+      status = estimator->AcceptWaveform(utterances[i], sample_counts[i]);
+      if (status.ok()) status = estimator->EndUtterance();
     }
     tarn::WarpEstimate estimate;
-    const tarn::Status status = tarn::EstimateWarp(
-        *Cpp(model), copies, tarn::DefaultWarpCandidates(), &estimate);
+    if (status.ok()) status = estimator->Estimate(&estimate);
+    if (status.ok()) *warp = estimate.warp;
+    return status;
+  });
+}
+
+tarn_status tarn_warp_estimator_create(const tarn_model* model,
+                                       tarn_warp_estimator** estimator) {
+  return Guard([&] {
+    if (model == nullptr) return Null("model");
+    if (estimator == nullptr) return Null("estimator");
+    auto handle = std::make_unique<tarn_warp_estimator>();
+    const tarn::Status status = tarn::WarpEstimator::Create(
+        *Cpp(model), tarn::DefaultWarpCandidates(), &handle->estimator);
+    if (status.ok()) *estimator = handle.release();
+    return status;
+  });
+}
+
+void tarn_warp_estimator_free(tarn_warp_estimator* estimator) {
+  delete estimator;
+}
+
+tarn_status tarn_warp_estimator_accept_float(tarn_warp_estimator* estimator,
+                                             const float* samples,
+                                             size_t count) {
+  return Guard([&] {
+    if (estimator == nullptr) return Null("estimator");
+    if (samples == nullptr && count > 0) return Null("samples");
+    return estimator->estimator->AcceptWaveform(samples, count);
+  });
+}
+
+tarn_status tarn_warp_estimator_accept_int16(tarn_warp_estimator* estimator,
+                                             const int16_t* samples,
+                                             size_t count) {
+  return Guard([&] {
+    if (estimator == nullptr) return Null("estimator");
+    if (samples == nullptr && count > 0) return Null("samples");
+    return estimator->estimator->AcceptWaveform(samples, count);
+  });
+}
+
+tarn_status tarn_warp_estimator_end_utterance(tarn_warp_estimator* estimator) {
+  return Guard([&] {
+    if (estimator == nullptr) return Null("estimator");
+    return estimator->estimator->EndUtterance();
+  });
+}
+
+tarn_status tarn_warp_estimator_estimate(tarn_warp_estimator* estimator,
+                                         float* warp) {
+  return Guard([&] {
+    if (estimator == nullptr) return Null("estimator");
+    if (warp == nullptr) return Null("warp");
+    tarn::WarpEstimate estimate;
+    const tarn::Status status = estimator->estimator->Estimate(&estimate);
     if (status.ok()) *warp = estimate.warp;
     return status;
   });

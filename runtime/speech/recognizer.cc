@@ -517,6 +517,190 @@ const std::vector<float>& DefaultWarpCandidates() {
   return candidates;
 }
 
+// Each candidate's front end and session; frames wait in `frames` until a
+// pass's worth is there (or an estimate or the utterance's end), so memory
+// is one pass a candidate however long an utterance is.
+class WarpEstimator::Impl {
+ public:
+  Status Init(const Model& model, const std::vector<float>& candidates) {
+    if (candidates.empty()) return Refuse("no candidate warps to choose from");
+    AudioFrontEndConfig audio;
+    Status status = CheckSpeechModel(model, &audio);
+    if (!status.ok()) return status;
+    labels_ = model.output_size();
+    bins_ = audio.num_mel_bins;
+    window_ = audio.window_length;
+    const size_t stack = model.config().stack_hop;
+    pass_frames_ = size_t{kDefaultPrefillChunk} * stack;
+    outputs_.resize((pass_frames_ / stack + 1) * labels_);
+    log_probs_.resize(labels_);
+    pcm_.resize(kPcmBlock);
+    for (const float warp : candidates) {
+      Candidate c;
+      c.warp = warp;
+      audio.warp = warp;
+      status = FrontEnd::Create(audio, &c.front_end);
+      if (status.ok())
+        status = Session::Create(model, SessionOptions(), &c.session);
+      if (!status.ok()) return status;
+      c.frames.resize(pass_frames_ * bins_);
+      candidates_.push_back(std::move(c));
+    }
+    return Status::Ok();
+  }
+
+  Status Accept(const float* samples, size_t count) {
+    if (samples == nullptr && count > 0) return Refuse("samples is null");
+    for (size_t i = 0; i < count; ++i) {
+      if (!std::isfinite(samples[i])) {
+        return Refuse("utterance " + std::to_string(utterance_) + ": sample " +
+                      std::to_string(i) + " of this call is " +
+                      std::to_string(samples[i]) + "; nothing was consumed");
+      }
+    }
+    for (Candidate& c : candidates_) {
+      Status status;
+      c.front_end->Accept(samples, count, [&](const float* features) {
+        if (!status.ok()) return;
+        std::copy(features, features + bins_,
+                  c.frames.data() + c.pending * bins_);
+        if (++c.pending == pass_frames_) status = Pass(&c);
+      });
+      if (!status.ok()) return status;
+    }
+    return Status::Ok();
+  }
+
+  Status AcceptPcm(const int16_t* samples, size_t count) {
+    if (samples == nullptr && count > 0) return Refuse("samples is null");
+    for (size_t done = 0; done < count;) {
+      const size_t n = std::min(count - done, kPcmBlock);
+      Int16ToFloat(samples + done, n, pcm_.data());
+      const Status status = Accept(pcm_.data(), n);
+      if (!status.ok()) return status;
+      done += n;
+    }
+    return Status::Ok();
+  }
+
+  Status EndUtterance() {
+    Status status = PassAll();
+    for (Candidate& c : candidates_) {
+      c.front_end->Reset();
+      c.session->Reset();
+    }
+    ++utterance_;
+    return status;
+  }
+
+  Status Estimate(WarpEstimate* estimate) {
+    if (estimate == nullptr) {
+      return Status(StatusCode::kInvalidArgument, "estimate is null");
+    }
+    // A pass now instead of later changes no bit (prefill is stepping).
+    Status status = PassAll();
+    if (!status.ok()) return status;
+    if (candidates_.front().steps == 0) {
+      return Refuse(
+          "the utterances hold no audio frame to estimate a warp "
+          "from (each frame is " +
+          std::to_string(window_) + " samples)");
+    }
+    WarpEstimate result;
+    for (const Candidate& c : candidates_) {
+      result.candidates.push_back(c.warp);
+      result.scores.push_back(c.sum / static_cast<double>(c.steps));
+      if (result.scores.size() == 1 ||
+          result.scores.back() > result.scores[result.best]) {
+        result.best = result.scores.size() - 1;
+      }
+    }
+    result.warp = result.candidates[result.best];
+    *estimate = std::move(result);
+    return Status::Ok();
+  }
+
+ private:
+  struct Candidate {
+    float warp = 1;
+    std::unique_ptr<FrontEnd> front_end;
+    std::unique_ptr<Session> session;
+    std::vector<float> frames;  // [pass][bins]: the frames not yet stepped
+    size_t pending = 0;         // of them
+    uint64_t stepped = 0;       // frames of this utterance before them
+    // Over every step: the log-probability of the step's most likely label.
+    double sum = 0;
+    uint64_t steps = 0;
+  };
+
+  Status Pass(Candidate* c) {
+    size_t taken = 0;
+    const Status s = c->session->PrefillFrames(
+        c->frames.data(), c->pending, outputs_.data(), outputs_.size(), &taken);
+    if (!s.ok()) {
+      // The refused frames are dropped, so that the estimator goes on.
+      c->stepped += c->pending;
+      c->pending = 0;
+      return Status(s.code(), "utterance " + std::to_string(utterance_) +
+                                  ": the pass from its frame " +
+                                  std::to_string(c->stepped) + ": " +
+                                  s.message());
+    }
+    for (size_t t = 0; t < taken; ++t) {
+      c->sum += ctc::LogSoftmax(outputs_.data() + t * labels_, labels_,
+                                log_probs_.data());
+    }
+    c->steps += taken;
+    c->stepped += c->pending;
+    c->pending = 0;
+    return Status::Ok();
+  }
+
+  Status PassAll() {
+    for (Candidate& c : candidates_) {
+      if (c.pending == 0) continue;
+      const Status status = Pass(&c);
+      if (!status.ok()) return status;
+    }
+    return Status::Ok();
+  }
+
+  std::vector<Candidate> candidates_;
+  size_t labels_ = 0, bins_ = 0, window_ = 0, pass_frames_ = 0;
+  uint64_t utterance_ = 0;
+  std::vector<float> outputs_;     // [steps of a pass][labels]
+  std::vector<double> log_probs_;  // [labels]
+  std::vector<float> pcm_;         // [kPcmBlock]
+};
+
+WarpEstimator::WarpEstimator(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+WarpEstimator::~WarpEstimator() = default;
+
+Status WarpEstimator::Create(const Model& model,
+                             const std::vector<float>& candidates,
+                             std::unique_ptr<WarpEstimator>* estimator) {
+  if (estimator == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "estimator is null");
+  }
+  auto impl = std::make_unique<Impl>();
+  const Status status = impl->Init(model, candidates);
+  if (!status.ok()) return status;
+  estimator->reset(new WarpEstimator(std::move(impl)));
+  return Status::Ok();
+}
+
+Status WarpEstimator::AcceptWaveform(const float* samples, size_t count) {
+  return impl_->Accept(samples, count);
+}
+Status WarpEstimator::AcceptWaveform(const int16_t* samples, size_t count) {
+  return impl_->AcceptPcm(samples, count);
+}
+Status WarpEstimator::EndUtterance() { return impl_->EndUtterance(); }
+Status WarpEstimator::Estimate(WarpEstimate* estimate) {
+  return impl_->Estimate(estimate);
+}
+
 Status EstimateWarp(const Model& model,
                     const std::vector<std::vector<float>>& utterances,
                     const std::vector<float>& candidates,
@@ -524,80 +708,16 @@ Status EstimateWarp(const Model& model,
   if (estimate == nullptr) {
     return Status(StatusCode::kInvalidArgument, "estimate is null");
   }
-  if (candidates.empty()) return Refuse("no candidate warps to choose from");
-  AudioFrontEndConfig audio;
-  Status status = CheckSpeechModel(model, &audio);
+  std::unique_ptr<WarpEstimator> estimator;
+  Status status = WarpEstimator::Create(model, candidates, &estimator);
   if (!status.ok()) return status;
-  std::unique_ptr<Session> session;
-  status = Session::Create(model, SessionOptions(), &session);
-  if (!status.ok()) return status;
-  const size_t width = model.output_size(), bins = audio.num_mel_bins;
-  // Frames go through the model in passes of a prefill chunk's steps, so
-  // memory stays what one pass needs however long an utterance is.
-  const size_t stack = model.config().stack_hop;
-  const size_t pass_frames = size_t{kDefaultPrefillChunk} * stack;
-  std::vector<float> frames(pass_frames * bins),
-      outputs((pass_frames / stack + 1) * width);
-  std::vector<double> log_probs(width);
-  WarpEstimate result;
-  for (const float warp : candidates) {
-    audio.warp = warp;
-    std::unique_ptr<FrontEnd> front_end;
-    status = FrontEnd::Create(audio, &front_end);
-    if (!status.ok()) return status;
-    // Over every step of every utterance: the log-probability of the step's
-    // most likely label.
-    double sum = 0;
-    uint64_t steps = 0;
-    for (size_t u = 0; u < utterances.size(); ++u) {
-      front_end->Reset();
-      session->Reset();
-      size_t pending = 0, stepped = 0;  // frames in `frames`, and before them
-      auto pass = [&] {
-        size_t taken = 0;
-        Status s = session->PrefillFrames(
-            frames.data(), pending, outputs.data(), outputs.size(), &taken);
-        if (!s.ok()) {
-          return Status(s.code(), "utterance " + std::to_string(u) +
-                                      ", the pass from its frame " +
-                                      std::to_string(stepped) + ": " +
-                                      s.message());
-        }
-        for (size_t t = 0; t < taken; ++t) {
-          sum += ctc::LogSoftmax(outputs.data() + t * width, width,
-                                 log_probs.data());
-        }
-        steps += taken;
-        stepped += pending;
-        pending = 0;
-        return Status::Ok();
-      };
-      front_end->Accept(utterances[u].data(), utterances[u].size(),
-                        [&](const float* features) {
-                          if (!status.ok()) return;
-                          std::copy(features, features + bins,
-                                    frames.data() + pending * bins);
-                          if (++pending == pass_frames) status = pass();
-                        });
-      if (status.ok() && pending > 0) status = pass();
-      if (!status.ok()) return status;
-    }
-    if (steps == 0) {
-      return Refuse(
-          "the utterances hold no audio frame to estimate a warp "
-          "from (each frame is " +
-          std::to_string(audio.window_length) + " samples)");
-    }
-    result.candidates.push_back(warp);
-    result.scores.push_back(sum / static_cast<double>(steps));
-    if (result.scores.size() == 1 ||
-        result.scores.back() > result.scores[result.best]) {
-      result.best = result.scores.size() - 1;
-    }
+  for (size_t u = 0; u < utterances.size(); ++u) {
+    status =
+        estimator->AcceptWaveform(utterances[u].data(), utterances[u].size());
+    if (status.ok()) status = estimator->EndUtterance();
+    if (!status.ok()) return status;  // it names the utterance
   }
-  result.warp = result.candidates[result.best];
-  *estimate = std::move(result);
-  return Status::Ok();
+  return estimator->Estimate(estimate);
 }
 
 }  // namespace tarn

@@ -150,6 +150,24 @@ def test_transcribe_with_words_matches_cli(tarn_bin):
     ]
 
 
+def test_warp_estimator_streams_what_estimate_warp_gives():
+    """tarn.WarpEstimator fed int16 PCM in pieces, estimating along the way,
+    gives estimate_warp's warp and scores over the same samples as floats,
+    the unfinished utterance included."""
+    model = tarn.Model(SPEECH_MODEL)
+    pcm = [np.round(tarn.read_wav(p) * 32768).astype(np.int16) for p in SAMPLES[:3]]
+    floats = [p.astype(np.float32) / np.float32(32768) for p in pcm]
+    estimator = tarn.WarpEstimator(model)
+    for i, utterance in enumerate(pcm):
+        for at in range(0, len(utterance), 4000):
+            estimator.accept(utterance[at : at + 4000])
+        if i == 2:
+            # Mid-stream: the last utterance unfinished, as it stands.
+            assert estimator.estimate() == tarn.estimate_warp(model, floats)
+        estimator.end_utterance()
+    assert estimator.estimate() == tarn.estimate_warp(model, floats)
+
+
 def test_warp_and_its_estimate_match_cli(tarn_bin):
     """tarn.estimate_warp is `tarn adapt` (warp and every score), and
     transcribe(warp=...) is `tarn transcribe --warp`."""

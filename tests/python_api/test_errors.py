@@ -204,3 +204,25 @@ def test_warp():
     samples[5000] = np.nan
     with pytest.raises(tarn.InvalidArgumentError, match="utterance 0"):
         tarn.estimate_warp(model, [samples])
+
+
+def test_warp_estimator(token_model):
+    model = tarn.Model(SPEECH_MODEL)
+    estimator = tarn.WarpEstimator(model)
+    with pytest.raises(tarn.InvalidArgumentError, match="no audio frame"):
+        estimator.estimate()
+    with pytest.raises(tarn.InvalidArgumentError, match="float32, not float64"):
+        estimator.accept(np.zeros(16000))
+    with pytest.raises(tarn.InvalidArgumentError, match="mono"):
+        estimator.accept(np.zeros((2, 100), np.float32))
+    estimator.end_utterance()
+    samples = tarn.read_wav(SAMPLES[0])
+    samples[5000] = np.nan
+    with pytest.raises(tarn.InvalidArgumentError, match="utterance 1: sample 5000 of this call"):
+        estimator.accept(samples)
+    with pytest.raises(tarn.InvalidArgumentError, match="no candidate warps"):
+        tarn.WarpEstimator(model, candidates=[])
+    with pytest.raises(tarn.InvalidArgumentError, match="warp 0.1 is outside"):
+        tarn.WarpEstimator(model, candidates=[0.1])
+    with pytest.raises(tarn.InvalidArgumentError, match="tokens"):
+        tarn.WarpEstimator(token_model)

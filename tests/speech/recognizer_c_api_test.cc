@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sndfile.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -465,7 +466,8 @@ TEST(RecognizerCApi, RefusesBadHotwords) {
 // A warp reaches the recognizer (a bad one is refused), the third
 // version's size leaves it at the model's (1), tarn_recognizer_set_warp
 // before any audio is creating it with the warp, 0 sets the model's back,
-// and tarn_estimate_warp is EstimateWarp.
+// and tarn_estimate_warp and the streaming tarn_warp_estimator are
+// EstimateWarp.
 TEST(RecognizerCApi, WarpAndItsEstimate) {
   Loaded speech;
   ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
@@ -546,6 +548,51 @@ TEST(RecognizerCApi, WarpAndItsEstimate) {
   EXPECT_EQ(tarn_estimate_warp(speech.model, pointers, counts, 2, nullptr),
             TARN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(tarn_estimate_warp(nullptr, pointers, counts, 2, &warp),
+            TARN_STATUS_INVALID_ARGUMENT);
+
+  // The streaming estimator: the same warp from the same PCM in pieces,
+  // nothing before the first step, bad arguments refused.
+  tarn_warp_estimator* estimator = nullptr;
+  ASSERT_EQ(tarn_warp_estimator_create(speech.model, &estimator),
+            TARN_STATUS_OK)
+      << tarn_last_error();
+  EXPECT_EQ(tarn_warp_estimator_estimate(estimator, &warp),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("no audio frame"),
+            std::string::npos)
+      << tarn_last_error();
+  const float nan_sample[] = {0.0f, NAN};
+  EXPECT_EQ(tarn_warp_estimator_accept_float(estimator, nan_sample, 2),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("sample 1 of this call"),
+            std::string::npos)
+      << tarn_last_error();
+  for (const char* name : {"slt_012600.wav", "slt_012603.wav"}) {
+    const std::vector<int16_t> pcm = ReadPcm(kSamples / name);
+    for (size_t at = 0; at < pcm.size(); at += 1600) {
+      ASSERT_EQ(tarn_warp_estimator_accept_int16(
+                    estimator, pcm.data() + at,
+                    std::min<size_t>(1600, pcm.size() - at)),
+                TARN_STATUS_OK)
+          << tarn_last_error();
+    }
+    ASSERT_EQ(tarn_warp_estimator_end_utterance(estimator), TARN_STATUS_OK);
+  }
+  warp = 0;
+  ASSERT_EQ(tarn_warp_estimator_estimate(estimator, &warp), TARN_STATUS_OK)
+      << tarn_last_error();
+  EXPECT_EQ(warp, expected.warp);
+  EXPECT_EQ(tarn_warp_estimator_estimate(estimator, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_warp_estimator_accept_int16(estimator, nullptr, 3),
+            TARN_STATUS_INVALID_ARGUMENT);
+  tarn_warp_estimator_free(estimator);
+  tarn_warp_estimator_free(nullptr);
+  EXPECT_EQ(tarn_warp_estimator_create(nullptr, &estimator),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_warp_estimator_create(speech.model, nullptr),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_warp_estimator_end_utterance(nullptr),
             TARN_STATUS_INVALID_ARGUMENT);
 }
 

@@ -224,6 +224,121 @@ TEST(EstimateWarp, RefusesWhatItCannotUse) {
       StatusCode::kInvalidArgument);
 }
 
+// WarpEstimator is EstimateWarp fed as the audio arrives: in pieces of any
+// size, float or 16-bit, with estimates along the way, it gives the batch
+// function's scores to the bit, and an estimate mid-utterance is the batch
+// function's over the audio so far.
+TEST(WarpEstimator, StreamedInAnyPiecesIsEstimateWarp) {
+  auto model = LoadModel("hamming.tarn");
+  const std::vector<float> speech = ReadAudio("speech.wav");
+  std::vector<int16_t> two_pcm(ReadAudio("two.wav").size());
+  for (size_t i = 0; i < two_pcm.size(); ++i) {
+    two_pcm[i] = static_cast<int16_t>(ReadAudio("two.wav")[i] * 32767);
+  }
+  std::vector<float> two(two_pcm.size());
+  Int16ToFloat(two_pcm.data(), two_pcm.size(), two.data());
+  const std::vector<float> candidates = {0.8f, 1.0f, 1.2f};
+  auto batch = [&](const std::vector<std::vector<float>>& utterances) {
+    WarpEstimate estimate;
+    EXPECT_TRUE(EstimateWarp(*model, utterances, candidates, &estimate).ok());
+    return estimate;
+  };
+  auto same = [](const WarpEstimate& a, const WarpEstimate& b) {
+    EXPECT_EQ(a.scores, b.scores);
+    EXPECT_EQ(a.candidates, b.candidates);
+    EXPECT_EQ(a.best, b.best);
+    EXPECT_EQ(a.warp, b.warp);
+  };
+  const WarpEstimate whole = batch({speech, two});
+  const size_t half = two.size() / 2;
+  const WarpEstimate part =
+      batch({speech, std::vector<float>(two.begin(), two.begin() + half)});
+  EXPECT_NE(whole.scores, part.scores);
+  std::mt19937 random(3);
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run);
+    std::unique_ptr<WarpEstimator> estimator;
+    ASSERT_TRUE(WarpEstimator::Create(*model, candidates, &estimator).ok());
+    WarpEstimate estimate;
+    EXPECT_FALSE(estimator->Estimate(&estimate).ok());  // nothing heard yet
+    for (size_t at = 0; at < speech.size();) {
+      const size_t n =
+          std::min<size_t>(1 + random() % 20000, speech.size() - at);
+      ASSERT_TRUE(estimator->AcceptWaveform(speech.data() + at, n).ok());
+      at += n;
+    }
+    ASSERT_TRUE(estimator->EndUtterance().ok());
+    for (size_t at = 0; at < two_pcm.size();) {
+      size_t n = std::min<size_t>(1 + random() % 20000, two_pcm.size() - at);
+      if (at < half) n = std::min(n, half - at);
+      ASSERT_TRUE(estimator->AcceptWaveform(two_pcm.data() + at, n).ok());
+      at += n;
+      if (at == half) {
+        ASSERT_TRUE(estimator->Estimate(&estimate).ok());
+        same(estimate, part);
+      }
+    }
+    ASSERT_TRUE(estimator->Estimate(&estimate).ok());
+    same(estimate, whole);
+    ASSERT_TRUE(estimator->EndUtterance().ok());
+    ASSERT_TRUE(estimator->EndUtterance().ok());  // an empty utterance
+    ASSERT_TRUE(estimator->Estimate(&estimate).ok());
+    same(estimate, whole);
+  }
+}
+
+TEST(WarpEstimator, RefusesWhatItCannotUse) {
+  auto model = LoadModel("hamming.tarn");
+  std::unique_ptr<WarpEstimator> estimator;
+  auto refused = [&](const Model& m, const std::vector<float>& candidates,
+                     const std::string& expected) {
+    const Status status = WarpEstimator::Create(m, candidates, &estimator);
+    EXPECT_FALSE(status.ok()) << expected;
+    EXPECT_NE(status.message().find(expected), std::string::npos)
+        << status.message();
+  };
+  refused(*model, {}, "no candidate warps");
+  refused(*model, {1.0f, 0.1f}, "warp 0.1 is outside [0.5, 2]");
+  refused(*LoadModel("noaudio.tarn"), DefaultWarpCandidates(),
+          "no audio front end");
+  EXPECT_EQ(
+      WarpEstimator::Create(*model, DefaultWarpCandidates(), nullptr).code(),
+      StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(
+      WarpEstimator::Create(*model, DefaultWarpCandidates(), &estimator).ok());
+  const std::vector<float> speech = ReadAudio("speech.wav");
+  WarpEstimate estimate;
+  // Less than a frame: still nothing to estimate from.
+  ASSERT_TRUE(estimator->AcceptWaveform(speech.data(), 300).ok());
+  Status status = estimator->Estimate(&estimate);
+  EXPECT_NE(status.message().find("no audio frame"), std::string::npos)
+      << status.message();
+  EXPECT_EQ(estimator->Estimate(nullptr).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(estimator->EndUtterance().ok());
+  // A non-finite sample: refused, naming it and its utterance, and nothing
+  // of the call is consumed.
+  std::vector<float> bad = speech;
+  bad[1000] = NAN;
+  status = estimator->AcceptWaveform(bad.data(), bad.size());
+  EXPECT_NE(status.message().find("utterance 1: sample 1000 of this call is"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(
+      estimator->AcceptWaveform(static_cast<const float*>(nullptr), 5).code(),
+      StatusCode::kInvalidArgument);
+  ASSERT_TRUE(estimator->AcceptWaveform(speech.data(), speech.size()).ok());
+  ASSERT_TRUE(estimator->Estimate(&estimate).ok());
+  WarpEstimate expected;
+  ASSERT_TRUE(
+      EstimateWarp(
+          *model,
+          {std::vector<float>(speech.begin(), speech.begin() + 300), speech},
+          DefaultWarpCandidates(), &expected)
+          .ok());
+  EXPECT_EQ(estimate.scores, expected.scores);
+}
+
 // Two stretches of speech 1.5 s apart: two utterances, each "a", with times
 // where the speech is (0.3 s of silence, "play music", 1.5 s, "stop", 1 s).
 TEST(Recognizer, EndpointsSplitUtterances) {
@@ -411,6 +526,26 @@ TEST(Recognizer, NoAllocationWhileListening) {
     }
     EXPECT_EQ(allocations, 0u) << "beam " << beam;
   }
+}
+
+TEST(WarpEstimator, NoAllocationWhileListening) {
+  auto model = LoadModel("hamming.tarn");
+  std::unique_ptr<WarpEstimator> estimator;
+  ASSERT_TRUE(
+      WarpEstimator::Create(*model, DefaultWarpCandidates(), &estimator).ok());
+  const auto audio = ReadAudio("speech.wav");
+  size_t allocations = 0;
+  for (int utterance = 0; utterance < 2; ++utterance) {
+    for (size_t at = 0; at + 1000 <= audio.size(); at += 1000) {
+      testing::AllocationCounter count;
+      ASSERT_TRUE(estimator->AcceptWaveform(audio.data() + at, 1000).ok());
+      allocations += count.count();
+    }
+    testing::AllocationCounter count;
+    ASSERT_TRUE(estimator->EndUtterance().ok());
+    allocations += count.count();
+  }
+  EXPECT_EQ(allocations, 0u);
 }
 
 TEST(Recognizer, RefusesNonFiniteSamplesConsumingNothing) {

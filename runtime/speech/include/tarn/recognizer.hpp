@@ -221,6 +221,51 @@ Status EstimateWarp(const Model& model,
                     const std::vector<float>& candidates,
                     WarpEstimate* estimate);
 
+// EstimateWarp() fed as the audio arrives, so that an app need not keep a
+// speaker's minutes of audio to adapt to them: every candidate's front end
+// and session run side by side (the model's cost and state once per
+// candidate), utterance by utterance. Estimate() at any point gives what
+// EstimateWarp() gives for the utterances so far, the current one as it
+// stands, to the bit. AcceptWaveform() and EndUtterance() allocate nothing;
+// one thread at a time; the model must outlive the estimator.
+//
+//   std::unique_ptr<tarn::WarpEstimator> estimator;
+//   status = tarn::WarpEstimator::Create(*model, tarn::DefaultWarpCandidates(),
+//                                        &estimator);
+//   while (/* the speaker talks */) estimator->AcceptWaveform(pcm, count);
+//   estimator->EndUtterance();                 // e.g. at an endpoint
+//   tarn::WarpEstimate estimate;
+//   if (estimator->Estimate(&estimate).ok())
+//     recognizer->SetWarp(estimate.warp);      // between utterances
+class WarpEstimator {
+ public:
+  // Fails as EstimateWarp() does for the model and the candidates.
+  static Status Create(const Model& model, const std::vector<float>& candidates,
+                       std::unique_ptr<WarpEstimator>* estimator);
+  ~WarpEstimator();
+  WarpEstimator(const WarpEstimator&) = delete;
+  WarpEstimator& operator=(const WarpEstimator&) = delete;
+
+  // More of the current utterance, at the model's sample rate: floats in
+  // [-1, 1), or 16-bit PCM. A call with a non-finite sample is refused and
+  // consumes nothing. Frames the model refuses (features overflowed by
+  // samples far outside [-1, 1)) fail the call that steps them, and are
+  // dropped: the estimate goes on without them.
+  Status AcceptWaveform(const float* samples, size_t count);
+  Status AcceptWaveform(const int16_t* samples, size_t count);
+  // The samples after this start another utterance, from a fresh state.
+  // Steps the frames still waiting, so it can fail as AcceptWaveform().
+  Status EndUtterance();
+  // Over every step heard so far; fails before the first step.
+  Status Estimate(WarpEstimate* estimate);
+
+  class Impl;
+
+ private:
+  explicit WarpEstimator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace tarn
 
 #endif  // TARN_RECOGNIZER_HPP_

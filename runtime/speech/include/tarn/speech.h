@@ -170,6 +170,31 @@ tarn_status tarn_estimate_warp(const tarn_model* model,
                                const size_t* sample_counts,
                                size_t utterance_count, float* warp);
 
+/* The same estimate fed as the audio arrives (tarn/recognizer.hpp,
+ * WarpEstimator), so that the speaker's audio need not be kept: the model
+ * runs once per candidate warp alongside. tarn_warp_estimator_estimate()
+ * at any point gives what tarn_estimate_warp() gives for the utterances so
+ * far, the current one as it stands. Free it with
+ * tarn_warp_estimator_free(); the model must outlive it. */
+typedef struct tarn_warp_estimator tarn_warp_estimator;
+tarn_status tarn_warp_estimator_create(const tarn_model* model,
+                                       tarn_warp_estimator** estimator);
+void tarn_warp_estimator_free(tarn_warp_estimator* estimator);
+/* More of the current utterance, at the model's rate: floats in [-1, 1), or
+ * 16-bit PCM. Fails for a sample that is not finite, consuming nothing. */
+tarn_status tarn_warp_estimator_accept_float(tarn_warp_estimator* estimator,
+                                             const float* samples,
+                                             size_t count);
+tarn_status tarn_warp_estimator_accept_int16(tarn_warp_estimator* estimator,
+                                             const int16_t* samples,
+                                             size_t count);
+/* The samples after this start another utterance. */
+tarn_status tarn_warp_estimator_end_utterance(tarn_warp_estimator* estimator);
+/* *warp: the estimate over everything heard; fails before the first model
+ * step (a frame's worth of audio). */
+tarn_status tarn_warp_estimator_estimate(tarn_warp_estimator* estimator,
+                                         float* warp);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
