@@ -334,3 +334,33 @@ def test_transcribe_with_a_model_without_front_end(tmp_path):
     result = tarn("transcribe", TOKENS, wav(tmp_path / "a.wav", data=tone()))
     assert result.returncode != 0
     assert "error:" in result.stderr and ("audio" in result.stderr or "frames" in result.stderr), result.stderr
+
+
+# --- tarn adapt --------------------------------------------------------------------
+
+
+@needs_speech
+def test_adapt_names_the_bad_file_among_good_ones(tmp_path):
+    """A speaker's files go through the warp estimator one by one: a bad one
+    stops it, named, and nothing is printed as the warp."""
+    good = wav(tmp_path / "good.wav", data=tone())
+    assert tarn("adapt", SPEECH, good).returncode == 0
+    data = tone()
+    truncated = wav(tmp_path / "cut.wav", data=data[: len(data) // 2], declared=len(data))
+    result = tarn("adapt", SPEECH, good, truncated, good)
+    fails_with(result, "cut.wav: the file is truncated")
+    assert result.stdout == ""
+    fails_with(
+        tarn("adapt", SPEECH, good, wav(tmp_path / "r8k.wav", rate=8000, data=tone(rate=8000))),
+        "r8k.wav is sampled at 8000 Hz, but the model expects 16000 Hz",
+    )
+
+
+@needs_speech
+def test_adapt_without_a_frame_of_audio(tmp_path):
+    short = wav(tmp_path / "short.wav", data=tone()[:200])
+    fails_with(tarn("adapt", SPEECH, short, short), "no audio frame to estimate a warp from")
+
+
+def test_adapt_with_a_model_without_front_end(tmp_path):
+    fails_with(tarn("adapt", TOKENS, wav(tmp_path / "a.wav", data=tone())), "no audio front end")
