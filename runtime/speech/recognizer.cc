@@ -558,17 +558,19 @@ class WarpEstimator::Impl {
                       std::to_string(samples[i]) + "; nothing was consumed");
       }
     }
+    // Every candidate hears every sample, even after a pass fails (its
+    // frames are dropped): the first failure is returned.
+    Status first;
     for (Candidate& c : candidates_) {
-      Status status;
       c.front_end->Accept(samples, count, [&](const float* features) {
-        if (!status.ok()) return;
         std::copy(features, features + bins_,
                   c.frames.data() + c.pending * bins_);
-        if (++c.pending == pass_frames_) status = Pass(&c);
+        if (++c.pending < pass_frames_) return;
+        const Status status = Pass(&c);
+        if (first.ok()) first = status;
       });
-      if (!status.ok()) return status;
     }
-    return Status::Ok();
+    return first;
   }
 
   Status AcceptPcm(const int16_t* samples, size_t count) {
@@ -588,6 +590,7 @@ class WarpEstimator::Impl {
     for (Candidate& c : candidates_) {
       c.front_end->Reset();
       c.session->Reset();
+      c.stepped = 0;
     }
     ++utterance_;
     return status;
@@ -656,13 +659,16 @@ class WarpEstimator::Impl {
     return Status::Ok();
   }
 
+  // Every candidate's waiting frames, even after one fails: the first
+  // failure is returned.
   Status PassAll() {
+    Status first;
     for (Candidate& c : candidates_) {
       if (c.pending == 0) continue;
       const Status status = Pass(&c);
-      if (!status.ok()) return status;
+      if (first.ok()) first = status;
     }
-    return Status::Ok();
+    return first;
   }
 
   std::vector<Candidate> candidates_;

@@ -248,13 +248,12 @@ class WarpEstimator {
 
   // More of the current utterance, at the model's sample rate: floats in
   // [-1, 1), or 16-bit PCM. A call with a non-finite sample is refused and
-  // consumes nothing. Frames the model refuses (features overflowed by
-  // samples far outside [-1, 1)) fail the call that steps them, and are
-  // dropped: the estimate goes on without them.
+  // consumes nothing. (Should the model ever refuse a pass of frames, the
+  // call that stepped it says so and those frames are dropped.)
   Status AcceptWaveform(const float* samples, size_t count);
   Status AcceptWaveform(const int16_t* samples, size_t count);
-  // The samples after this start another utterance, from a fresh state.
-  // Steps the frames still waiting, so it can fail as AcceptWaveform().
+  // The samples after this start another utterance, from a fresh state. It
+  // steps the frames still waiting, and fails only as AcceptWaveform() can.
   Status EndUtterance();
   // Over every step heard so far; fails before the first step.
   Status Estimate(WarpEstimate* estimate);
