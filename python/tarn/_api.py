@@ -556,7 +556,6 @@ class WarpEstimator:
     stands, is what estimate_warp gives for the same utterances."""
 
     def __init__(self, model: Model, candidates: Optional[Sequence[float]] = None):
-        Recognizer(model)  # refuses a model that cannot listen, as the recognizer does
         if candidates is None:
             # The runtime's defaults, float32, by their shortest decimals (0.85).
             candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
