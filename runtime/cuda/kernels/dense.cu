@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "runtime/cuda/kernels/activation.h"
 #include "runtime/cuda/kernels/block.cuh"
@@ -97,6 +98,16 @@ Gemm::~Gemm() {
 
 namespace {
 
+// The largest power of two up to 256 that divides p's address: cuBLASLt's
+// heuristic otherwise assumes 256 and may pick an algorithm that refuses
+// (or misreads) a less aligned matrix.
+uint32_t Alignment(const void* p) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
 // A matmul's descriptors, destroyed with it (host objects: a launch has
 // taken what it needs from them when cublasLtMatmul returns).
 struct Descriptors {
@@ -147,10 +158,13 @@ KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
   if (s != CUBLAS_STATUS_SUCCESS) {
     return FromCublas(s, "Dense: cuBLASLt descriptors");
   }
+  const uint32_t w_align = Alignment(weight), x_align = Alignment(x),
+                 y_align = Alignment(y);
   const Plan* plan = nullptr;
   for (const Plan& p : plans_) {
     if (p.rows == rows && p.inputs == inputs && p.outputs == outputs &&
-        p.epilogue == epilogue) {
+        p.epilogue == epilogue && p.w_align == w_align &&
+        p.x_align == x_align && p.y_align == y_align) {
       plan = &p;
       break;
     }
@@ -161,6 +175,17 @@ KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
       s = cublasLtMatmulPreferenceSetAttribute(
           d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
           &workspace_bytes_, sizeof(workspace_bytes_));
+    }
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t>
+        alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w_align},
+                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, x_align},
+                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, y_align},
+                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, y_align}};
+    for (const auto& [attribute, bytes] : alignments) {
+      if (s == CUBLAS_STATUS_SUCCESS) {
+        s = cublasLtMatmulPreferenceSetAttribute(d.preference, attribute,
+                                                 &bytes, sizeof(bytes));
+      }
     }
     cublasLtMatmulHeuristicResult_t found = {};
     int count = 0;
@@ -177,7 +202,8 @@ KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
                                  std::to_string(inputs) + " -> " +
                                  std::to_string(outputs));
     }
-    const Plan chosen{rows, inputs, outputs, epilogue, found.algo};
+    const Plan chosen{rows,    inputs,  outputs, epilogue,
+                      w_align, x_align, y_align, found.algo};
     if (plans_.size() < kMaxPlans) {
       plans_.push_back(chosen);
       plan = &plans_.back();

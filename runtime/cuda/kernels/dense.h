@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -42,6 +43,7 @@ class Gemm {
   struct Plan {
     int rows, inputs, outputs;
     cublasLtEpilogue_t epilogue;
+    uint32_t w_align, x_align, y_align;  // bytes, as the heuristic was told
     cublasLtMatmulAlgo_t algo;
   };
   // The most shapes remembered; then the oldest is asked for again.

@@ -371,6 +371,25 @@ TEST(CudaKernels, DenseMatchesDoubleProduct) {
                 d_w.get(), with_bias ? d_b.get() : nullptr, act, d_y.get()));
             EXPECT_TRUE(Near(d_y.Get(), expected)) << "call " << call;
           }
+          // Every buffer one float past an aligned address: the algorithm
+          // is chosen for that alignment (and kept apart from the one for
+          // aligned buffers).
+          std::vector<float> padded_x(1, 0.0f), padded_w(1, 0.0f),
+              padded_b(1, 0.0f);
+          padded_x.insert(padded_x.end(), x.begin(), x.end());
+          padded_w.insert(padded_w.end(), w.begin(), w.end());
+          padded_b.insert(padded_b.end(), b.begin(), b.end());
+          DeviceArray<float> u_x(padded_x), u_w(padded_w), u_b(padded_b),
+              u_y(rows * outputs + 1);
+          EXPECT_LAUNCHED(Dense(gemm.get(), nullptr, rows, inputs, outputs,
+                                u_x.get() + 1, u_w.get() + 1,
+                                with_bias ? u_b.get() + 1 : nullptr, act,
+                                u_y.get() + 1));
+          const std::vector<float> unaligned = u_y.Get();
+          EXPECT_TRUE(
+              Near(std::vector<float>(unaligned.begin() + 1, unaligned.end()),
+                   expected))
+              << "unaligned buffers";
         }
       }
     }
