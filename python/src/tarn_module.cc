@@ -477,21 +477,14 @@ class PyRecognizer {
     options.hotword_boost = hotword_boost;
     options.final_silence_ms = final_silence_ms;
     options.warp = warp;
-    tarn::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = tarn::Recognizer::Create(*model_, options, &recognizer_);
-    }
-    Check(status);
-  }
-
-  void AcceptFloat(Array<const float> samples) {
     Run(busy_, "recognizer", [&] {
-      return recognizer_->AcceptWaveform(samples.data(), samples.size());
+      return tarn::Recognizer::Create(*model_, options, &recognizer_);
     });
   }
 
-  void AcceptInt16(Array<const int16_t> samples) {
+  // float or int16_t samples.
+  template <typename T>
+  void Accept(Array<const T> samples) {
     Run(busy_, "recognizer", [&] {
       return recognizer_->AcceptWaveform(samples.data(), samples.size());
     });
@@ -561,21 +554,14 @@ class PyWarpEstimator {
  public:
   PyWarpEstimator(const PyModel& model, std::vector<float> candidates)
       : model_(model.Get()) {
-    tarn::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = tarn::WarpEstimator::Create(*model_, candidates, &estimator_);
-    }
-    Check(status);
-  }
-
-  void AcceptFloat(Array<const float> samples) {
     Run(busy_, "warp estimator", [&] {
-      return estimator_->AcceptWaveform(samples.data(), samples.size());
+      return tarn::WarpEstimator::Create(*model_, candidates, &estimator_);
     });
   }
 
-  void AcceptInt16(Array<const int16_t> samples) {
+  // float or int16_t samples.
+  template <typename T>
+  void Accept(Array<const T> samples) {
     Run(busy_, "warp estimator", [&] {
       return estimator_->AcceptWaveform(samples.data(), samples.size());
     });
@@ -687,8 +673,8 @@ NB_MODULE(_tarn, m) {
   nb::class_<PyWarpEstimator>(m, "WarpEstimator")
       .def(nb::init<const PyModel&, std::vector<float>>(), "model"_a,
            "candidates"_a)
-      .def("accept_float", &PyWarpEstimator::AcceptFloat, "samples"_a)
-      .def("accept_int16", &PyWarpEstimator::AcceptInt16, "samples"_a)
+      .def("accept_float", &PyWarpEstimator::Accept<float>, "samples"_a)
+      .def("accept_int16", &PyWarpEstimator::Accept<int16_t>, "samples"_a)
       .def("end_utterance", &PyWarpEstimator::EndUtterance)
       .def("estimate", &PyWarpEstimator::Estimate);
   nb::class_<PyRecognizer>(m, "Recognizer")
@@ -700,8 +686,8 @@ NB_MODULE(_tarn, m) {
            "max_utterance_ms"_a, "reset_after_silence_ms"_a, "num_threads"_a,
            "beam_prune"_a, "hotwords"_a, "hotword_boost"_a,
            "final_silence_ms"_a, "warp"_a)
-      .def("accept_float", &PyRecognizer::AcceptFloat, "samples"_a)
-      .def("accept_int16", &PyRecognizer::AcceptInt16, "samples"_a)
+      .def("accept_float", &PyRecognizer::Accept<float>, "samples"_a)
+      .def("accept_int16", &PyRecognizer::Accept<int16_t>, "samples"_a)
       .def("pop_result", &PyRecognizer::PopResult)
       .def("partial_result", &PyRecognizer::PartialResult)
       .def("final_result", &PyRecognizer::FinalResult)

@@ -590,8 +590,8 @@ def estimate_warp(
     i.e. with the largest mean log-probability of each step's most likely
     label. Returns the warp and every candidate's score. A few minutes of
     speech make it reliable."""
-    rate = Recognizer(model).sample_rate  # and refuses a model that cannot listen
-    estimator = WarpEstimator(model, candidates)
+    estimator = WarpEstimator(model, candidates)  # refuses a model that cannot listen
+    rate = model.audio["sample_rate"]
     for u in utterances:
         if isinstance(u, (str, os.PathLike)):
             estimator.accept(read_wav(u, rate))

@@ -34,6 +34,38 @@ uint64_t MsToSteps(uint32_t ms, double step_seconds) {
 }
 
 constexpr size_t kPcmBlock = 1024;
+
+// Refuses a call with a sample that is not finite, naming the first (and,
+// for a warp estimator, its utterance), before anything of it is consumed.
+Status CheckSamples(const float* samples, size_t count,
+                    const uint64_t* utterance = nullptr) {
+  if (samples == nullptr && count > 0) return Refuse("samples is null");
+  for (size_t i = 0; i < count; ++i) {
+    if (std::isfinite(samples[i])) continue;
+    return Refuse((utterance != nullptr
+                       ? "utterance " + std::to_string(*utterance) + ": "
+                       : std::string()) +
+                  "sample " + std::to_string(i) + " of this call is " +
+                  std::to_string(samples[i]) + "; nothing was consumed");
+  }
+  return Status::Ok();
+}
+
+// 16-bit samples to `accept(const float*, size_t)` in blocks of kPcmBlock,
+// converted in `block` ([kPcmBlock]); stops at the first failure.
+template <typename Accept>
+Status AcceptPcmBlocks(const int16_t* samples, size_t count, float* block,
+                       Accept&& accept) {
+  if (samples == nullptr && count > 0) return Refuse("samples is null");
+  Status status;
+  for (size_t done = 0; done < count && status.ok();) {
+    const size_t n = std::min(count - done, kPcmBlock);
+    Int16ToFloat(samples + done, n, block);
+    status = accept(block, n);
+    done += n;
+  }
+  return status;
+}
 // An utterance's end steps final_silence_ms of silence: a minute at most.
 constexpr uint32_t kMaxFinalSilenceMs = 60000;
 constexpr uint32_t kUnlimitedLabels = 4096;
@@ -241,15 +273,10 @@ Status Recognizer::Impl::Init() {
 }
 
 Status Recognizer::Impl::Accept(const float* samples, size_t count) {
-  if (samples == nullptr && count > 0) return Refuse("samples is null");
-  for (size_t i = 0; i < count; ++i) {
-    if (!std::isfinite(samples[i])) {
-      return Refuse("sample " + std::to_string(i) + " of this call is " +
-                    std::to_string(samples[i]) + "; nothing was consumed");
-    }
-  }
+  Status status = CheckSamples(samples, count);
+  if (!status.ok()) return status;
   const Clock::time_point start = Clock::now();
-  Status status = Push(samples, count);
+  status = Push(samples, count);
   if (status.ok()) status = Flush();
   processing_ns_ += Nanoseconds(start, Clock::now());
   return status;
@@ -348,16 +375,10 @@ Status Recognizer::Impl::StepFrames(size_t frames, size_t* steps_taken) {
 }
 
 Status Recognizer::Impl::AcceptPcm(const int16_t* samples, size_t count) {
-  if (samples == nullptr && count > 0) return Refuse("samples is null");
   const Clock::time_point start = Clock::now();
-  Status status;
-  while (count > 0 && status.ok()) {
-    const size_t n = std::min(count, kPcmBlock);
-    Int16ToFloat(samples, n, pcm_.data());
-    status = Push(pcm_.data(), n);
-    samples += n;
-    count -= n;
-  }
+  Status status = AcceptPcmBlocks(
+      samples, count, pcm_.data(),
+      [&](const float* block, size_t n) { return Push(block, n); });
   if (status.ok()) status = Flush();
   processing_ns_ += Nanoseconds(start, Clock::now());
   return status;
@@ -540,8 +561,9 @@ class WarpEstimator::Impl {
       c.warp = warp;
       audio.warp = warp;
       status = FrontEnd::Create(audio, &c.front_end);
-      if (status.ok())
+      if (status.ok()) {
         status = Session::Create(model, SessionOptions(), &c.session);
+      }
       if (!status.ok()) return status;
       c.frames.resize(pass_frames_ * bins_);
       candidates_.push_back(std::move(c));
@@ -550,39 +572,15 @@ class WarpEstimator::Impl {
   }
 
   Status Accept(const float* samples, size_t count) {
-    if (samples == nullptr && count > 0) return Refuse("samples is null");
-    for (size_t i = 0; i < count; ++i) {
-      if (!std::isfinite(samples[i])) {
-        return Refuse("utterance " + std::to_string(utterance_) + ": sample " +
-                      std::to_string(i) + " of this call is " +
-                      std::to_string(samples[i]) + "; nothing was consumed");
-      }
-    }
-    // Every candidate hears every sample, even after a pass fails (its
-    // frames are dropped): the first failure is returned.
-    Status first;
-    for (Candidate& c : candidates_) {
-      c.front_end->Accept(samples, count, [&](const float* features) {
-        std::copy(features, features + bins_,
-                  c.frames.data() + c.pending * bins_);
-        if (++c.pending < pass_frames_) return;
-        const Status status = Pass(&c);
-        if (first.ok()) first = status;
-      });
-    }
-    return first;
+    const Status status = CheckSamples(samples, count, &utterance_);
+    return status.ok() ? Feed(samples, count) : status;
   }
 
   Status AcceptPcm(const int16_t* samples, size_t count) {
-    if (samples == nullptr && count > 0) return Refuse("samples is null");
-    for (size_t done = 0; done < count;) {
-      const size_t n = std::min(count - done, kPcmBlock);
-      Int16ToFloat(samples + done, n, pcm_.data());
-      const Status status = Accept(pcm_.data(), n);
-      if (!status.ok()) return status;
-      done += n;
-    }
-    return Status::Ok();
+    // 16-bit samples are finite: fed without the check.
+    return AcceptPcmBlocks(
+        samples, count, pcm_.data(),
+        [&](const float* block, size_t n) { return Feed(block, n); });
   }
 
   Status EndUtterance() {
@@ -624,6 +622,23 @@ class WarpEstimator::Impl {
   }
 
  private:
+  // The samples through every candidate's front end, frames in passes.
+  Status Feed(const float* samples, size_t count) {
+    // Every candidate hears every sample, even after a pass fails (its
+    // frames are dropped): the first failure is returned.
+    Status first;
+    for (Candidate& c : candidates_) {
+      c.front_end->Accept(samples, count, [&](const float* features) {
+        std::copy(features, features + bins_,
+                  c.frames.data() + c.pending * bins_);
+        if (++c.pending < pass_frames_) return;
+        const Status status = Pass(&c);
+        if (first.ok()) first = status;
+      });
+    }
+    return first;
+  }
+
   struct Candidate {
     float warp = 1;
     std::unique_ptr<FrontEnd> front_end;
@@ -637,26 +652,24 @@ class WarpEstimator::Impl {
   };
 
   Status Pass(Candidate* c) {
-    size_t taken = 0;
-    const Status s = c->session->PrefillFrames(
+    size_t taken = 0;  // 0 when refused: nothing is stepped
+    Status status = c->session->PrefillFrames(
         c->frames.data(), c->pending, outputs_.data(), outputs_.size(), &taken);
-    if (!s.ok()) {
-      // The refused frames are dropped, so that the estimator goes on.
-      c->stepped += c->pending;
-      c->pending = 0;
-      return Status(s.code(), "utterance " + std::to_string(utterance_) +
-                                  ": the pass from its frame " +
-                                  std::to_string(c->stepped) + ": " +
-                                  s.message());
+    if (!status.ok()) {
+      status = Status(status.code(), "utterance " + std::to_string(utterance_) +
+                                         ": the pass from its frame " +
+                                         std::to_string(c->stepped) + ": " +
+                                         status.message());
     }
     for (size_t t = 0; t < taken; ++t) {
       c->sum += ctc::LogSoftmax(outputs_.data() + t * labels_, labels_,
                                 log_probs_.data());
     }
     c->steps += taken;
+    // Refused frames go too, so that the estimator goes on.
     c->stepped += c->pending;
     c->pending = 0;
-    return Status::Ok();
+    return status;
   }
 
   // Every candidate's waiting frames, even after one fails: the first

@@ -80,20 +80,37 @@ KernelStatus FromCublas(cublasStatus_t status, const char* what) {
                              cublasGetStatusString(status));
 }
 
+// A plan's descriptors (host objects: a launch has taken what it needs from
+// them when cublasLtMatmul returns).
+struct Gemm::Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+  ~Descriptors() {
+    if (y != nullptr) cublasLtMatrixLayoutDestroy(y);
+    if (x != nullptr) cublasLtMatrixLayoutDestroy(x);
+    if (w != nullptr) cublasLtMatrixLayoutDestroy(w);
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+Gemm::Gemm() = default;
+
+Gemm::~Gemm() {
+  plans_.clear();  // their descriptors before the handle
+  if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
 KernelStatus Gemm::Create(void* workspace, size_t workspace_bytes,
                           bool allow_tf32, std::unique_ptr<Gemm>* gemm) {
   std::unique_ptr<Gemm> g(new Gemm());
   g->workspace_ = workspace;
   g->workspace_bytes_ = workspace != nullptr ? workspace_bytes : 0;
   g->allow_tf32_ = allow_tf32;
+  g->plans_.reserve(kMaxPlans);
   const KernelStatus status =
       FromCublas(cublasLtCreate(&g->handle_), "cublasLtCreate");
   if (status.ok()) *gemm = std::move(g);
   return status;
-}
-
-Gemm::~Gemm() {
-  if (handle_ != nullptr) cublasLtDestroy(handle_);
 }
 
 namespace {
@@ -108,60 +125,98 @@ uint32_t Alignment(const void* p) {
   return alignment;
 }
 
-// A matmul's descriptors, destroyed with it (host objects: a launch has
-// taken what it needs from them when cublasLtMatmul returns).
-struct Descriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
-  ~Descriptors() {
-    if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
-    if (y != nullptr) cublasLtMatrixLayoutDestroy(y);
-    if (x != nullptr) cublasLtMatrixLayoutDestroy(x);
-    if (w != nullptr) cublasLtMatrixLayoutDestroy(w);
-    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+// The heuristic's preferences, destroyed with them.
+struct Preference {
+  cublasLtMatmulPreference_t handle = nullptr;
+  ~Preference() {
+    if (handle != nullptr) cublasLtMatmulPreferenceDestroy(handle);
   }
 };
 
 }  // namespace
 
-KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
-                       const float* x, const float* weight, const float* bias,
-                       cublasLtEpilogue_t epilogue, float* y) {
-  Descriptors d;
+KernelStatus Gemm::MakePlan(int rows, int inputs, int outputs,
+                            cublasLtEpilogue_t epilogue, uint32_t w_align,
+                            uint32_t x_align, uint32_t y_align, Plan** plan) {
+  auto d = std::make_unique<Descriptors>();
   const cublasOperation_t transpose = CUBLAS_OP_T;
   cublasStatus_t s = cublasLtMatmulDescCreate(
-      &d.op, allow_tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      &d->op, allow_tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
       CUDA_R_32F);
   if (s == CUBLAS_STATUS_SUCCESS) {
-    s = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA,
+    s = cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_TRANSA,
                                        &transpose, sizeof(transpose));
   }
   if (s == CUBLAS_STATUS_SUCCESS) {
-    s = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+    s = cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                        &epilogue, sizeof(epilogue));
-  }
-  if (s == CUBLAS_STATUS_SUCCESS && bias != nullptr) {
-    s = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                       &bias, sizeof(bias));
   }
   // W^T: inputs x outputs; x^T: inputs x rows; y^T: outputs x rows.
   if (s == CUBLAS_STATUS_SUCCESS) {
-    s = cublasLtMatrixLayoutCreate(&d.w, CUDA_R_32F, inputs, outputs, inputs);
+    s = cublasLtMatrixLayoutCreate(&d->w, CUDA_R_32F, inputs, outputs, inputs);
   }
   if (s == CUBLAS_STATUS_SUCCESS) {
-    s = cublasLtMatrixLayoutCreate(&d.x, CUDA_R_32F, inputs, rows, inputs);
+    s = cublasLtMatrixLayoutCreate(&d->x, CUDA_R_32F, inputs, rows, inputs);
   }
   if (s == CUBLAS_STATUS_SUCCESS) {
-    s = cublasLtMatrixLayoutCreate(&d.y, CUDA_R_32F, outputs, rows, outputs);
+    s = cublasLtMatrixLayoutCreate(&d->y, CUDA_R_32F, outputs, rows, outputs);
   }
   if (s != CUBLAS_STATUS_SUCCESS) {
     return FromCublas(s, "Dense: cuBLASLt descriptors");
   }
+  Preference preference;
+  s = cublasLtMatmulPreferenceCreate(&preference.handle);
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulPreferenceSetAttribute(
+        preference.handle, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+        &workspace_bytes_, sizeof(workspace_bytes_));
+  }
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] =
+      {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w_align},
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, x_align},
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, y_align},
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, y_align}};
+  for (const auto& [attribute, bytes] : alignments) {
+    if (s == CUBLAS_STATUS_SUCCESS) {
+      s = cublasLtMatmulPreferenceSetAttribute(preference.handle, attribute,
+                                               &bytes, sizeof(bytes));
+    }
+  }
+  cublasLtMatmulHeuristicResult_t found = {};
+  int count = 0;
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulAlgoGetHeuristic(handle_, d->op, d->w, d->x, d->y, d->y,
+                                       preference.handle, 1, &found, &count);
+  }
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return FromCublas(s, "Dense: cublasLtMatmulAlgoGetHeuristic");
+  }
+  if (count == 0) {
+    return KernelStatus::Error("Dense: cuBLASLt has no algorithm for " +
+                               std::to_string(rows) + " rows of " +
+                               std::to_string(inputs) + " -> " +
+                               std::to_string(outputs));
+  }
+  Plan made{rows,    inputs,  outputs,      epilogue,  w_align,
+            x_align, y_align, std::move(d), found.algo};
+  if (plans_.size() < kMaxPlans) {
+    plans_.push_back(std::move(made));
+    *plan = &plans_.back();
+  } else {
+    plans_[next_plan_] = std::move(made);
+    *plan = &plans_[next_plan_];
+    next_plan_ = (next_plan_ + 1) % kMaxPlans;
+  }
+  return KernelStatus::Ok();
+}
+
+KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
+                       const float* x, const float* weight, const float* bias,
+                       cublasLtEpilogue_t epilogue, float* y) {
   const uint32_t w_align = Alignment(weight), x_align = Alignment(x),
                  y_align = Alignment(y);
-  const Plan* plan = nullptr;
-  for (const Plan& p : plans_) {
+  Plan* plan = nullptr;
+  for (Plan& p : plans_) {
     if (p.rows == rows && p.inputs == inputs && p.outputs == outputs &&
         p.epilogue == epilogue && p.w_align == w_align &&
         p.x_align == x_align && p.y_align == y_align) {
@@ -170,48 +225,18 @@ KernelStatus Gemm::Run(cudaStream_t stream, int rows, int inputs, int outputs,
     }
   }
   if (plan == nullptr) {
-    s = cublasLtMatmulPreferenceCreate(&d.preference);
-    if (s == CUBLAS_STATUS_SUCCESS) {
-      s = cublasLtMatmulPreferenceSetAttribute(
-          d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-          &workspace_bytes_, sizeof(workspace_bytes_));
-    }
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t>
-        alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w_align},
-                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, x_align},
-                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, y_align},
-                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, y_align}};
-    for (const auto& [attribute, bytes] : alignments) {
-      if (s == CUBLAS_STATUS_SUCCESS) {
-        s = cublasLtMatmulPreferenceSetAttribute(d.preference, attribute,
-                                                 &bytes, sizeof(bytes));
-      }
-    }
-    cublasLtMatmulHeuristicResult_t found = {};
-    int count = 0;
-    if (s == CUBLAS_STATUS_SUCCESS) {
-      s = cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.w, d.x, d.y, d.y,
-                                         d.preference, 1, &found, &count);
-    }
-    if (s != CUBLAS_STATUS_SUCCESS) {
-      return FromCublas(s, "Dense: cublasLtMatmulAlgoGetHeuristic");
-    }
-    if (count == 0) {
-      return KernelStatus::Error("Dense: cuBLASLt has no algorithm for " +
-                                 std::to_string(rows) + " rows of " +
-                                 std::to_string(inputs) + " -> " +
-                                 std::to_string(outputs));
-    }
-    const Plan chosen{rows,    inputs,  outputs, epilogue,
-                      w_align, x_align, y_align, found.algo};
-    if (plans_.size() < kMaxPlans) {
-      plans_.push_back(chosen);
-      plan = &plans_.back();
-    } else {
-      plans_[next_plan_] = chosen;
-      plan = &plans_[next_plan_];
-      next_plan_ = (next_plan_ + 1) % kMaxPlans;
-    }
+    const KernelStatus status = MakePlan(rows, inputs, outputs, epilogue,
+                                         w_align, x_align, y_align, &plan);
+    if (!status.ok()) return status;
+  }
+  const Descriptors& d = *plan->descriptors;
+  // The bias is the call's; the rest of the operation is the plan's.
+  if (bias != nullptr) {
+    const KernelStatus status = FromCublas(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &bias, sizeof(bias)),
+        "Dense: the bias pointer");
+    if (!status.ok()) return status;
   }
   const float one = 1.0f, zero = 0.0f;
   return FromCublas(
