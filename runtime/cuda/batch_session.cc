@@ -31,6 +31,15 @@ Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
+// The staging copy of a token out of range after the tokens were checked:
+// the caller's array changed while tarn read it.
+Status TokenChanged(int32_t token, size_t index) {
+  return InvalidArgument(
+      "token " + std::to_string(token) + " at index " + std::to_string(index) +
+      " is out of range, but was in range when the tokens were checked: the "
+      "array was written while tarn read it");
+}
+
 }  // namespace
 
 class BatchSession::Impl {
@@ -63,9 +72,8 @@ class BatchSession::Impl {
     return kSnapshotHeaderBytes + m_.state_floats * sizeof(float);
   }
   SnapshotTarget SnapshotOf() const {
-    return SnapshotTarget{m_.identity, m_.state_layout_version,
-                          m_.state_floats * sizeof(float),
-                          c_.conv_kernel > 1 ? c_.conv_kernel - 1 : size_t{1}};
+    return MakeSnapshotTarget(m_.identity, m_.state_layout_version,
+                              m_.state_floats * sizeof(float), c_);
   }
   Status Snapshot(uint32_t stream, void* bytes, size_t size) const;
   Status Restore(uint32_t stream, const void* bytes, size_t size);
@@ -436,6 +444,10 @@ Status BatchSession::Impl::StepTokens(size_t n, const uint32_t* streams,
   for (size_t i = 0; i < n; ++i) {
     host_.slots[i] = static_cast<int32_t>(streams[i]);
     host_.tokens[i] = tokens[i];
+    if (host_.tokens[i] < 0 ||
+        static_cast<uint32_t>(host_.tokens[i]) >= c_.vocab_size) {
+      return TokenChanged(host_.tokens[i], i);
+    }
     host_.positions[i] = static_cast<int64_t>(positions_[streams[i]]);
   }
   status = Enqueue(n, [&] {
@@ -550,7 +562,7 @@ Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
   status = CheckStreams(1, &stream);
   if (!status.ok()) return status;
   if (c_.position == tarn::Position::kLearned &&
-      positions_[stream] + count > c_.max_positions) {
+      count > c_.max_positions - positions_[stream]) {  // Restore caps it
     return Status(StatusCode::kOutOfRange,
                   "prefilling " + std::to_string(count) + " tokens from step " +
                       std::to_string(positions_[stream]) +
@@ -564,6 +576,10 @@ Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
     host_.slots[0] = static_cast<int32_t>(stream);
     for (size_t t = 0; t < T; ++t) {
       host_.tokens[t] = tokens[done + t];
+      if (host_.tokens[t] < 0 ||
+          static_cast<uint32_t>(host_.tokens[t]) >= c_.vocab_size) {
+        return TokenChanged(host_.tokens[t], done + t);
+      }
       host_.positions[t] = static_cast<int64_t>(positions_[stream] + t);
     }
     // slots holds one entry; the rest of the upload is T rows.
@@ -633,6 +649,7 @@ Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
                    regions[i].second * sizeof(float), cudaMemcpyDeviceToHost),
         "Snapshot");
   }
+  if (status.ok()) SealSnapshot(bytes);
   return status;
 }
 

@@ -54,7 +54,8 @@ void Engine::PrefetchHead(const HeadState& state) const {
 
 // --- Input ------------------------------------------------------------------
 
-void Engine::EmbedToken(int32_t token, float* x) const {
+bool Engine::EmbedToken(int32_t token, float* x) const {
+  if (token < 0 || static_cast<uint32_t>(token) >= c_.vocab_size) return false;
   const TensorView& table = m_.token_embedding;
   const size_t width = c_.d_model - c_.position_concat_dim;
   const size_t row = static_cast<size_t>(token) * width;
@@ -71,6 +72,7 @@ void Engine::EmbedToken(int32_t token, float* x) const {
   }
   // A concatenated position goes after the embedding: Embed adds it to zeros.
   std::fill(x + width, x + c_.d_model, 0.0f);
+  return true;
 }
 
 size_t Engine::StepsAfter(uint64_t frames) const {

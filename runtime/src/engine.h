@@ -60,8 +60,11 @@ class Engine {
 
   // Input row r of the scratch: x row r.
   float* InputRow(size_t r) { return at(scratch_.x) + r * c_.d_model; }
-  // Writes a token's scaled embedding into x ([d_model]).
-  void EmbedToken(int32_t token, float* x) const;
+  // Writes a token's scaled embedding into x ([d_model]); false, writing
+  // nothing, for a token outside the vocabulary. Callers check the tokens
+  // first, with a clear error; this is the check where the token is read,
+  // in case the caller's array changed in between.
+  [[nodiscard]] bool EmbedToken(int32_t token, float* x) const;
   // Steps after `frames` frames in all: frames of a window every hop.
   size_t StepsAfter(uint64_t frames) const;
   // Appends a frame to the stream's window. If that completes a step, copies

@@ -15,7 +15,9 @@ MappedFile::~MappedFile() {
 }
 
 Status MappedFile::Open(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer, before
+  // the check below could refuse it. It changes nothing for a regular file.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Status(StatusCode::kIoError,
                   "cannot open '" + path + "': " + std::strerror(errno));

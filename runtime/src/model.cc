@@ -1101,25 +1101,53 @@ size_t Model::snapshot_bytes() const {
   return kSnapshotHeaderBytes + impl_->state.total * sizeof(float);
 }
 
-size_t Model::session_bytes(const SessionOptions& options) const {
+namespace {
+
+Status CheckThreads(int num_threads) {
+  if (num_threads < 1 || num_threads > 256) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "num_threads must be in [1, 256], got " + std::to_string(num_threads));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckOptions(const SessionOptions& options) {
   if (options.max_prefill_chunk < 1 ||
       options.max_prefill_chunk > kMaxPrefillChunk) {
-    return 0;
+    return Status(StatusCode::kInvalidArgument,
+                  "max_prefill_chunk must be in [1, " +
+                      std::to_string(kMaxPrefillChunk) + "], got " +
+                      std::to_string(options.max_prefill_chunk));
   }
-  const ScratchLayout scratch =
-      impl_->PlanScratch(options.max_prefill_chunk,
-                         static_cast<size_t>(std::max(options.num_threads, 1)));
+  return CheckThreads(options.num_threads);
+}
+
+Status CheckOptions(const BatchOptions& options) {
+  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
+    return Status(StatusCode::kInvalidArgument,
+                  "max_streams must be in [1, " +
+                      std::to_string(kMaxBatchStreams) + "], got " +
+                      std::to_string(options.max_streams));
+  }
+  return CheckThreads(options.num_threads);
+}
+
+size_t Model::session_bytes(const SessionOptions& options) const {
+  if (!CheckOptions(options).ok()) return 0;
+  const ScratchLayout scratch = impl_->PlanScratch(
+      options.max_prefill_chunk, static_cast<size_t>(options.num_threads));
   return kBlockHeaderBytes +
          (impl_->state.total + scratch.total) * sizeof(float);
 }
 
 size_t Model::batch_bytes(const BatchOptions& options) const {
-  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
-    return 0;
-  }
+  if (!CheckOptions(options).ok()) return 0;
   return kBlockHeaderBytes +
-         impl_->PlanScratch(options.max_streams, static_cast<size_t>(std::max(
-                                                     options.num_threads, 1)))
+         impl_->PlanScratch(options.max_streams,
+                            static_cast<size_t>(options.num_threads))
                  .total *
              sizeof(float);
 }

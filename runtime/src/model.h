@@ -168,6 +168,10 @@ inline constexpr size_t kAlignment = 64;
 // floats (session.cc lays it out).
 inline constexpr size_t kBlockHeaderBytes = 512;
 
+// Ok for options a session or a batch can be made with, else why not.
+Status CheckOptions(const SessionOptions& options);
+Status CheckOptions(const BatchOptions& options);
+
 }  // namespace tarn
 
 #endif  // TARN_RUNTIME_SRC_MODEL_H_

@@ -30,33 +30,6 @@ Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
-Status CheckThreads(int num_threads) {
-  if (num_threads < 1 || num_threads > 256) {
-    return InvalidArgument("num_threads must be in [1, 256], got " +
-                           std::to_string(num_threads));
-  }
-  return Status::Ok();
-}
-
-Status CheckOptions(const SessionOptions& options) {
-  if (options.max_prefill_chunk < 1 ||
-      options.max_prefill_chunk > kMaxPrefillChunk) {
-    return InvalidArgument("max_prefill_chunk must be in [1, " +
-                           std::to_string(kMaxPrefillChunk) + "], got " +
-                           std::to_string(options.max_prefill_chunk));
-  }
-  return CheckThreads(options.num_threads);
-}
-
-Status CheckOptions(const BatchOptions& options) {
-  if (options.max_streams < 1 || options.max_streams > kMaxBatchStreams) {
-    return InvalidArgument("max_streams must be in [1, " +
-                           std::to_string(kMaxBatchStreams) + "], got " +
-                           std::to_string(options.max_streams));
-  }
-  return CheckThreads(options.num_threads);
-}
-
 size_t BlockBytes(const Model& model, const SessionOptions& options) {
   return model.session_bytes(options);
 }
@@ -173,6 +146,17 @@ Status CheckTokens(const ModelConfig& c, const int32_t* tokens, size_t count) {
   return Status::Ok();
 }
 
+// A token out of range where Engine::EmbedToken reads it, after CheckTokens
+// passed: the caller's array changed while tarn read it.
+Status TokenChanged(const int32_t* tokens, size_t index) {
+  return InvalidArgument(
+      "token " + std::to_string(tokens[index]) + " at index " +
+      std::to_string(index) +
+      " is out of range, but was in range when the tokens were checked: the "
+      "array was written while tarn read it (by another thread, or as an "
+      "output buffer over the tokens)");
+}
+
 Status CheckFrames(const ModelConfig& c, const float* frames, size_t count) {
   if (c.input_kind != InputKind::kFrames) {
     return InvalidArgument("this model takes tokens, not frames");
@@ -194,7 +178,7 @@ Status CheckFrames(const ModelConfig& c, const float* frames, size_t count) {
 // Positions [first, first + steps) must exist for a learned position table.
 Status CheckPositions(const ModelConfig& c, uint64_t first, size_t steps) {
   if (c.position == Position::kLearned && steps > 0 &&
-      first + steps > c.max_positions) {
+      (first > c.max_positions || steps > c.max_positions - first)) {
     return Status(
         StatusCode::kOutOfRange,
         "step " + std::to_string(std::max(first, uint64_t{c.max_positions})) +
@@ -256,7 +240,9 @@ Status Session::Impl::StepToken(int32_t token, float* output,
   if (!status.ok()) return status;
   status = CheckPositions(c_, stream_.position, 1);
   if (!status.ok()) return status;
-  engine_.EmbedToken(token, engine_.InputRow(0));
+  if (!engine_.EmbedToken(token, engine_.InputRow(0))) {
+    return TokenChanged(&token, 0);  // cannot happen: `token` is a copy
+  }
   engine_.Forward(OneStream(1), output);
   return Status::Ok();
 }
@@ -305,7 +291,9 @@ Status Session::Impl::PrefillTokens(const int32_t* tokens, size_t count,
   for (size_t done = 0; done < count; done += chunk) {
     const size_t n = std::min(chunk, count - done);
     for (size_t r = 0; r < n; ++r) {
-      engine_.EmbedToken(tokens[done + r], engine_.InputRow(r));
+      if (!engine_.EmbedToken(tokens[done + r], engine_.InputRow(r))) {
+        return TokenChanged(tokens, done + r);
+      }
     }
     engine_.Forward(OneStream(n), outputs ? outputs + done * width : nullptr);
   }
@@ -377,8 +365,8 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
       if (frame_input) {
         engine_.SetStackedInput(frames + (o + r) * c_.stack_hop * c_.input_dim,
                                 r);
-      } else {
-        engine_.EmbedToken(tokens[o + r], x.get() + (o + r) * d);
+      } else if (!engine_.EmbedToken(tokens[o + r], x.get() + (o + r) * d)) {
+        return TokenChanged(tokens, o + r);
       }
     }
     engine_.Embed(Rows{rows, &self_, true, o}, x.get() + o * d);
@@ -389,9 +377,8 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
 }
 
 SnapshotTarget Session::Impl::SnapshotOf() const {
-  return SnapshotTarget{m_.identity, kStateLayoutVersion,
-                        m_.state.total * sizeof(float),
-                        c_.conv_kernel > 1 ? c_.conv_kernel - 1 : size_t{1}};
+  return MakeSnapshotTarget(m_.identity, kStateLayoutVersion,
+                            m_.state.total * sizeof(float), c_);
 }
 
 Status Session::Impl::Snapshot(void* buffer, size_t size) const {
@@ -403,6 +390,7 @@ Status Session::Impl::Snapshot(void* buffer, size_t size) const {
   auto* bytes = static_cast<uint8_t*>(buffer);
   std::memcpy(bytes, &header, sizeof header);
   std::memcpy(bytes + kSnapshotHeaderBytes, stream_.state, target.state_bytes);
+  SealSnapshot(bytes);
   return Status::Ok();
 }
 
@@ -606,7 +594,9 @@ Status SessionBatch::Impl::StepTokens(Session* const* sessions,
   if (!status.ok() || count == 0) return status;
   for (size_t i = 0; i < count; ++i) {
     streams_[i] = &sessions[i]->impl_->stream_;
-    engine_.EmbedToken(tokens[i], engine_.InputRow(i));
+    if (!engine_.EmbedToken(tokens[i], engine_.InputRow(i))) {
+      return TokenChanged(tokens, i);
+    }
   }
   engine_.Forward(Rows{count, streams_, false, 0}, outputs);
   return Status::Ok();

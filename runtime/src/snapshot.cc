@@ -4,9 +4,22 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 
+#include "xxhash.h"
+
 namespace tarn {
+
+SnapshotTarget MakeSnapshotTarget(uint64_t model_identity,
+                                  uint32_t layout_version, size_t state_bytes,
+                                  const ModelConfig& c) {
+  return SnapshotTarget{model_identity, layout_version, state_bytes,
+                        c.conv_kernel > 1 ? c.conv_kernel - 1 : size_t{1},
+                        c.position == Position::kLearned
+                            ? uint64_t{c.max_positions}
+                            : std::numeric_limits<uint64_t>::max()};
+}
 
 SnapshotHeader MakeSnapshotHeader(const SnapshotTarget& target,
                                   uint64_t position, uint64_t frames_seen,
@@ -22,6 +35,30 @@ SnapshotHeader MakeSnapshotHeader(const SnapshotTarget& target,
   header.conv_oldest = conv_oldest;
   header.header_bytes = kSnapshotHeaderBytes;
   return header;
+}
+
+namespace {
+
+// XXH64 of a snapshot's header with a zero checksum, then its state.
+uint64_t Checksum(const uint8_t* snapshot, size_t state_bytes) {
+  SnapshotHeader header;
+  std::memcpy(&header, snapshot, sizeof header);
+  header.checksum = 0;
+  XXH64_state_t hash;
+  XXH64_reset(&hash, 0);
+  XXH64_update(&hash, &header, sizeof header);
+  XXH64_update(&hash, snapshot + kSnapshotHeaderBytes, state_bytes);
+  return XXH64_digest(&hash);
+}
+
+}  // namespace
+
+void SealSnapshot(void* snapshot) {
+  auto* bytes = static_cast<uint8_t*>(snapshot);
+  SnapshotHeader header;
+  std::memcpy(&header, bytes, sizeof header);
+  header.checksum = Checksum(bytes, header.state_bytes);
+  std::memcpy(bytes, &header, sizeof header);
 }
 
 Status CheckSnapshotBuffer(const void* buffer, size_t size,
@@ -83,6 +120,19 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
                       " bytes holding " + std::to_string(header->state_bytes) +
                       " bytes of state; this model's snapshots take " +
                       std::to_string(expected));
+  }
+  if (header->position > target.max_position) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: it is at step " +
+                      std::to_string(header->position) +
+                      ", past the model's learned positions (" +
+                      std::to_string(target.max_position) + ")");
+  }
+  if (header->checksum != 0 &&
+      header->checksum !=
+          Checksum(static_cast<const uint8_t*>(snapshot), target.state_bytes)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: its bytes do not match its checksum");
   }
   return Status::Ok();
 }

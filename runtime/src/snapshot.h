@@ -30,7 +30,9 @@ struct SnapshotHeader {
   uint64_t frames_seen;     // frames received (frame models)
   uint32_t conv_oldest;     // ring index of the oldest convolution input
   uint32_t header_bytes;    // kSnapshotHeaderBytes
-  uint8_t reserved[8];      // zero
+  // XXH64 of the header (this field zero) and the state; zero in snapshots
+  // written before tarn sealed them, which are read unchecked.
+  uint64_t checksum;
 };
 static_assert(sizeof(SnapshotHeader) == kSnapshotHeaderBytes,
               "a snapshot's header is 64 bytes");
@@ -47,18 +49,31 @@ struct SnapshotTarget {
   // Entries of the convolution ring (conv_kernel - 1, or 1 without one):
   // conv_oldest must be below it.
   size_t conv_past;
+  // The most steps a stream can have taken: a learned position table's
+  // size, else UINT64_MAX.
+  uint64_t max_position;
 };
 
-// The header of a snapshot of `target`'s state at these counters.
+// The target of a model of config `c` whose state takes `state_bytes`.
+SnapshotTarget MakeSnapshotTarget(uint64_t model_identity,
+                                  uint32_t layout_version, size_t state_bytes,
+                                  const ModelConfig& c);
+
+// The header of a snapshot of `target`'s state at these counters, its
+// checksum still zero.
 SnapshotHeader MakeSnapshotHeader(const SnapshotTarget& target,
                                   uint64_t position, uint64_t frames_seen,
                                   uint32_t conv_oldest);
+
+// Sets the checksum of a snapshot whose header and state are in place.
+void SealSnapshot(void* snapshot);
 
 // Ok when `buffer` can take a snapshot of `state_bytes` of state.
 Status CheckSnapshotBuffer(const void* buffer, size_t size, size_t state_bytes);
 
 // Reads and checks the header of `snapshot` (`size` bytes) against
-// `target`: magic, byte order, layout version, model identity, sizes.
+// `target`: magic, byte order, layout version, model identity, sizes, the
+// position, and the checksum over the header and the state.
 // On success the state follows at kSnapshotHeaderBytes.
 Status ReadSnapshotHeader(const void* snapshot, size_t size,
                           const SnapshotTarget& target, SnapshotHeader* header);

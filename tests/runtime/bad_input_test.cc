@@ -3,8 +3,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +32,22 @@ TEST(BadModel, MissingFile) {
   Status status = Model::Load(missing, &model);
   EXPECT_EQ(status.code(), StatusCode::kIoError);
   EXPECT_THAT(status.message(), HasSubstr("cannot open '" + missing + "'"));
+}
+
+// A directory, a device or a FIFO is refused at once; opening a FIFO must
+// not wait for a writer that never comes.
+TEST(BadModel, NotARegularFile) {
+  const std::string fifo = ::testing::TempDir() + "model-fifo.tarn";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const std::string& path :
+       {fifo, ::testing::TempDir(), std::string("/dev/zero")}) {
+    std::unique_ptr<Model> model;
+    Status status = Model::Load(path, &model);
+    EXPECT_EQ(status.code(), StatusCode::kIoError) << path;
+    EXPECT_THAT(status.message(), HasSubstr("is not a regular file")) << path;
+  }
+  std::remove(fifo.c_str());
 }
 
 TEST(BadModel, TruncatedFile) {
@@ -555,6 +574,14 @@ TEST(BadSession, ThreadCountOutOfRange) {
   Status status = Session::Create(*model, options, &session);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("num_threads must be in [1, 256]"));
+  // The sizes of what cannot be made are 0, as for every invalid option.
+  for (int threads : {0, 257}) {
+    options.num_threads = threads;
+    EXPECT_EQ(model->session_bytes(options), 0u) << threads;
+    BatchOptions batch;
+    batch.num_threads = threads;
+    EXPECT_EQ(model->batch_bytes(batch), 0u) << threads;
+  }
 }
 
 TEST_F(BadStep, NullOutputBuffer) {
@@ -694,6 +721,28 @@ TEST(BadTokens, TokenOutOfRangeInAnEncode) {
               HasSubstr("token " + std::to_string(vocab) +
                         " at index 2 is out of range: the vocabulary has " +
                         std::to_string(vocab) + " tokens"));
+}
+
+// An output buffer laid over the tokens: the first chunk's outputs overwrite
+// the second chunk's tokens after they were checked. Each token is checked
+// again where it is read, so this is an error, not a read past the table.
+TEST(BadTokens, TokensOverwrittenWhileBeingRead) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  SessionOptions options;
+  options.max_prefill_chunk = 4;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, options, &session).ok());
+  const size_t count = 8, width = model->output_size();
+  std::vector<float> outputs(count * width);
+  auto* tokens = reinterpret_cast<int32_t*>(outputs.data());
+  for (size_t i = 0; i < count; ++i) tokens[i] = static_cast<int32_t>(i + 1);
+  Status status =
+      session->PrefillTokens(tokens, count, outputs.data(), outputs.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("at index 4 is out of range, but "
+                                          "was in range when the tokens were "
+                                          "checked"));
 }
 
 TEST(BadPointers, NullInputsAndSnapshotBuffers) {

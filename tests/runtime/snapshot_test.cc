@@ -132,6 +132,50 @@ TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
   EXPECT_NE(status.message().find("snapshot buffer holds"), std::string::npos);
 }
 
+// Damaged bytes anywhere (header or state) fail the checksum; a position past
+// a learned table is refused even unchecked; a snapshot of an older tarn
+// (checksum zero) is still read.
+TEST(Snapshot, DamagedBytesOrPositionAreRefused) {
+  std::unique_ptr<Model> model = LoadGolden("learned");
+  ASSERT_TRUE(model);
+  const Inputs inputs(*model, 40);
+  std::unique_ptr<Session> session, fresh;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &fresh).ok());
+  std::vector<float> ignored, expected, actual;
+  StepThrough(*session, inputs, 0, 20, &ignored);
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  StepThrough(*session, inputs, 20, 40, &expected);
+  auto refused = [&](const std::vector<uint8_t>& bytes,
+                     const std::string& text) {
+    Status status = fresh->Restore(bytes.data(), bytes.size());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find(text), std::string::npos)
+        << status.message();
+    EXPECT_EQ(fresh->position(), 0u);
+  };
+  constexpr size_t kHeader = 64, kPosition = 32, kChecksum = 56;
+  std::vector<uint8_t> state = snapshot;
+  state[kHeader + 5] ^= 0x40;
+  refused(state, "snapshot is damaged: its bytes do not match its checksum");
+  std::vector<uint8_t> header = snapshot;
+  header[kPosition] ^= 1;
+  refused(header, "snapshot is damaged: its bytes do not match its checksum");
+
+  std::vector<uint8_t> unsealed = snapshot;
+  std::memset(unsealed.data() + kChecksum, 0, 8);
+  const uint64_t far = ~uint64_t{0} - 1000000;
+  std::vector<uint8_t> far_position = unsealed;
+  std::memcpy(far_position.data() + kPosition, &far, sizeof far);
+  refused(far_position, "past the model's learned positions");
+
+  Status status = fresh->Restore(unsealed.data(), unsealed.size());
+  ASSERT_TRUE(status.ok()) << status.message();
+  StepThrough(*fresh, inputs, 20, 40, &actual);
+  EXPECT_EQ(actual, expected);
+}
+
 TEST(Snapshot, ResetIsANewSession) {
   std::unique_ptr<Model> model = LoadGolden("speech");
   ASSERT_TRUE(model);

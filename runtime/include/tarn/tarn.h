@@ -323,7 +323,8 @@ void tarn_session_reset(tarn_session* session);
 uint64_t tarn_session_position(const tarn_session* session);
 
 /* Writes the session's state (tarn_model_snapshot_bytes() bytes): a header
- * with the model's identity and the state layout version, then the state. */
+ * with the model's identity, the state layout version and a checksum, then
+ * the state. */
 tarn_status tarn_session_snapshot(const tarn_session* session, void* buffer,
                                   size_t size);
 /* Replaces the session's state with a snapshot's; refuses one of another

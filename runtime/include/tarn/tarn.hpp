@@ -395,13 +395,14 @@ class Session {
 
   // Writes the session's state (Model::snapshot_bytes() bytes) into
   // `buffer`: a header (magic, state layout version, the model's identity,
-  // position, sizes) and the state as it is in memory, so only machines of
-  // the same byte order read it back. Allocates nothing.
+  // position, sizes, a checksum) and the state as it is in memory, so only
+  // machines of the same byte order read it back. Allocates nothing.
   Status Snapshot(void* buffer, size_t size) const;
   // Replaces the session's state with a snapshot's. Refuses (and leaves the
   // session as it was) a snapshot of another model, of another state layout
-  // version, or damaged. Allocates nothing. A restored session continues
-  // bit-identically to the one snapshotted.
+  // version, or damaged (its checksum, sizes or position). Allocates
+  // nothing. A restored session continues bit-identically to the one
+  // snapshotted.
   Status Restore(const void* snapshot, size_t size);
   // A new session (allocated, with this one's options) in this one's state.
   Status Clone(std::unique_ptr<Session>* clone) const;
