@@ -272,7 +272,10 @@ class PySession {
     return steps;
   }
 
+  // Getters take the lock too: they read what a call on another thread,
+  // the GIL released, may be writing.
   size_t StepsForFrames(size_t frame_count) const {
+    Exclusive use(busy_, "session");
     return session_->StepsForFrames(frame_count);
   }
 
@@ -342,14 +345,17 @@ class PySession {
     return nb::make_tuple(copy(S, {heads, C, dv}), copy(z, {heads, C}));
   }
 
-  uint64_t position() const { return session_->position(); }
+  uint64_t position() const {
+    Exclusive use(busy_, "session");
+    return session_->position();
+  }
   tarn::Session* get() { return session_.get(); }
   std::mutex& busy() { return busy_; }
 
  private:
   std::shared_ptr<const tarn::Model> model_;
   std::unique_ptr<tarn::Session> session_;
-  std::mutex busy_;
+  mutable std::mutex busy_;
 };
 
 class PyBatch {
@@ -523,7 +529,11 @@ class PyRecognizer {
   }
 
   nb::dict Stats() const {
-    const tarn::RecognizerStats s = recognizer_->stats();
+    tarn::RecognizerStats s;
+    {
+      Exclusive use(busy_, "recognizer");
+      s = recognizer_->stats();
+    }
     nb::dict d;
     d["samples"] = s.samples;
     d["steps"] = s.steps;
@@ -537,14 +547,17 @@ class PyRecognizer {
     return d;
   }
 
-  size_t queued_results() const { return recognizer_->queued_results(); }
+  size_t queued_results() const {
+    Exclusive use(busy_, "recognizer");
+    return recognizer_->queued_results();
+  }
   uint32_t sample_rate() const { return recognizer_->sample_rate(); }
   double step_seconds() const { return recognizer_->step_seconds(); }
 
  private:
   std::shared_ptr<const tarn::Model> model_;
   std::unique_ptr<tarn::Recognizer> recognizer_;
-  std::mutex busy_;
+  mutable std::mutex busy_;
 };
 
 }  // namespace
@@ -581,7 +594,7 @@ class PyWarpEstimator {
  private:
   std::shared_ptr<const tarn::Model> model_;
   std::unique_ptr<tarn::WarpEstimator> estimator_;
-  std::mutex busy_;
+  mutable std::mutex busy_;
 };
 
 NB_MODULE(_tarn, m) {

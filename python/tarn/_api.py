@@ -54,6 +54,16 @@ def _array(value, dtype, what: str, ndim: Optional[int] = None) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
+def _natives(sessions, what: str) -> list:
+    """The native sessions of a batch call's `sessions`, each a Session."""
+    natives = []
+    for i, session in enumerate(sessions):
+        if not isinstance(session, Session):
+            raise InvalidArgumentError(f"{what}: sessions[{i}] is a {type(session).__name__}, not a tarn.Session")
+        natives.append(session._native)
+    return natives
+
+
 def _output(out: Optional[np.ndarray], shape: Tuple[int, ...], what: str) -> np.ndarray:
     if out is None:
         return np.empty(shape, np.float32)
@@ -192,8 +202,9 @@ class Model:
         return self._native.weight_bytes_by_dtype()
 
     def session_bytes(self, max_prefill_chunk: int = 64) -> int:
-        """Bytes of one session's memory (state and scratch)."""
-        return self._native.session_bytes(max_prefill_chunk)
+        """Bytes of one session's memory (state and scratch); 0 for a
+        max_prefill_chunk a session cannot have."""
+        return _call(self._native.session_bytes, max_prefill_chunk)
 
     @property
     def snapshot_bytes(self) -> int:
@@ -351,18 +362,25 @@ class SessionBatch:
 
     def step_tokens(self, sessions: Sequence[Session], tokens, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Steps sessions[i] with tokens[i]; returns outputs [n, output_size]."""
+        natives = _natives(sessions, "step_tokens")
         tokens = _array(tokens, np.int32, "step_tokens", 1)
         out = _output(out, (len(sessions), self._output_size), "step_tokens")
-        _call(self._native.step_tokens, [s._native for s in sessions], tokens, out)
+        _call(self._native.step_tokens, natives, tokens, out)
         return out
 
     def step_frames(self, sessions: Sequence[Session], frames, out: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
         """Feeds frames[i] ([n, frame_size] float32) to sessions[i]; returns
         (outputs [n, output_size], stepped [n] bool): row i is written where
         session i stepped."""
+        natives = _natives(sessions, "step_frames")
         frames = _array(frames, np.float32, "step_frames", 2)
+        if frames.shape != (len(natives), self._frame_size):
+            raise InvalidArgumentError(
+                f"step_frames: frames are [{len(natives)}, {self._frame_size}] (a frame per session) for this model, "
+                f"got shape {frames.shape}"
+            )
         out = _output(out, (len(sessions), self._output_size), "step_frames")
-        stepped = _call(self._native.step_frames, [s._native for s in sessions], frames, out)
+        stepped = _call(self._native.step_frames, natives, frames, out)
         return out, np.array(stepped, dtype=bool)
 
 

@@ -147,7 +147,24 @@ def test_batch_errors(token_model):
         batch.step_tokens([a, b], [1])
     with pytest.raises(tarn.InvalidArgumentError):
         batch.step_tokens([a, b, token_model.session()], [1, 2, 3])
+    with pytest.raises(tarn.InvalidArgumentError, match=r"sessions\[1\] is a NoneType, not a tarn.Session"):
+        batch.step_tokens([a, None], [1, 2])
     assert a.position == b.position == 0
+    with pytest.raises(tarn.InvalidArgumentError):
+        token_model.session_bytes(-1)
+    assert token_model.session_bytes(0) == 0  # what no session can have
+
+
+def test_batch_frames_of_the_wrong_shape(frame_model):
+    a, b = frame_model.session(), frame_model.session()
+    batch = tarn.SessionBatch(frame_model, max_streams=2)
+    n = frame_model.frame_size
+    # The same number of floats as two frames, in another shape.
+    with pytest.raises(tarn.InvalidArgumentError, match=rf"frames are \[2, {n}\].*got shape \({2 * n}, 1\)"):
+        batch.step_frames([a, b], np.zeros((2 * n, 1), np.float32))
+    assert a.position == b.position == 0
+    _, stepped = batch.step_frames([a, b], np.zeros((2, n), np.float32))
+    assert stepped.shape == (2,)
 
 
 def test_one_session_in_two_threads_is_an_error_not_a_crash(models):
