@@ -312,13 +312,17 @@ Status BeamDecoder::Step(const float* logits, size_t size) {
 }
 
 void BeamDecoder::Compact(size_t selected) {
-  std::fill(remap_.begin(), remap_.begin() + node_count_, -1);
+  // Marks: kUnmarked, kAlone (kept, its parent need not be), kOnPath (kept
+  // with every ancestor).
+  constexpr int32_t kUnmarked = -1, kAlone = -2, kOnPath = 0;
+  std::fill(remap_.begin(), remap_.begin() + node_count_, kUnmarked);
   // Mark every node on the path a survivor will hang from: its entry's, or
   // for a survivor about to be retimed, the parent entry's (and its own old
-  // node alone, to be copied).
+  // node alone, to be copied). A walk goes on through a node marked alone:
+  // another survivor may hang from it, and then from its ancestors too.
   auto mark_path = [&](int32_t n) {
-    while (n >= 0 && remap_[n] < 0) {
-      remap_[n] = 0;
+    while (n >= 0 && remap_[n] != kOnPath) {
+      remap_[n] = kOnPath;
       n = nodes_[n].parent;
     }
   };
@@ -326,16 +330,19 @@ void BeamDecoder::Compact(size_t selected) {
     const Candidate& c = candidates_[order_[k]];
     if (c.label < 0 && c.fresh > c.carried) {
       mark_path(beam_[c.fresh_from].node);
-      remap_[beam_[c.entry].node] = 0;
+      int32_t& old = remap_[beam_[c.entry].node];
+      if (old == kUnmarked) old = kAlone;
     } else {
       mark_path(beam_[c.entry].node);
     }
   }
   size_t kept = 0;
   for (size_t n = 0; n < node_count_; ++n) {
-    if (remap_[n] < 0) continue;
+    if (remap_[n] == kUnmarked) continue;
     Node node = nodes_[n];
-    // A node marked alone may lose its parent: it is only read, then dropped.
+    // A node marked alone may lose its parent (remapped to kUnmarked): it is
+    // only read, then dropped. Parents come first, so a kept parent's mark
+    // is already its new index.
     if (node.parent >= 0) node.parent = remap_[node.parent];
     remap_[n] = static_cast<int32_t>(kept);
     nodes_[kept++] = node;
@@ -380,19 +387,22 @@ void BeamDecoder::Result(bool final, CtcHypothesis* hypothesis) const {
   const bool drop_unfinished = best < 0;
   if (best < 0) best = 0;
   const Entry& e = beam_[best];
-  size_t n = nodes_[e.node].length;
-  for (int32_t node = e.node; nodes_[node].parent >= 0;
+  // The path is written from its end; only what the walk wrote is read
+  // (`first` is 0 while every path reaches the root, as Compact keeps them).
+  const size_t length = nodes_[e.node].length;
+  size_t first = length;
+  for (int32_t node = e.node; nodes_[node].parent >= 0 && first > 0;
        node = nodes_[node].parent) {
-    --n;
-    path_labels_[n] = nodes_[node].label;
-    path_steps_[n] = nodes_[node].step;
+    --first;
+    path_labels_[first] = nodes_[node].label;
+    path_steps_[first] = nodes_[node].step;
   }
-  n = nodes_[e.node].length;
+  size_t end = length;
   if (drop_unfinished) {
-    while (n > 0 && path_labels_[n - 1] != set_.separator) --n;
+    while (end > first && path_labels_[end - 1] != set_.separator) --end;
   }
-  Assemble(set_, path_labels_.data(), path_steps_.data(), n,
-           LogAdd(e.pb, e.pnb), hypothesis);
+  Assemble(set_, path_labels_.data() + first, path_steps_.data() + first,
+           end - first, LogAdd(e.pb, e.pnb), hypothesis);
 }
 
 }  // namespace
