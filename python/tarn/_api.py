@@ -444,7 +444,8 @@ class Recognizer:
     a list of phrases, of (phrase, boost) pairs, or a dict phrase -> boost;
     boosts in nats per label, 0 or None for hotword_boost. An utterance ends
     (an endpoint) after endpoint_ms of non-speech following speech, or at
-    max_utterance_ms. final_result(), and an utterance that reaches
+    max_utterance_ms (0: at 4096 model steps, where the decoder's fixed
+    memory ends). final_result(), and an utterance that reaches
     max_utterance_ms, first step the model over final_silence_ms of silence,
     so that an utterance cut right after its last word keeps it (the model
     emits a word's labels a few steps after its audio). warp: the speaker's

@@ -331,7 +331,8 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
       ->capture_default_str();
   command
       ->add_option("--max-utterance-ms", o.max_utterance_ms,
-                   "longest utterance before a forced endpoint (0: none)")
+                   "longest utterance before a forced endpoint (0: 4096 model "
+                   "steps, the decoder's fixed memory)")
       ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
   command

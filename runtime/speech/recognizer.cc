@@ -68,7 +68,11 @@ Status AcceptPcmBlocks(const int16_t* samples, size_t count, float* block,
 }
 // An utterance's end steps final_silence_ms of silence: a minute at most.
 constexpr uint32_t kMaxFinalSilenceMs = 60000;
-constexpr uint32_t kUnlimitedLabels = 4096;
+// With max_utterance_ms 0, an utterance still ends after this many steps
+// (2 min at 30 ms a step), where the decoder's fixed memory ends: cut there
+// as at any length limit, it keeps its words instead of dropping the labels
+// that no longer fit.
+constexpr uint64_t kUnlimitedSteps = 4096;
 
 // A causal frame model whose outputs are its labels' logits, with a front
 // end whose features fill its frames; *audio gets the front end's recipe.
@@ -232,7 +236,9 @@ Status Recognizer::Impl::Init() {
       MsToSteps(options_.final_silence_ms, static_cast<double>(hop_) / rate_);
 
   const uint64_t max_steps =
-      MsToSteps(options_.max_utterance_ms, step_seconds_);
+      options_.max_utterance_ms > 0
+          ? MsToSteps(options_.max_utterance_ms, step_seconds_)
+          : kUnlimitedSteps;
   CtcDecoderOptions decoding;
   decoding.beam_width = options_.beam_width;
   decoding.words = options_.words;
@@ -244,8 +250,7 @@ Status Recognizer::Impl::Init() {
   const uint64_t silence_steps =
       (final_silence_frames_ + stack_hop_ - 1) / stack_hop_;
   decoding.max_labels = static_cast<uint32_t>(
-      max_steps > 0 ? std::min<uint64_t>(max_steps + silence_steps, 1u << 24)
-                    : kUnlimitedLabels);
+      std::min<uint64_t>(max_steps + silence_steps, 1u << 24));
   status = CtcDecoder::Create(c.labels, decoding, &decoder_);
   if (!status.ok()) return status;
   blank_ = decoder_->blank();

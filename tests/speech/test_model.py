@@ -144,6 +144,30 @@ def test_an_utterance_cut_by_max_length_keeps_its_last_word(tarn, tmp_path):
     assert lost_without, "every utterance kept its last word without the silence: the test shows nothing"
 
 
+def test_an_utterance_without_a_length_limit_keeps_every_word(tarn, tmp_path):
+    """The samples 50 times over (7.5 min) as one stream, with neither
+    endpoints nor a length limit: the decoder's memory is fixed, so the
+    utterance is cut every 4096 steps (2 min) as a length limit cuts it,
+    keeping its words. It used to stop taking labels at 4096 instead,
+    dropping the last 100 s without a word."""
+    rows = (ASR / "samples" / "transcripts.tsv").read_text().splitlines()[1:]
+    texts = dict(row.split("\t") for row in rows)
+    names = sorted(texts)
+    once = np.concatenate([features.read_wav(str(ASR / "samples" / name)) for name in names])
+    path = tmp_path / "long.wav"
+    write_samples(path, np.tile(once, 50))
+    seconds = 50 * len(once) / 16000
+    utterances = transcribe(tarn, path, "--utterances", "--endpoint-ms", "0", "--max-utterance-ms", "0")
+    words = [w["word"] for u in utterances for w in u["words"]]
+    expected = 50 * sum(len(texts[name].split()) for name in names)
+    print(f"{seconds:.1f} s, {len(utterances)} utterances ending at {[u['end'] for u in utterances]}, "
+          f"{len(words)} words of {expected}")
+    assert len(utterances) == int(np.ceil(seconds / (4096 * 0.03))), utterances
+    assert len(words) >= 0.97 * expected
+    assert words[-1] == texts[names[-1]].split()[-1]
+    assert utterances[-1]["words"][-1]["end"] > seconds - 1
+
+
 # The candidates tarn adapt tries by default (DefaultWarpCandidates), as the
 # float32 values the front end holds.
 WARPS = [float(np.float32(w)) for w in (0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15)]

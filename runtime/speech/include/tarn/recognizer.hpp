@@ -79,8 +79,9 @@ struct RecognizerOptions {
   std::vector<std::string> words;
   // Non-speech after speech that ends an utterance; 0: never.
   uint32_t endpoint_silence_ms = 500;
-  // An utterance this long ends, whatever follows; 0: no limit (a
-  // hypothesis then stops growing at CtcDecoderOptions::max_labels).
+  // An utterance this long ends, whatever follows; 0: no limit of its own,
+  // but the decoder's memory is fixed, so an utterance still ends after
+  // 4096 model steps (2 min at 30 ms a step) as if that were its limit.
   uint32_t max_utterance_ms = 30000;
   // Without speech, the session restarts this often; 0: never.
   uint32_t reset_after_silence_ms = 2000;

@@ -56,7 +56,9 @@ typedef struct tarn_recognizer_options {
   size_t word_count;
   /* Non-speech after speech that ends an utterance (an endpoint); 0: never. */
   uint32_t endpoint_silence_ms;
-  /* An utterance this long ends, whatever follows; 0: no limit. */
+  /* An utterance this long ends, whatever follows; 0: no limit of its own,
+   * but an utterance still ends after 4096 model steps (2 min at 30 ms a
+   * step), where the decoder's fixed memory ends. */
   uint32_t max_utterance_ms;
   /* Without speech, the model's state restarts this often; 0: never. */
   uint32_t reset_after_silence_ms;
