@@ -448,7 +448,9 @@ class Recognizer:
     memory ends). final_result(), and an utterance that reaches
     max_utterance_ms, first step the model over final_silence_ms of silence,
     so that an utterance cut right after its last word keeps it (the model
-    emits a word's labels a few steps after its audio). warp: the speaker's
+    emits a word's labels a few steps after its audio); the utterance after
+    an endpoint hears that much of its silence again, so that a word begun
+    as the endpoint fell keeps its start. warp: the speaker's
     vocal tract warp (0: the model's own, none unless it is a speaker's model
     from adapt.py; 1: none; see estimate_warp).
     """

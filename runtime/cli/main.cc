@@ -339,7 +339,9 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
       ->add_option("--final-silence-ms", o.final_silence_ms,
                    "silence stepped through the model at the end of the "
                    "stream and of an utterance cut by --max-utterance-ms, "
-                   "so that its last word is not lost (0: none)")
+                   "so that its last word is not lost; also how much of an "
+                   "endpoint's silence the next utterance hears again, so "
+                   "that a word begun as it fell keeps its start (0: none)")
       ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   command

@@ -52,6 +52,8 @@ class Endpointer {
   }
 
   bool speech_seen() const { return speech_seen_; }
+  // Steps since the last one with speech (all of them before any).
+  uint64_t trailing_silence() const { return trailing_silence_; }
 
   // Steps until the one that reaches max_steps (that step included);
   // UINT64_MAX without a length limit.

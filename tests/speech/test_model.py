@@ -144,6 +144,25 @@ def test_an_utterance_cut_by_max_length_keeps_its_last_word(tarn, tmp_path):
     assert lost_without, "every utterance kept its last word without the silence: the test shows nothing"
 
 
+def test_a_word_begun_as_an_endpoint_falls_is_kept(tarn, tmp_path):
+    """The two `slt` samples back to back: the first one's trailing silence
+    is the only gap, and the endpoint (500 ms without a label) falls while
+    the second one's first word, "six", is already heard but its labels are
+    not yet out. The next utterance hears those 500 ms again, so it keeps
+    the word: the two utterances are what each sample gives alone. Before,
+    the reset session lost "six" (and 1093 of 1200 words were left of the
+    samples 50 times over)."""
+    names = [ASR / "samples" / "slt_012600.wav", ASR / "samples" / "slt_012603.wav"]
+    alone = [transcribe(tarn, wav)[-1]["text"] for wav in names]
+    path = tmp_path / "back_to_back.wav"
+    write_samples(path, np.concatenate([features.read_wav(str(wav)) for wav in names]))
+    utterances = transcribe(tarn, path, "--utterances")
+    print(f"alone {alone}, back to back {[u['text'] for u in utterances]}")
+    assert [u["text"] for u in utterances] == alone
+    assert utterances[0]["end"] == pytest.approx(utterances[1]["start"])
+    assert utterances[1]["words"][0]["start"] < 1.44 + 0.5  # "six", in the second file
+
+
 def test_an_utterance_without_a_length_limit_keeps_every_word(tarn, tmp_path):
     """The samples 50 times over (7.5 min) as one stream, with neither
     endpoints nor a length limit: the decoder's memory is fixed, so the

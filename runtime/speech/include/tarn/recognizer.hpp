@@ -88,7 +88,10 @@ struct RecognizerOptions {
   // FinalResult(), and an utterance that reaches max_utterance_ms, first
   // step the model over this much silence: a model emits a word's labels a
   // few steps after its audio, so an utterance cut right after its last
-  // word would otherwise lose that word. 0: none; at most 60000.
+  // word would otherwise lose that word. The same lag is what an utterance
+  // ended by an endpoint, or restarted idle, hands on: the next one hears
+  // up to this much of its trailing non-speech again, so that a word begun
+  // as the endpoint fell keeps its start. 0: none; at most 60000.
   uint32_t final_silence_ms = 300;
   // Threads for the model's dense layers.
   int num_threads = 1;

@@ -81,8 +81,10 @@ typedef struct tarn_recognizer_options {
   /* Added in the third version. tarn_recognizer_final_result(), and an
    * utterance that reaches max_utterance_ms, first step the model over this
    * much silence, so that an utterance cut right after its last word keeps
-   * it (the model emits a word's labels a few steps after its audio); 0:
-   * none; at most 60000; default 300. */
+   * it (the model emits a word's labels a few steps after its audio); and
+   * the next utterance after an endpoint hears up to this much of the
+   * trailing non-speech again, so that a word begun as the endpoint fell
+   * keeps its start. 0: none; at most 60000; default 300. */
   uint32_t final_silence_ms;
   /* Added in the fourth version. The speaker's vocal tract warp: 0 (the
    * default), the model's own (none unless it is a speaker's model that
