@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -267,6 +269,20 @@ void AddInt8Option(CLI::App* command, Int8Compute* value) {
       ->transform(CLI::CheckedTransformer(names));
 }
 
+// A finite float above 0: CLI11's PositiveNumber lets nan through, takes
+// 1e39 (inf as a float), and names its range with 309 digits.
+const CLI::Validator kFinitePositive(
+    [](const std::string& text) -> std::string {
+      char* end = nullptr;
+      const float value = std::strtof(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(value) ||
+          !(value > 0)) {
+        return "'" + text + "' is not a finite number above 0";
+      }
+      return "";
+    },
+    "FLOAT > 0");
+
 CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
   TranscribeOptions& o = *options;
   CLI::App* command = app->add_subcommand(
@@ -311,7 +327,7 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
       ->add_option("--hotword-boost", o.hotword_boost,
                    "the boost of the phrases of --hotwords that give none, "
                    "in nats per label")
-      ->check(CLI::PositiveNumber)
+      ->check(kFinitePositive)
       ->capture_default_str();
   command->add_flag("--json", o.json,
                     "print a JSON object (text, words with start/end "

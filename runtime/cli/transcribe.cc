@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -164,6 +165,14 @@ std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
   path_ = path;
   file_ = sf_open(path.c_str(), SFM_READ, &info_);
   if (file_ == nullptr) {
+    // libsndfile's last error is about its last format tried (MP3: "does
+    // not exist or is not a regular file"), not about the file.
+    std::error_code ignored;
+    if (std::filesystem::is_regular_file(path, ignored)) {
+      return path +
+             ": cannot read it as audio: not a format libsndfile reads (WAV, "
+             "FLAC, Ogg, AIFF, ...), or damaged";
+    }
     return path + ": cannot read it as audio: " + sf_strerror(nullptr);
   }
   const int subtype = info_.format & SF_FORMAT_SUBMASK;
@@ -199,6 +208,12 @@ std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
   return "";
 }
 
+// Drops a UTF-8 byte order mark (some editors start a file with one) from
+// a file's first line: it is not text.
+void DropByteOrderMark(std::string* line) {
+  if (line->compare(0, 3, "\xEF\xBB\xBF") == 0) line->erase(0, 3);
+}
+
 std::vector<std::string> ReadWords(const std::string& path,
                                    std::string* error) {
   std::ifstream in(path);
@@ -208,7 +223,8 @@ std::vector<std::string> ReadWords(const std::string& path,
     return words;
   }
   std::string line;
-  while (std::getline(in, line)) {
+  for (size_t number = 1; std::getline(in, line); ++number) {
+    if (number == 1) DropByteOrderMark(&line);
     const size_t begin = line.find_first_not_of(" \t\r");
     if (begin == std::string::npos) continue;
     const size_t end = line.find_last_not_of(" \t\r");
@@ -232,6 +248,7 @@ std::vector<CtcHotword> ReadHotwords(const std::string& path,
   }
   std::string line;
   for (size_t number = 1; std::getline(in, line); ++number) {
+    if (number == 1) DropByteOrderMark(&line);
     const char* space = " \t\r";
     size_t end = line.find_last_not_of(space);
     if (end == std::string::npos) continue;
@@ -334,17 +351,13 @@ int Transcribe(const TranscribeOptions& o) {
       one.hotwords.assign(1, options.hotwords[i]);
       const Status phrase =
           CtcDecoder::Create(model->config().labels, one, &decoder);
-      if (!phrase.ok() && CtcDecoder::Create(model->config().labels,
-                                             CtcDecoderOptions(), &decoder)
-                              .ok()) {
-        // The decoder names the phrase by its index in this one-phrase list.
-        std::string message = phrase.message();
-        const std::string index = "hotword 0 ";
-        if (message.compare(0, index.size(), index) == 0) {
-          message = "hotword " + message.substr(index.size());
-        }
+      // The decoder names the phrase by its index in this one-phrase list;
+      // a message about anything else is not this line's.
+      const std::string index = "hotword 0 ";
+      if (!phrase.ok() &&
+          phrase.message().compare(0, index.size(), index) == 0) {
         return Fail(o.hotwords_path + ":" + std::to_string(hotword_lines[i]) +
-                    ": " + message);
+                    ": hotword " + phrase.message().substr(index.size()));
       }
     }
   }
@@ -395,7 +408,7 @@ int Transcribe(const TranscribeOptions& o) {
     }
   };
 
-  for (;;) {
+  for (uint64_t fed = 0;;) {
     size_t count = 0;
     const std::string error = source->Read(samples.data(), chunk, &count);
     if (!error.empty()) return Fail(error);
@@ -403,7 +416,16 @@ int Transcribe(const TranscribeOptions& o) {
     const double cpu_start = CpuSeconds();
     status = recognizer->AcceptWaveform(samples.data(), count);
     cpu_seconds += CpuSeconds() - cpu_start;
-    if (!status.ok()) return Fail(status.message());
+    if (!status.ok()) {
+      // The recognizer counts within the call: say where the call began.
+      char where[96];
+      std::snprintf(where, sizeof where,
+                    ", the chunk from sample %llu (%.3f s): ",
+                    static_cast<unsigned long long>(fed),
+                    static_cast<double>(fed) / rate);
+      return Fail(o.audio_path + where + status.message());
+    }
+    fed += count;
     while (recognizer->PopResult(&result)) {
       emit(result);
       last_partial.clear();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
@@ -65,6 +66,21 @@ Status MakeLabelSet(const std::vector<std::string>& labels, LabelSet* set) {
 }
 
 namespace {
+
+// A character for a message, in quotes, and its bytes unless it is
+// printable ASCII: a byte order mark or a control character shows nothing.
+std::string Quoted(const std::string& character) {
+  std::string out = "\"" + character + "\"";
+  const unsigned char first = static_cast<unsigned char>(character[0]);
+  if (character.size() == 1 && first >= 0x20 && first < 0x7f) return out;
+  out += " (bytes";
+  for (const unsigned char byte : character) {
+    char hex[4];
+    std::snprintf(hex, sizeof hex, " %02X", byte);
+    out += hex;
+  }
+  return out + ")";
+}
 
 // Spells words with a label set's text labels, longest label first.
 class Speller {
@@ -147,8 +163,8 @@ Status WordTrie::Build(const LabelSet& set,
     if (!missing.empty()) {
       return Invalid("word list: \"" + word +
                      "\" cannot be spelled with "
-                     "the model's labels (no label for \"" +
-                     missing + "\" at byte " + std::to_string(at) + ")");
+                     "the model's labels (no label for " +
+                     Quoted(missing) + " at byte " + std::to_string(at) + ")");
     }
     int32_t node = 0;
     for (const int32_t label : spelled) {
@@ -216,8 +232,8 @@ Status ContextGraph::Build(const LabelSet& set,
       if (!missing.empty()) {
         return Invalid(name +
                        " cannot be spelled with the model's labels (no label "
-                       "for \"" +
-                       missing + "\" in \"" + word + "\")");
+                       "for " +
+                       Quoted(missing) + " in \"" + word + "\")");
       }
       spelled.push_back(separator);
       start = end;

@@ -285,7 +285,7 @@ def test_missing_audio_file(tmp_path):
 def test_file_that_is_not_audio(tmp_path):
     path = tmp_path / "notes.wav"
     path.write_text("this is not audio\n" * 20)
-    fails_with(tarn("transcribe", SPEECH, path), "notes.wav", "cannot read it as audio")
+    fails_with(tarn("transcribe", SPEECH, path), "notes.wav", "cannot read it as audio: not a format libsndfile reads")
 
 
 @needs_speech
@@ -327,6 +327,45 @@ def test_wav_without_channels(tmp_path):
     path = wav(tmp_path / "a.wav", channels=0, data=bytes(100))
     result = tarn("transcribe", SPEECH, path)
     assert result.returncode != 0 and "a.wav" in result.stderr, result.stderr
+
+
+@needs_speech
+def test_non_finite_sample_names_its_place_in_the_file(tmp_path):
+    samples = np.zeros(16000, "<f4")
+    samples[8000] = np.nan
+    path = wav(tmp_path / "a.wav", format_tag=3, bits=32, data=samples.tobytes())
+    fails_with(tarn("transcribe", SPEECH, path), "a.wav, the chunk from sample 8000 (0.500 s)", "is nan")
+
+
+@needs_speech
+@pytest.mark.parametrize("boost", ["nan", "inf", "1e39", "0", "-1", "x"])
+def test_hotword_boost_that_is_not_a_finite_positive_number(tmp_path, boost):
+    """Refused as the option it is, not blamed on the hotword file's first
+    line."""
+    (tmp_path / "hot.txt").write_text("one two\n")
+    result = tarn("transcribe", SPEECH, wav(tmp_path / "a.wav", data=tone()), "--hotwords", tmp_path / "hot.txt",
+                  "--hotword-boost", boost)
+    fails_with(result, f"--hotword-boost: '{boost}' is not a finite number above 0")
+    assert "hot.txt" not in result.stderr, result.stderr
+
+
+@needs_speech
+def test_word_list_and_hotwords_with_a_byte_order_mark(tmp_path):
+    """Editors on Windows start a UTF-8 file with a byte order mark: it is
+    not part of the first word."""
+    audio = wav(tmp_path / "a.wav", data=tone())
+    (tmp_path / "words.txt").write_bytes(b"\xef\xbb\xbfone\ntwo\n")
+    (tmp_path / "hot.txt").write_bytes(b"\xef\xbb\xbfone two :2\n")
+    for option, name in (("--words", "words.txt"), ("--hotwords", "hot.txt")):
+        result = tarn("transcribe", SPEECH, audio, "--quiet", option, tmp_path / name)
+        assert result.returncode == 0, result.stderr
+
+
+@needs_speech
+def test_a_character_no_label_spells_is_shown_by_its_bytes(tmp_path):
+    (tmp_path / "words.txt").write_bytes(b"one\nbad\x01word\n")
+    fails_with(tarn("transcribe", SPEECH, wav(tmp_path / "a.wav", data=tone()), "--words", tmp_path / "words.txt"),
+               'no label for "\x01" (bytes 01) at byte 3')
 
 
 def test_transcribe_with_a_model_without_front_end(tmp_path):
