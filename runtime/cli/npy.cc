@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace tarn::cli {
@@ -11,6 +10,27 @@ namespace {
 
 Status Bad(const std::string& path, const std::string& what) {
   return Status(StatusCode::kInvalidArgument, path + ": " + what);
+}
+
+// Where the value of `'key':` starts in a .npy header (a Python dict
+// literal), or npos. A plain scan: std::regex recursed once per character
+// and overflowed the stack on a long crafted header.
+size_t ValueOf(const std::string& header, const std::string& key) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) return std::string::npos;
+  at = header.find_first_not_of(" \t", at + key.size() + 2);
+  if (at == std::string::npos || header[at] != ':') return std::string::npos;
+  return header.find_first_not_of(" \t", at + 1);
+}
+
+// The text between `open` at `at` and the next `close`, or false.
+bool Enclosed(const std::string& header, size_t at, char open, char close,
+              std::string* text) {
+  if (at == std::string::npos || header[at] != open) return false;
+  const size_t end = header.find(close, at + 1);
+  if (end == std::string::npos) return false;
+  *text = header.substr(at + 1, end - at - 1);
+  return true;
 }
 
 }  // namespace
@@ -21,6 +41,10 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     return Bad(path, "not a .npy file");
+  }
+  if (magic[6] < 1 || magic[6] > 3) {
+    return Bad(path, ".npy format version " + std::to_string(magic[6]) +
+                         " is not 1, 2 or 3");
   }
   size_t header_length = 0;
   if (magic[6] == 1) {
@@ -37,16 +61,15 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   if (!in.read(header.data(), header_length))
     return Bad(path, "truncated header");
 
-  std::smatch match;
-  if (!std::regex_search(header, match, std::regex("'descr':\\s*'([^']*)'"))) {
+  std::string descr, shape;
+  if (!Enclosed(header, ValueOf(header, "descr"), '\'', '\'', &descr)) {
     return Bad(path, "header lacks 'descr'");
   }
-  const std::string descr = match[1];
-  if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) {
+  const size_t fortran = ValueOf(header, "fortran_order");
+  if (fortran != std::string::npos && header.compare(fortran, 4, "True") == 0) {
     return Bad(path, "Fortran-order arrays are not supported");
   }
-  if (!std::regex_search(header, match,
-                         std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
+  if (!Enclosed(header, ValueOf(header, "shape"), '(', ')', &shape)) {
     return Bad(path, "header lacks 'shape'");
   }
   size_t element_bytes;
@@ -65,7 +88,7 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   const auto available = static_cast<uint64_t>(in.tellg() - data_start);
   in.seekg(data_start);
   array->shape.clear();
-  std::stringstream dims(match[1].str());
+  std::stringstream dims(shape);
   std::string dim;
   uint64_t count = 1;
   bool overflow = false, empty = false;
@@ -86,7 +109,7 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   }
   if (empty) count = 0;
   if ((overflow && !empty) || count > UINT64_MAX / element_bytes) {
-    return Bad(path, "shape (" + match[1].str() + ") is too large");
+    return Bad(path, "shape (" + shape + ") is too large");
   }
   if (count * element_bytes > available) {
     return Bad(path, "data is truncated: expected " +

@@ -165,6 +165,25 @@ def test_truncated_input_header(tmp_path):
     fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "truncated header")
 
 
+def test_long_header_is_scanned_not_recursed(tmp_path):
+    """40,000 spaces inside the shape: the header parser used std::regex,
+    which recursed once per character and overflowed the stack (SIGSEGV)."""
+    path = npy_with_header(tmp_path / "in.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (" + " " * 40000
+                           + "3,), }", np.array([1, 2, 3], "<i4").tobytes())
+    result = run(TOKENS, path, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert np.load(tmp_path / "out.npy").shape[0] == 3
+
+
+def test_unknown_format_version(tmp_path):
+    path = tmp_path / "in.npy"
+    np.save(path, np.zeros(3, np.int32))
+    data = bytearray(path.read_bytes())
+    data[6] = 9
+    path.write_bytes(bytes(data))
+    fails_with(run(TOKENS, path, tmp_path), ".npy format version 9 is not 1, 2 or 3")
+
+
 def test_header_without_shape(tmp_path):
     path = npy_with_header(tmp_path / "in.npy", "{'descr': '<i4', 'fortran_order': False, }")
     fails_with(run(TOKENS, path, tmp_path), "header lacks 'shape'")
