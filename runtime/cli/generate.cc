@@ -199,6 +199,28 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
   return Status::Ok();
 }
 
+// Ok if a grid of rows x cols cells can be held and written: checked
+// before drawing, which can take minutes.
+Status CheckGrid(uint32_t rows, uint32_t cols, const ImageModel& image,
+                 uint32_t scale) {
+  constexpr uint64_t kMaxGridPixels = uint64_t{1} << 30;
+  const uint64_t width =
+      (uint64_t{cols} * image.width + (uint64_t{cols} + 1) * kGap) * scale;
+  const uint64_t height =
+      (uint64_t{rows} * image.height + (uint64_t{rows} + 1) * kGap) * scale;
+  if (width > kMaxPngSide || height > kMaxPngSide ||
+      width * height > kMaxGridPixels) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the grid would be " + std::to_string(width) + " x " +
+                      std::to_string(height) +
+                      " pixels, more than a PNG of at most " +
+                      std::to_string(kMaxPngSide) + " a side and " +
+                      std::to_string(kMaxGridPixels) +
+                      " pixels holds: lower --scale or --count");
+  }
+  return Status::Ok();
+}
+
 // A grid of cells, each one image scaled up `scale` times, kGap x scale
 // grey pixels between and around cells.
 class Grid {
@@ -251,17 +273,22 @@ int Generate(const GenerateOptions& o) {
   if (!status.ok()) return Fail(status.message());
   const size_t pixels = size_t{image.height} * image.width;
 
+  status = CheckWritable(o.out_path);
+  if (!status.ok()) return Fail(status.message());
   std::vector<Stream> streams;
   if (o.complete_path.empty()) {
+    const uint32_t cols = static_cast<uint32_t>(
+        std::ceil(std::sqrt(static_cast<double>(o.count))));
+    const uint32_t rows = (o.count + cols - 1) / cols;
+    status = CheckGrid(rows, cols, image, o.scale);
+    if (!status.ok()) return Fail(status.message());
     for (uint32_t i = 0; i < o.count; ++i) {
       streams.push_back(
           {std::vector<uint8_t>(pixels), nullptr, TokenSampler(o.seed, i)});
     }
     status = Draw(*model, image, 0, sampling, o, &streams);
     if (!status.ok()) return Fail(status.message());
-    const uint32_t cols = static_cast<uint32_t>(
-        std::ceil(std::sqrt(static_cast<double>(o.count))));
-    Grid grid((o.count + cols - 1) / cols, cols, image, o.scale);
+    Grid grid(rows, cols, image, o.scale);
     for (uint32_t i = 0; i < o.count; ++i) {
       grid.Put(i / cols, i % cols, streams[i].pixels.data(), pixels);
     }
@@ -269,6 +296,8 @@ int Generate(const GenerateOptions& o) {
     return status.ok() ? 0 : Fail(status.message());
   }
 
+  status = CheckGrid(o.count, o.per_image + 2, image, o.scale);
+  if (!status.ok()) return Fail(status.message());
   GreyImages originals;
   status = ReadIdxImages(o.complete_path, &originals);
   if (!status.ok()) return Fail(status.message());

@@ -61,11 +61,18 @@ Status ReadIdxImages(const std::string& path, GreyImages* images) {
   images->count = count;
   images->height = height;
   images->width = width;
-  images->pixels.resize(bytes);
+  // The buffer grows with the data that arrives (doubling, from 1 MiB), not
+  // to what the header announces: a damaged 16-byte header must not cost
+  // gigabytes before it is found truncated.
+  images->pixels.clear();
   uint64_t done = 0;
   while (done < bytes) {
-    const unsigned chunk =
-        static_cast<unsigned>(std::min<uint64_t>(bytes - done, 1u << 30));
+    if (done == images->pixels.size()) {
+      images->pixels.resize(static_cast<size_t>(
+          std::min<uint64_t>(bytes, std::max<uint64_t>(2 * done, 1u << 20))));
+    }
+    const unsigned chunk = static_cast<unsigned>(
+        std::min<uint64_t>(images->pixels.size() - done, 1u << 30));
     const int read = gzread(file.get(), images->pixels.data() + done, chunk);
     if (read < 0) {
       return Status(StatusCode::kIoError,
@@ -97,15 +104,12 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
-}  // namespace
+// The temporary file a PNG is written to before it is renamed to `path`.
+std::string Partial(const std::string& path) { return path + ".partial"; }
 
-Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
-                    uint32_t width, uint32_t height) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
-  if (!file) {
-    return Status(StatusCode::kIoError,
-                  "cannot write '" + path + "': " + std::strerror(errno));
-  }
+// Writes the PNG to `file`.
+Status WritePng(std::FILE* file, const std::string& path, const uint8_t* pixels,
+                uint32_t width, uint32_t height) {
   PngWriter writer;
   writer.png =
       png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
@@ -118,7 +122,7 @@ Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
   if (setjmp(png_jmpbuf(writer.png))) {
     return Status(StatusCode::kIoError, "libpng failed writing '" + path + "'");
   }
-  png_init_io(writer.png, file.get());
+  png_init_io(writer.png, file);
   png_set_IHDR(writer.png, writer.info, width, height, 8, PNG_COLOR_TYPE_GRAY,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                PNG_FILTER_TYPE_DEFAULT);
@@ -127,11 +131,53 @@ Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
     png_write_row(writer.png, pixels + size_t{y} * width);
   }
   png_write_end(writer.png, nullptr);
-  if (std::fflush(file.get()) != 0) {
+  if (std::fflush(file) != 0) {
     return Status(StatusCode::kIoError,
                   "cannot write '" + path + "': " + std::strerror(errno));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckWritable(const std::string& path) {
+  std::FILE* file = std::fopen(Partial(path).c_str(), "wb");
+  if (file == nullptr) {
+    return Status(StatusCode::kIoError,
+                  "cannot write '" + path + "': " + std::strerror(errno));
+  }
+  std::fclose(file);
+  std::remove(Partial(path).c_str());
+  return Status::Ok();
+}
+
+Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
+                    uint32_t width, uint32_t height) {
+  if (width > kMaxPngSide || height > kMaxPngSide) {
+    return Status(StatusCode::kInvalidArgument,
+                  "cannot write '" + path + "': a PNG of " +
+                      std::to_string(width) + " x " + std::to_string(height) +
+                      " pixels is larger than libpng writes (" +
+                      std::to_string(kMaxPngSide) + " a side)");
+  }
+  const std::string partial = Partial(path);
+  std::unique_ptr<std::FILE, FileCloser> file(
+      std::fopen(partial.c_str(), "wb"));
+  if (!file) {
+    return Status(StatusCode::kIoError,
+                  "cannot write '" + path + "': " + std::strerror(errno));
+  }
+  Status status = WritePng(file.get(), path, pixels, width, height);
+  if (std::fclose(file.release()) != 0 && status.ok()) {
+    status = Status(StatusCode::kIoError,
+                    "cannot write '" + path + "': " + std::strerror(errno));
+  }
+  if (status.ok() && std::rename(partial.c_str(), path.c_str()) != 0) {
+    status = Status(StatusCode::kIoError,
+                    "cannot write '" + path + "': " + std::strerror(errno));
+  }
+  if (!status.ok()) std::remove(partial.c_str());
+  return status;
 }
 
 }  // namespace tarn::cli

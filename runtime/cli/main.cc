@@ -412,23 +412,28 @@ CLI::App* AddGenerate(CLI::App* app, GenerateOptions* options) {
       ->required();
   generate->add_option("--out", o.out_path, "the PNG grid to write")
       ->required();
-  generate->add_option("--complete", o.complete_path,
-                       "an idx3-ubyte image file (gzipped or not): complete "
-                       "the top of its images instead");
+  CLI::Option* complete = generate->add_option(
+      "--complete", o.complete_path,
+      "an idx3-ubyte image file (gzipped or not): complete the top of its "
+      "images instead");
   generate
       ->add_option("--count", o.count,
                    "images to draw, or (--complete) images to complete")
       ->check(CLI::Range(1u, kMaxImages));
-  generate->add_option("--first", o.first,
-                       "--complete: index of the first image to complete");
+  generate
+      ->add_option("--first", o.first,
+                   "--complete: index of the first image to complete")
+      ->needs(complete);
   generate
       ->add_option("--per-image", o.per_image,
                    "--complete: completions of each image")
-      ->check(CLI::Range(1u, 64u));
+      ->check(CLI::Range(1u, 64u))
+      ->needs(complete);
   generate
       ->add_option("--known-rows", o.known_rows,
                    "--complete: rows kept from each image (default: half)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 16))
+      ->needs(complete);
   generate->add_option("--seed", o.seed, "random seed");
   generate->add_option("--temperature", o.temperature,
                        "divides the logits (> 0; < 1 sharper)");

@@ -148,6 +148,11 @@ def test_generate_cli(tarn, fashion_test, goldens):
         truncated = out("truncated.idx")
         with open(truncated, "wb") as f:
             f.write(struct.pack(">IIII", 0x803, 10, 28, 28) + bytes(28 * 28))
+        # A header alone that announces 4 GB: found truncated without
+        # allocating them (it took 11.6 s and 4.2 GB before).
+        huge = out("huge.idx")
+        with open(huge, "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, 65535, 256, 256))
         bad = [
             ([os.path.join(tmp, "missing.tarn")], "missing.tarn"),
             ([os.path.join(goldens, "frames", "model.tarn")], "not an image model"),
@@ -162,6 +167,11 @@ def test_generate_cli(tarn, fashion_test, goldens):
             ([model, "--complete", truncated], "is truncated"),
             ([model, "--complete", idx, "--first", "9999", "--count", "2"], "holds 10000 images"),
             ([model, "--complete", idx, "--known-rows", "28"], "leaves nothing to draw"),
+            ([model, "--complete", huge], "holds 0 of 4294901760 pixel bytes"),
+            ([model, "--first", "3"], "--first requires --complete"),
+            ([model, "--known-rows", "5"], "--known-rows requires --complete"),
+            ([model, "--complete", idx, "--count", "2100", "--per-image", "1", "--scale", "16"],
+             "the grid would be 1472 x 1008032 pixels"),
         ]
         for args, expected in bad:
             target = out("bad.png")
@@ -169,5 +179,17 @@ def test_generate_cli(tarn, fashion_test, goldens):
             check(r.returncode > 0 and expected in r.stderr and not os.path.exists(target),
                   f"{' '.join(args[-2:])}: exit {r.returncode}, stderr {r.stderr.strip()!r} "
                   f"(expected {expected!r})")
+
+        # A failure leaves the file at --out as it was, and an unwritable
+        # --out is refused before anything is drawn.
+        kept = out("kept.png")
+        with open(kept, "w") as f:
+            f.write("an earlier grid")
+        r = generate(model, "--complete", idx, "--count", "2100", "--per-image", "1", "--scale", "16", "--out", kept)
+        check(r.returncode > 0 and open(kept).read() == "an earlier grid" and not os.path.exists(kept + ".partial"),
+              f"a failed run left --out as it was: {r.stderr.strip()!r}")
+        r = generate(model, "--count", "64", "--out", os.path.join(tmp, "no-such-dir", "g.png"))
+        check(r.returncode > 0 and "cannot write" in r.stderr and "no-such-dir" in r.stderr,
+              f"unwritable --out refused: {r.stderr.strip()!r}")
 
     assert not failures, f"{len(failures)} check(s) failed: " + "; ".join(failures)
