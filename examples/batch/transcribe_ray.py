@@ -26,14 +26,12 @@ equal its output file for file.
 """
 
 import argparse
-import io
 import json
 import math
 import os
 import sys
 import tempfile
 import time
-import wave
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -111,35 +109,15 @@ def list_audio(source: str, ext: str) -> List[str]:
     return paths
 
 
-def decode_wav(data: bytes, sample_rate: int) -> np.ndarray:
-    """A WAV file's bytes as float32 mono samples, scaled as tarn.read_wav
-    (and `tarn transcribe`) scale 16-bit PCM. Raises ValueError naming what
-    is wrong: not a WAV file, truncated, another rate or sample format."""
-    try:
-        with wave.open(io.BytesIO(data), "rb") as f:
-            channels, width, rate, frames = f.getnchannels(), f.getsampwidth(), f.getframerate(), f.getnframes()
-            pcm = f.readframes(frames)
-    except wave.Error as e:
-        raise ValueError(f"cannot read it as audio: {e}") from None
-    except EOFError:
-        raise ValueError("cannot read it as audio: the file ends inside its header") from None
-    if len(pcm) < frames * width * channels:
-        raise ValueError(
-            f"the file is truncated: its data chunk declares {frames * width * channels} bytes "
-            f"of audio but only {len(pcm)} are present"
-        )
-    if rate != sample_rate:
-        raise ValueError(f"sampled at {rate} Hz, but the model expects {sample_rate} Hz; resample it (sox)")
-    if width != 2:
-        raise ValueError(f"{8 * width}-bit samples; 16-bit PCM expected")
-    samples = np.frombuffer(pcm, "<i2").astype(np.float32) * np.float32(1 / 32768)
-    if channels > 1:  # the mean of the channels, summed in order as tarn.read_wav
-        frames_2d = samples.reshape(-1, channels)
-        total = frames_2d[:, 0].copy()
-        for c in range(1, channels):
-            total += frames_2d[:, c]
-        samples = total / np.float32(channels)
-    return samples
+def read_words(path: str) -> List[str]:
+    """A word list, one word per line, as `tarn transcribe --words` reads
+    it: a byte order mark is not text, blank lines are skipped, and a list
+    without a word is refused (ValueError), not taken as no constraint."""
+    with open(path, encoding="utf-8-sig") as f:
+        words = [w.strip(" \t\r\n") for w in f if w.strip(" \t\r\n")]
+    if not words:
+        raise ValueError(f"the word list {path} holds no words")
+    return words
 
 
 def _local_model(path: str) -> str:
@@ -200,10 +178,11 @@ class Transcriber:
             row["error"] = f"{path}: cannot read it: {e}"
             return row
         try:
-            samples = decode_wav(data, self._rate)
+            # The package's WAV reader, the CLI's reading of a WAV file.
+            samples = self._tarn.decode_wav(data, self._rate, name=path)
             row.update(self._transcribe(samples))
         except (ValueError, self._tarn.Error) as e:
-            row["error"] = f"{path}: {e}"
+            row["error"] = str(e) if str(e).startswith(path + ": ") else f"{path}: {e}"
             return row
         except Exception as e:  # noqa: BLE001 - one file must not end a run over an archive
             row["error"] = f"{path}: {type(e).__name__}: {e}"
@@ -278,12 +257,29 @@ def main(argv=None) -> int:
 
     words = None
     if args.words:
-        with open(args.words) as f:
-            words = [w.strip() for w in f if w.strip()]
+        try:
+            words = read_words(args.words)
+        except (OSError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     paths = list_audio(args.audio, args.ext.lower())
     if not paths:
         print(f"{args.audio}: no {args.ext} files", file=sys.stderr)
         return 1
+    # What every worker will make, made once here: options the recognizer
+    # refuses (a word its labels cannot spell) end the run with the
+    # recognizer's message before any worker starts, not as a dead actor.
+    import tarn
+
+    local_model = _local_model(args.model)
+    try:
+        tarn.Recognizer(tarn.Model(local_model), words=words, beam=args.beam)
+    except tarn.Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if local_model != args.model:
+            os.unlink(local_model)
 
     # Workers import tarn and this module from the driver's Python (the venv):
     # on a real cluster, the image or runtime_env provides both.

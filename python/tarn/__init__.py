@@ -39,6 +39,7 @@ from ._api import (
     WarpEstimator,
     Word,
     estimate_warp,
+    decode_wav,
     read_wav,
     transcribe,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "Word",
     "convert",
     "estimate_warp",
+    "decode_wav",
     "read_wav",
     "transcribe",
 ]

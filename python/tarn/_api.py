@@ -11,7 +11,6 @@ message; the GIL is released while the runtime computes.
 import dataclasses
 import math
 import os
-import wave
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -622,42 +621,75 @@ def estimate_warp(
     return estimator.estimate()
 
 
-def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
-    """A WAV file's samples as float32 mono in [-1, 1): integer PCM scaled as
-    `tarn transcribe` (libsndfile) scales it, channels averaged. Refuses a
-    damaged or truncated file, and one at another rate than `sample_rate`."""
-    path = os.fspath(path)
-    try:
-        with wave.open(path, "rb") as f:
-            channels, width, rate, frames = f.getnchannels(), f.getsampwidth(), f.getframerate(), f.getnframes()
-            data = f.readframes(frames)
-    except (wave.Error, EOFError) as e:
-        raise InvalidArgumentError(f"{path}: cannot read it as audio: {e}") from None
-    except OSError as e:
-        raise IoError(f"{path}: cannot read it as audio: {e}") from None
-    present = len(data) // (width * channels) if channels and width else 0
-    if present < frames:
-        raise InvalidArgumentError(
-            f"{path}: the file is truncated: its data chunk declares {frames * width * channels} bytes "
-            f"of audio but only {len(data)} are present"
-        )
+# WAVE format tags: integer PCM, IEEE float, and the extensible header (a
+# subformat GUID whose first two bytes are one of those), which sox and
+# ffmpeg write for more than two channels or more than 16 bits.
+_WAVE_PCM, _WAVE_FLOAT, _WAVE_EXTENSIBLE = 1, 3, 0xFFFE
+_WAVE_ENCODINGS = {2: "MS ADPCM", 6: "A-Law", 7: "U-Law", 0x11: "IMA ADPCM", 0x55: "MPEG layer 3"}
+
+
+def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the file") -> np.ndarray:
+    """A WAV file's bytes as float32 mono samples, as `tarn transcribe`
+    (libsndfile) reads them: integer PCM of 8 to 32 bits scaled to [-1, 1),
+    float samples as they are, channels averaged; the extensible header;
+    a data chunk whose size a streaming writer left as a placeholder (0 or
+    ~0) read to the end. Refuses, naming `name`: not a WAV file, truncated,
+    another encoding, another rate than `sample_rate`."""
+    def refuse(what: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"{name}: {what}")
+
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise refuse("cannot read it as audio: not a RIFF/WAVE file")
+    fmt, pcm, pos = None, None, 12
+    while pos + 8 <= len(data) and pcm is None:
+        kind, size = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "little")
+        body = pos + 8
+        if kind == b"fmt ":
+            if size < 16 or body + size > len(data):
+                raise refuse("cannot read it as audio: its fmt chunk is cut short")
+            fmt = data[body : body + size]
+        elif kind == b"data":
+            if fmt is None:
+                raise refuse("cannot read it as audio: its data chunk comes before its fmt chunk")
+            end = len(data) if size == 0 or size >= 0xFFFFFFF0 else body + size
+            if end > len(data):
+                raise refuse(
+                    f"the file is truncated: its data chunk declares {size} bytes of audio "
+                    f"but only {len(data) - body} are present"
+                )
+            pcm = data[body:end]
+        pos = body + size + (size & 1)
+    if fmt is None or pcm is None:
+        raise refuse(f"cannot read it as audio: no {'fmt' if fmt is None else 'data'} chunk")
+    tag, channels, rate = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[2:4], "little"), int.from_bytes(fmt[4:8], "little")
+    bits = int.from_bytes(fmt[14:16], "little")
+    if tag == _WAVE_EXTENSIBLE and len(fmt) >= 26:
+        tag = int.from_bytes(fmt[24:26], "little")
+    if tag not in (_WAVE_PCM, _WAVE_FLOAT):
+        encoding = _WAVE_ENCODINGS.get(tag, f"format tag {tag:#x}")
+        raise refuse(f"its encoding ({encoding}) is not supported; use linear PCM (8, 16, 24 or 32-bit) or float "
+                     "samples, e.g. sox IN -e signed-integer -b 16 OUT.wav")
+    if channels == 0:
+        raise refuse("cannot read it as audio: it has no channels")
     if sample_rate is not None and rate != sample_rate:
-        raise InvalidArgumentError(
-            f"{path} is sampled at {rate} Hz, but the model expects {sample_rate} Hz; "
-            f"resample it first, e.g. sox {path} -r {sample_rate} OUT.wav"
-        )
-    if width == 1:
-        samples = (np.frombuffer(data, np.uint8).astype(np.int32) - 128).astype(np.float32) * np.float32(1 / 128)
+        raise refuse(f"sampled at {rate} Hz, but the model expects {sample_rate} Hz; "
+                     f"resample it first, e.g. sox IN -r {sample_rate} OUT.wav")
+    width = bits // 8
+    if bits % 8 or (tag == _WAVE_PCM and width not in (1, 2, 3, 4)) or (tag == _WAVE_FLOAT and width not in (4, 8)):
+        raise refuse(f"{bits}-bit {'float' if tag == _WAVE_FLOAT else 'integer'} samples are not supported")
+    pcm = pcm[: len(pcm) // (width * channels) * width * channels]  # whole frames
+    if tag == _WAVE_FLOAT:
+        samples = np.frombuffer(pcm, "<f4" if width == 4 else "<f8").astype(np.float32)
+    elif width == 1:
+        samples = (np.frombuffer(pcm, np.uint8).astype(np.int32) - 128).astype(np.float32) * np.float32(1 / 128)
     elif width == 2:
-        samples = np.frombuffer(data, "<i2").astype(np.float32) * np.float32(1 / 32768)
+        samples = np.frombuffer(pcm, "<i2").astype(np.float32) * np.float32(1 / 32768)
     elif width == 3:
-        b = np.frombuffer(data, np.uint8).reshape(-1, 3).astype(np.int32)
+        b = np.frombuffer(pcm, np.uint8).reshape(-1, 3).astype(np.int32)
         ints = (b[:, 0] << 8 | b[:, 1] << 16 | b[:, 2] << 24).view(np.int32)
         samples = ints.astype(np.float32) * np.float32(2.0**-31)
-    elif width == 4:
-        samples = np.frombuffer(data, "<i4").astype(np.float32) * np.float32(2.0**-31)
     else:
-        raise InvalidArgumentError(f"{path}: {8 * width}-bit samples are not supported")
+        samples = np.frombuffer(pcm, "<i4").astype(np.float32) * np.float32(2.0**-31)
     if channels > 1:
         frames_2d = samples.reshape(-1, channels)
         total = frames_2d[:, 0].copy()
@@ -665,6 +697,18 @@ def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
             total += frames_2d[:, c]
         samples = total / np.float32(channels)
     return samples
+
+
+def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
+    """A WAV file's samples as float32 mono, as decode_wav() reads its
+    bytes; refuses, naming the path, what decode_wav() refuses."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise IoError(f"{path}: cannot read it as audio: {e}") from None
+    return decode_wav(data, sample_rate, name=path)
 
 
 def transcribe(

@@ -51,7 +51,18 @@ def corpus(tmp_path_factory):
         path = str(out / f"gen{n}.wav")
         make_audio.make_corpus.synthesise((path, make_audio.make_corpus.random_words(rng), spec))
         good.append(path)
-    bad = make_audio.make_bad_files(str(out), good[-1]) + [str(out / "missing.wav")]
+    # Files the CLI reads that Python's wave module did not: 4 channels
+    # (sox writes the extensible header) and a streaming writer's
+    # placeholder data size.
+    four = str(out / "four_channels.wav")
+    subprocess.run(["sox", str(SAMPLES[0]), "-c", "4", four], check=True)
+    data = bytearray(SAMPLES[1].read_bytes())
+    at = data.index(b"data")
+    data[at + 4 : at + 8] = data[4:8] = b"\xff\xff\xff\xff"
+    streamed = out / "streamed.wav"
+    streamed.write_bytes(bytes(data))
+    good += [four, str(streamed)]
+    bad = make_audio.make_bad_files(str(out), good[-3]) + [str(out / "missing.wav")]
     manifest = out / "manifest.tsv"
     manifest.write_text("path\n" + "".join(f"{p}\n" for p in good + bad))
     return manifest, good, bad
@@ -91,6 +102,21 @@ def test_ray_pipeline_matches_cli(corpus, tarn_bin, tmp_path):
     assert "cannot read it as audio" in rows[noise]["error"]
     assert "8000 Hz" in rows[rate]["error"]
     assert "cannot read it" in rows[missing]["error"]
+
+
+def test_word_lists_are_read_as_the_cli_reads_them(tmp_path, capsys):
+    """A byte order mark is not part of the first word; an empty list and
+    a word the model cannot spell end the run at once, with the message,
+    before any worker starts."""
+    audio = str(SAMPLES[0])
+    cases = {"empty.txt": (b"\n \n", "holds no words"), "unspellable.txt": (b"one\nt\xc3\xa9l\xc3\xa9\n", "cannot be spelled")}
+    for name, (content, message) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        code = transcribe_ray.main([str(MODEL), audio, "--out", str(tmp_path / "rows.jsonl"), "--words",
+                                    str(tmp_path / name)])
+        assert code == 1 and message in capsys.readouterr().err, name
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfthe\r\n\nsix \n")
+    assert transcribe_ray.read_words(str(tmp_path / "bom.txt")) == ["the", "six"]
 
 
 def test_parquet_rows_round_trip(tmp_path):

@@ -138,6 +138,40 @@ def test_transcribe_matches_cli(sample, tarn_bin):
     assert round3(result.duration) == expected["duration"]
 
 
+def _wav_variants(sample, tmp_path):
+    """The sample as WAV files the wave module could not read, each as a
+    recorder or a tool writes it: 32-bit float (sox), 4 channels (sox writes
+    the extensible header), 24-bit in the extensible header, and a data size
+    left as a streaming writer's placeholder (~0)."""
+    import subprocess
+
+    out = {}
+    for name, args in (("float", ["-e", "floating-point", "-b", "32"]), ("four_channels", ["-c", "4"]),
+                       ("24bit_extensible", ["-b", "24", "-c", "3"])):
+        out[name] = tmp_path / f"{name}.wav"
+        subprocess.run(["sox", str(sample), *args, str(out[name])], check=True)
+    data = bytearray(sample.read_bytes())
+    at = data.index(b"data")
+    data[at + 4 : at + 8] = b"\xff\xff\xff\xff"
+    data[4:8] = b"\xff\xff\xff\xff"
+    out["streamed"] = tmp_path / "streamed.wav"
+    out["streamed"].write_bytes(bytes(data))
+    return out
+
+
+def test_wav_files_the_cli_reads_are_read_alike(tarn_bin, tmp_path):
+    model = tarn.Model(SPEECH_MODEL)
+    for name, path in _wav_variants(SAMPLES[0], tmp_path).items():
+        expected = json.loads(run_cli(tarn_bin, "transcribe", "-q", "--json", SPEECH_MODEL, path))
+        result = tarn.transcribe(model, path)
+        assert result.text == expected["text"], name
+        assert [(w.word, round3(w.start), round3(w.end)) for w in result.words] == [
+            (w["word"], w["start"], w["end"]) for w in expected["words"]
+        ], name
+        assert round3(result.duration) == expected["duration"], name
+    assert np.array_equal(tarn.read_wav(tmp_path / "streamed.wav"), tarn.read_wav(SAMPLES[0]))
+
+
 def test_transcribe_with_words_matches_cli(tarn_bin):
     words_file = SPEECH_MODEL.parents[1] / "words.txt"
     sample = SAMPLES[0]
