@@ -64,7 +64,16 @@ def _convert(args) -> int:
     if flags:
         if args.arch != "fast-transformers":
             raise ConversionError(f"--{next(iter(flags)).replace('_', '-')} is for --arch fast-transformers only")
-        config = {**(config or {}), **flags}
+        config = dict(config or {})
+        spec = config.get("feature_map")
+        if "feature_map" in flags and isinstance(spec, dict):
+            # The config's favor parameters stay: the flag may only name them.
+            if spec.get("name", flags["feature_map"]) != flags["feature_map"]:
+                raise ConversionError(
+                    f"--feature-map {flags['feature_map']} contradicts the config's feature_map {spec.get('name')!r}"
+                )
+            flags["feature_map"] = {**spec, "name": flags["feature_map"]}
+        config.update(flags)
     metadata = {}
     for item in args.meta:
         key, sep, value = item.partition("=")

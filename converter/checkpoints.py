@@ -106,8 +106,11 @@ def torch_has_weights_only(torch) -> bool:
 def _is_torchscript(path: Path) -> bool:
     if not zipfile.is_zipfile(path):
         return False
-    with zipfile.ZipFile(path) as z:
-        return any(name.endswith("/constants.pkl") or name == "constants.pkl" for name in z.namelist())
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(name.endswith("/constants.pkl") or name == "constants.pkl" for name in z.namelist())
+    except zipfile.BadZipFile:
+        return False  # torch.load then says what is wrong with it
 
 
 def _refusal(path: Path, detail: str) -> str:
@@ -228,6 +231,9 @@ def unwrap_checkpoint(obj, source: str) -> Checkpoint:
     state = next((obj[k] for k in STATE_DICT_KEYS if isinstance(obj.get(k), Mapping)), None)
     if state is None:
         state = {k: v for k, v in obj.items() if k != "config"}
+    not_names = [k for k in state if not isinstance(k, str)]
+    if not_names:
+        raise ConversionError(f"{source}: state dict keys that are not names: {', '.join(map(repr, not_names[:5]))}")
     not_tensors = sorted(k for k, v in state.items() if not _is_tensor(v))
     if not_tensors:
         raise ConversionError(f"{source}: state dict entries that are not tensors: {', '.join(map(str, not_tensors))}")
@@ -273,12 +279,16 @@ def to_numpy(tensor) -> np.ndarray:
 # -- safetensors --------------------------------------------------------------
 
 # safetensors dtype -> (stored little-endian numpy dtype, bytes per element)
-_SAFETENSORS_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
+_SAFETENSORS_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2), "F64": ("<f8", 8)}
 
 
 def read_safetensors(path) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:
-    """(name -> float32/float16 array, __metadata__) of a .safetensors file."""
-    data = Path(path).read_bytes()
+    """(name -> float32/float16 array, __metadata__) of a .safetensors file
+    (float64 tensors narrowed to float32, as to_numpy narrows a .pt's)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConversionError(f"cannot read {path}: {e}") from e
     if len(data) < 8:
         raise ConversionError(f"{path}: {len(data)} bytes is too short for a safetensors header")
     header_len = int.from_bytes(data[:8], "little")
@@ -336,6 +346,8 @@ def _safetensors_tensor(path, name, entry, body) -> Tuple[np.ndarray, Tuple[int,
     raw = np.frombuffer(body, dtype=stored, count=count, offset=begin).reshape(shape)
     if dtype == "BF16":  # bfloat16 is the top half of a float32
         array = (raw.astype(np.uint32) << 16).view(np.float32)
+    elif dtype == "F64":  # narrowed as a float64 .pt checkpoint is (to_numpy)
+        array = raw.astype(np.float32)
     else:
         array = raw.astype(stored[1:], copy=True)  # native byte order, owning its memory
     return array, (begin, end)

@@ -74,13 +74,16 @@ def load_json(value, what: str):
     text = str(value)
     if not text.lstrip().startswith("{"):
         try:
-            text = Path(text).read_text()
-        except OSError as e:
+            text = Path(text).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:  # UnicodeDecodeError is a ValueError
             raise ConversionError(f"cannot read the {what} JSON {value}: {e}") from e
     try:
-        return json.loads(text)
+        loaded = json.loads(text)
     except ValueError as e:
         raise ConversionError(f"the {what} is not valid JSON ({value}): {e}") from e
+    if not isinstance(loaded, dict):
+        raise ConversionError(f"the {what} JSON ({value}) is a {type(loaded).__name__}, not an object of settings")
+    return loaded
 
 
 def read_labels(path) -> List[str]:
@@ -88,7 +91,7 @@ def read_labels(path) -> List[str]:
     list of strings when the file name ends in .json."""
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise ConversionError(f"cannot read labels {path}: {e}") from e
     if str(path).endswith(".json"):
         try:

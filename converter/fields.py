@@ -47,6 +47,8 @@ AUDIO_FIELDS = {
 }
 AUDIO_REQUIRED = ("sample_rate", "window_length", "hop_length", "fft_size", "num_mel_bins")
 AUDIO_DEFAULTS = {"preemphasis": 0.97, "remove_dc_offset": True, "window": "hamming", "warp": 1.0}
+# The runtime's front end's limits (runtime/speech/front_end.cc).
+AUDIO_MAX_LENGTH, AUDIO_MAX_MEL_BINS = 1 << 20, 4096
 
 
 def camel(name: str) -> str:
@@ -110,6 +112,8 @@ def normalise_audio(audio: dict) -> dict:
                 raise ConversionError(f"audio {key} must be one of {sorted(ENUMS[key][1])}, got {value!r}")
             out[key] = value
         elif kind == "floats":
+            if not isinstance(value, (list, tuple)):
+                raise ConversionError(f"audio {key} must be a list of num_mel_bins numbers, got {value!r}")
             values = [check_scalar(f"audio {key}[{i}]", "float", v) for i, v in enumerate(value)]
             if len(values) != audio["num_mel_bins"]:
                 raise ConversionError(
@@ -118,15 +122,36 @@ def normalise_audio(audio: dict) -> dict:
             out[key] = values
         else:
             out[key] = check_scalar(f"audio {key}", kind, value)
-    # The runtime's front end refuses these too; say so before writing a file.
+    # What the runtime's front end refuses (CheckAudioFrontEnd), refused
+    # here before a file is written that would load but never listen.
     rate = out["sample_rate"]
     if rate == 0:
         raise ConversionError("audio sample_rate 0 is not supported: it must be a positive rate in Hz")
-    if "high_frequency" in out and out["high_frequency"] > rate / 2:
+    for key, least in (("window_length", 2), ("hop_length", 1)):
+        if not least <= out[key] <= AUDIO_MAX_LENGTH:
+            raise ConversionError(f"audio {key} {out[key]} samples is outside [{least}, {AUDIO_MAX_LENGTH}]")
+    if out["fft_size"] % 2 or not out["window_length"] <= out["fft_size"] <= AUDIO_MAX_LENGTH:
         raise ConversionError(
-            f"audio sample_rate {rate} Hz is not supported with high_frequency {out['high_frequency']:g} Hz: "
-            f"the mel range must end at or below sample_rate / 2 = {rate / 2:g} Hz"
+            f"audio fft_size {out['fft_size']} is not supported: it must be even, at least window_length "
+            f"({out['window_length']}) and at most {AUDIO_MAX_LENGTH}"
         )
+    if not 1 <= out["num_mel_bins"] <= AUDIO_MAX_MEL_BINS:
+        raise ConversionError(f"audio num_mel_bins {out['num_mel_bins']} is outside [1, {AUDIO_MAX_MEL_BINS}]")
+    low, high = out.get("low_frequency", 0.0), out.get("high_frequency", 0.0)
+    if not 0 <= low < high <= rate / 2:
+        raise ConversionError(
+            f"audio mel range low_frequency {low:g} Hz to high_frequency {high:g} Hz is not supported: it must "
+            f"satisfy 0 <= low < high <= sample_rate / 2 = {rate / 2:g} Hz (give high_frequency)"
+        )
+    if not 0 <= out["preemphasis"] <= 1:
+        raise ConversionError(f"audio preemphasis {out['preemphasis']:g} is outside [0, 1]")
+    if not out.get("log_floor", 0.0) > 0:
+        raise ConversionError(
+            f"audio log_floor {out.get('log_floor', 0.0):g} is not supported: it must be positive "
+            "(ln(0) of digital silence is -inf; give log_floor)"
+        )
+    if ("feature_mean" in out) != ("feature_std" in out):
+        raise ConversionError("audio feature_mean and feature_std must both be present or both absent")
     if not 0.5 <= out["warp"] <= 2.0:
         raise ConversionError(f"audio warp {out['warp']:g} is outside [0.5, 2]")
     return out

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# The runtime's limits on a model (runtime/src/model.cc).
+MAX_WIDTH, MAX_LAYERS, MAX_WINDOW = 1 << 16, 1024, 1024
 INPUT_KINDS = ("tokens", "frames")
 POSITIONS = ("none", "sinusoidal", "learned")
 ACTIVATIONS = ("none", "relu", "gelu")
@@ -70,6 +72,24 @@ class ModelConfig:
     output_levels: int = 0
 
     def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value, kind = getattr(self, f.name), getattr(f.type, "__name__", f.type)
+            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{f.name} must be a non-negative integer, got {value!r}")
+            if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                    or not math.isfinite(value)):
+                raise ValueError(f"{f.name} must be a finite number, got {value!r}")
+        # The runtime's limits (runtime/src/model.cc), so that a file it would
+        # refuse is not written.
+        for name in ("d_model", "num_heads", "d_key", "d_value", "d_ff", "num_layers"):
+            most = MAX_LAYERS if name == "num_layers" else MAX_WIDTH
+            if not 1 <= getattr(self, name) <= most:
+                raise ValueError(f"{name} = {getattr(self, name)} is outside [1, {most}]")
+        if not self.norm_eps > 0 or self.attention_eps < 0:
+            raise ValueError(f"norm_eps must be positive and attention_eps >= 0, got {self.norm_eps}, "
+                             f"{self.attention_eps}")
+        if self.conv_kernel > MAX_WINDOW:
+            raise ValueError(f"conv_kernel = {self.conv_kernel} is more than {MAX_WINDOW}")
         _check_choice("input_kind", self.input_kind, INPUT_KINDS)
         _check_choice("position", self.position, POSITIONS)
         _check_choice("activation", self.activation, ACTIVATIONS[1:])
@@ -84,6 +104,8 @@ class ModelConfig:
                 raise ValueError("favor+ needs an even feature_dim > 0")
             if self.favor_softmax_temp == 0.0:
                 self.favor_softmax_temp = 1.0 / math.sqrt(self.d_key)
+            if not self.favor_softmax_temp > 0:
+                raise ValueError(f"favor_softmax_temp must be positive, got {self.favor_softmax_temp}")
         elif self.feature_dim != self.d_key:
             raise ValueError(f"{self.feature_map} needs feature_dim == d_key")
         if self.input_kind == "tokens" and self.vocab_size <= 0:

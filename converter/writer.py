@@ -153,12 +153,19 @@ def write_tarn(
 
     blob, checksum = _build(config, stored, labels, audio, meta, dense_layout == "blocked")
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if not path.name or path.name in (".", ".."):
+        raise ConversionError(f"cannot write {str(path)!r}: it names no file")
+    # Beside the file, under a short name (one derived from a long file name
+    # could exceed the file system's limit), renamed over it once complete.
+    tmp = path.with_name(f".tarn-{os.getpid()}.tmp")
     try:
         tmp.write_bytes(blob)
         os.replace(tmp, path)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
         raise ConversionError(f"cannot write {path}: {e}") from e
     return checksum
 

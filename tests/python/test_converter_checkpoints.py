@@ -193,6 +193,15 @@ def test_safetensors_f32_f16_bf16(tmp_path):
     assert metadata == {"format": "pt"}
 
 
+def test_safetensors_f64_is_narrowed_as_a_pt_checkpoints_is(tmp_path):
+    values = np.array([[1.0, 1 / 3, 2.0**-30], [-5.5, 1e-40, 3e38]])
+    path = tmp_path / "f64.safetensors"
+    _raw_safetensors(path, {"w": {"dtype": "F64", "shape": [2, 3], "data_offsets": [0, 48]}}, values.astype("<f8").tobytes())
+    tensors, _ = read_safetensors(path)
+    assert tensors["w"].dtype == np.float32
+    np.testing.assert_array_equal(tensors["w"], values.astype(np.float32))
+
+
 def test_safetensors_checkpoint_with_config(tmp_path, small_state_dict, small_config):
     path = tmp_path / "model.safetensors"
     arrays = {k: v.numpy() for k, v in small_state_dict.items()}

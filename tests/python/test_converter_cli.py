@@ -65,6 +65,32 @@ def test_errors_are_one_line_without_traceback(tmp_path, small_config, small_sta
     assert "Traceback" not in result.stderr
 
 
+def test_unreadable_inputs_are_one_line_errors(tmp_path, small_config, small_state_dict):
+    """Each of these ended in a Python traceback."""
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, checkpoint)
+    (tmp_path / "latin1.json").write_bytes(b'{"num_layers": 1, "note": "caf\xe9"}')
+    (tmp_path / "list.json").write_text('["n_heads"]')
+    (tmp_path / "labels.txt").write_bytes(b"a\n\xff\n")
+    zipped = bytearray(checkpoint.read_bytes())
+    entry = zipped.index(b"PK\x01\x02")  # the central directory's first entry
+    zipped[entry + 1 : entry + 2] = b"X"  # its signature damaged
+    (tmp_path / "bad_zip.pt").write_bytes(bytes(zipped))
+    torch.save({1: small_state_dict["head.bias"]}, tmp_path / "int_keys.pt")
+    cases = [
+        ([checkpoint, "--config", tmp_path / "latin1.json"], "cannot read the config JSON"),
+        ([checkpoint, "--config", tmp_path / "list.json"], "is a list, not an object of settings"),
+        ([checkpoint, "--labels", tmp_path / "labels.txt"], "cannot read labels"),
+        ([tmp_path / "bad_zip.pt"], "bad_zip.pt"),
+        ([tmp_path / "int_keys.pt"], "state dict keys that are not names: 1"),
+    ]
+    for args, message in cases:
+        result = run_cli("convert", args[0], tmp_path / "m.tarn", *args[1:])
+        assert result.returncode == 1 and message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert not (tmp_path / "m.tarn").exists()
+
+
 def test_fast_transformers_flags(tmp_path):
     directory = FAST_TRANSFORMERS_DATA / "causal_relu"
     if not (directory / "model.pt").is_file():
@@ -81,6 +107,25 @@ def test_fast_transformers_flags(tmp_path):
     result = run_cli("convert", directory / "model.pt", out, "--arch", "fast-transformers", *args)
     assert result.returncode == 0, result.stderr
     assert read_tarn(out).config == from_json
+
+
+def test_feature_map_flag_keeps_the_configs_favor_parameters(tmp_path):
+    """--feature-map favor over a config whose feature_map is favor's
+    dictionary names the same map: its temperature, stabilisation and
+    sizes stay (the flag used to replace the dictionary, and the file
+    computed with favor's defaults: 0.31 from the fixture's outputs).
+    Another name than the dictionary's is refused."""
+    directory = FAST_TRANSFORMERS_DATA / "causal_favor_stabilize"
+    base = ["convert", directory / "model.pt", None, "--arch", "fast-transformers", "--config", directory / "config.json"]
+    plain, flagged = tmp_path / "plain.tarn", tmp_path / "flagged.tarn"
+    assert run_cli(*[plain if a is None else a for a in base]).returncode == 0
+    result = run_cli(*[flagged if a is None else a for a in base], "--feature-map", "favor")
+    assert result.returncode == 0, result.stderr
+    assert read_tarn(flagged).config == read_tarn(plain).config
+    assert read_tarn(plain).config.favor_stabilize
+    result = run_cli(*[tmp_path / "elu.tarn" if a is None else a for a in base], "--feature-map", "elu")
+    assert result.returncode == 1
+    assert "--feature-map elu contradicts the config's feature_map 'favor'" in result.stderr
 
 
 def test_fast_transformers_flags_need_that_arch(tmp_path, small_config):

@@ -2,6 +2,8 @@
 
 import dataclasses
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -288,13 +290,71 @@ def test_bad_audio_recipe_is_an_error(tmp_path, small_config, small_state_dict):
     "rate, message",
     [
         (0, "audio sample_rate 0 is not supported"),
-        (8000, "audio sample_rate 8000 Hz is not supported with high_frequency 7600 Hz"),
+        (8000, "audio mel range low_frequency 20 Hz to high_frequency 7600 Hz is not supported: it must satisfy "
+               "0 <= low < high <= sample_rate / 2 = 4000 Hz"),
     ],
 )
 def test_unsupported_sample_rate_is_an_error(tmp_path, small_config, small_state_dict, rate, message):
     with pytest.raises(ConversionError, match=message):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "sample_rate": rate})
     assert not (tmp_path / "m.tarn").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"high_frequency": None}, r"high_frequency 0 Hz is not supported.*\(give high_frequency\)"),
+        ({"log_floor": None}, r"log_floor 0 is not supported"),
+        ({"log_floor": 0.0}, r"log_floor 0 is not supported"),
+        ({"fft_size": 256}, r"fft_size 256 is not supported: it must be even, at least window_length \(400\)"),
+        ({"fft_size": 401, "window_length": 400}, r"fft_size 401 is not supported"),
+        ({"hop_length": 0}, r"hop_length 0 samples is outside \[1, 1048576\]"),
+        ({"preemphasis": 1.5}, r"preemphasis 1.5 is outside \[0, 1\]"),
+        ({"feature_std": None}, r"feature_mean and feature_std must both be present or both absent"),
+        ({"feature_mean": 0.5}, r"feature_mean must be a list of num_mel_bins numbers, got 0.5"),
+    ],
+)
+def test_audio_recipes_the_runtime_refuses_are_not_written(tmp_path, small_config, small_state_dict, change, message):
+    """Each of these was written, then loaded, and refused only when a
+    recognizer was made from it."""
+    audio = {**AUDIO, **change}
+    audio = {k: v for k, v in audio.items() if v is not None}
+    with pytest.raises(ConversionError, match=message):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio=audio)
+    assert not (tmp_path / "m.tarn").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"num_layers": 0}, r"num_layers = 0 is outside \[1, 1024\]"),
+        ({"num_layers": 2.0}, r"num_layers must be a non-negative integer, got 2.0"),
+        ({"d_ff": 70000}, r"d_ff = 70000 is outside \[1, 65536\]"),
+        ({"norm_eps": 0.0}, r"norm_eps must be positive"),
+        ({"attention_eps": -1.0}, r"attention_eps >= 0"),
+        ({"favor_softmax_temp": -0.5}, r"favor_softmax_temp must be positive"),
+        ({"conv_kernel": 2000}, r"conv_kernel = 2000 is more than 1024"),
+        ({"norm_eps": float("nan")}, r"norm_eps must be a finite number"),
+    ],
+)
+def test_configs_the_runtime_refuses_are_not_written(tmp_path, small_config, small_state_dict, change, message):
+    config = {**small_config.to_dict(), **change}
+    with pytest.raises(ConversionError, match=message):
+        convert_state_dict(small_state_dict, config, tmp_path / "m.tarn")
+    assert not (tmp_path / "m.tarn").exists()
+
+
+def test_output_paths(tmp_path, small_config, small_state_dict):
+    for path in (Path("."), Path("")):
+        with pytest.raises(ConversionError, match="it names no file"):
+            convert_state_dict(small_state_dict, small_config, path)
+    with pytest.raises(ConversionError, match="Is a directory"):
+        convert_state_dict(small_state_dict, small_config, tmp_path)
+    assert not list(tmp_path.parent.glob(".tarn-*.tmp"))
+    # A long name of its own is fine: the temporary file's name is short.
+    long_name = tmp_path / ("m" * 245 + ".tarn")
+    convert_state_dict(small_state_dict, small_config, long_name)
+    assert long_name.exists() and [p.name for p in tmp_path.iterdir()] == [long_name.name]
 
 
 def test_newer_major_version_is_refused(tmp_path, small_config, small_state_dict, monkeypatch):
