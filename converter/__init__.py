@@ -11,13 +11,13 @@ Library use (training scripts, tests):
 
 import importlib
 
-# Exported name -> its module, imported on first use: reading a .safetensors
-# file must not need torch, which the reference model (and so the config)
-# imports.
+# Exported name -> its module, imported on first use: reading, writing and
+# inspecting .tarn files and reading .safetensors need no torch (only the
+# reference model, .pt checkpoints and the image model's mapping do).
 _EXPORTS = {
     "CONVERTER_VERSION": "version",
     "ConversionError": "errors",
-    "ModelConfig": "reference",
+    "ModelConfig": "config",
     "convert_file": "convert",
     "convert_state_dict": "convert",
     "load_checkpoint": "checkpoints",

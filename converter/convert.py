@@ -9,7 +9,7 @@ from .architectures import ARCHITECTURES
 from .checkpoints import load_checkpoint, to_numpy
 from .errors import ConversionError
 from .fields import make_config
-from .reference import ModelConfig
+from .config import ModelConfig
 from .writer import write_tarn
 
 

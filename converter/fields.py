@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from .errors import ConversionError
-from .reference import ModelConfig
+from .config import ModelConfig
 
 SCHEMA_VERSION = (1, 5)
 

@@ -12,7 +12,7 @@ import xxhash
 
 from .errors import ConversionError
 from .fields import AUDIO_FIELDS, SCHEMA_VERSION, camel, enum_name, model_fields
-from .reference import ModelConfig
+from .config import ModelConfig
 from .schema_code import schema
 from .writer import FILE_IDENTIFIER, unpack_dense
 

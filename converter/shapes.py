@@ -6,7 +6,7 @@ from typing import Dict, Mapping, Tuple
 import numpy as np
 
 from .errors import ConversionError
-from .reference import ModelConfig
+from .config import ModelConfig
 
 Shape = Tuple[int, ...]
 

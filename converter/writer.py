@@ -16,7 +16,7 @@ import xxhash
 
 from .errors import ConversionError
 from .fields import AUDIO_FIELDS, SCHEMA_VERSION, camel, check_scalar, enum_value, model_fields, normalise_audio
-from .reference import ModelConfig
+from .config import ModelConfig
 from .schema_code import schema
 from .shapes import check_tensors
 from .version import CONVERTER_VERSION

@@ -24,12 +24,21 @@ import re
 from typing import Optional
 
 import numpy as np
-import torch
 
 from ..checkpoints import Checkpoint
 from ..errors import ConversionError
-from ..reference import sinusoid
 from .fast_transformers import model_config as encoder_config
+
+def _their_positional_encoding(length: int, d: int) -> np.ndarray:
+    """Their PositionalEncoding's table [length, d] (sin at even columns,
+    cos at odd ones, as tarn's sinusoidal position), in numpy: a .safetensors
+    checkpoint converts without torch."""
+    angle = np.arange(length, dtype=np.float64)[:, None] / np.power(10000.0, np.arange(0, d, 2) / d)
+    pe = np.zeros((length, d))
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : d // 2])
+    return pe.astype(np.float32)
+
 
 LEVELS = 256  # their value_embedding rows and sample_mol's num_classes
 # Their command-line names for the model; n_heads is required.
@@ -91,7 +100,7 @@ def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
     pe = t["pos_embedding.pe"]
     if pe.ndim != 3 or pe.shape[0] != 1 or pe.shape[2] != half:
         raise ConversionError(f"tensor pos_embedding.pe: expected shape [1, sequence_length, {half}], got {list(pe.shape)}")
-    expected_pe = sinusoid(torch.arange(pe.shape[1]), half).numpy()
+    expected_pe = _their_positional_encoding(pe.shape[1], half)
     pe_error = float(np.abs(pe[0].astype(np.float64) - expected_pe).max())
     if pe_error > PE_TOLERANCE:
         raise ConversionError(

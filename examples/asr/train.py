@@ -72,6 +72,7 @@ try:
 except ImportError:  # the converter package needs more than torch; its reference model does not
     import importlib.util
 
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "converter"))  # its config.py
     _spec = importlib.util.spec_from_file_location(
         "tarn_reference", os.path.join(os.path.dirname(os.path.dirname(HERE)), "converter", "reference.py"))
     _reference = importlib.util.module_from_spec(_spec)

@@ -224,6 +224,22 @@ def test_safetensors_is_read_without_torch(tmp_path):
     assert result.stdout.strip() == "15.0"
 
 
+def test_safetensors_convert_and_inspect_without_torch(tmp_path, small_state_dict, small_config):
+    """The command line's convert (of a .safetensors file) and inspect need
+    no torch: a pip install without it can use them."""
+    path, out = tmp_path / "m.safetensors", tmp_path / "m.tarn"
+    write_safetensors(path, {k: v.numpy() for k, v in small_state_dict.items()},
+                      metadata={"config": json.dumps(small_config.to_dict())})
+    for args in (["convert", str(path), str(out)], ["inspect", str(out)]):
+        code = (
+            "import sys; sys.modules['torch'] = None\n"  # any import of torch fails
+            f"from converter.__main__ import main; sys.exit(main({args!r}))"
+        )
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+    assert "weight checksum:" in result.stdout and " ok" in result.stdout
+
+
 def _raw_safetensors(path, header: dict, body: bytes, header_len=None):
     text = json.dumps(header).encode()
     length = len(text) if header_len is None else header_len
