@@ -136,25 +136,17 @@ void ShowProgress(size_t done, size_t total, size_t images) {
 }
 
 // Draws pixels [known, height x width) of every stream, whose first `known`
-// pixels are set: each session is prefilled with the start token and all
-// known pixels but the last, then all streams step together.
+// pixels are set, kStreamsPerBatch streams at a time: each session is
+// prefilled with the start token and all known pixels but the last, then the
+// group's streams step together to the last pixel and their sessions are
+// freed. A group at a time, so that memory holds one batch's sessions, not
+// one per image (--count 4096 --per-image 64 asked for 56 GB); each stream
+// draws from its own sampler, so the grouping changes no pixel.
 Status Draw(const Model& model, const ImageModel& image, size_t known,
             const SamplingOptions& sampling, const GenerateOptions& options,
             std::vector<Stream>* streams) {
   const size_t pixels = size_t{image.height} * image.width;
-  std::vector<int32_t> prefix(known);
-  for (Stream& s : *streams) {
-    SessionOptions session_options;
-    session_options.max_prefill_chunk = 64;
-    Status status = Session::Create(model, session_options, &s.session);
-    if (!status.ok()) return status;
-    if (known == 0) continue;
-    prefix[0] = image.start_token;
-    std::copy(s.pixels.begin(), s.pixels.begin() + (known - 1),
-              prefix.begin() + 1);
-    status = s.session->PrefillTokens(prefix.data(), known, nullptr, 0);
-    if (!status.ok()) return status;
-  }
+  const size_t total = streams->size() * (pixels - known);
   BatchOptions batch_options;
   batch_options.max_streams = static_cast<uint32_t>(
       std::min<size_t>(streams->size(), kStreamsPerBatch));
@@ -163,19 +155,33 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
   Status status = SessionBatch::Create(model, batch_options, &batch);
   if (!status.ok()) return status;
 
+  std::vector<int32_t> prefix(known);
   std::vector<Session*> sessions(batch_options.max_streams);
   std::vector<int32_t> tokens(batch_options.max_streams);
   const size_t output_size = model.output_size();
   std::vector<float> outputs(size_t{batch_options.max_streams} * output_size);
   std::vector<float> log_p(kGreyLevels);
-  for (size_t p = known; p < pixels; ++p) {
-    for (size_t first = 0; first < streams->size();
-         first += batch_options.max_streams) {
-      const size_t count =
-          std::min<size_t>(batch_options.max_streams, streams->size() - first);
+  for (size_t first = 0; first < streams->size();
+       first += batch_options.max_streams) {
+    const size_t count =
+        std::min<size_t>(batch_options.max_streams, streams->size() - first);
+    for (size_t i = 0; i < count; ++i) {
+      Stream& s = (*streams)[first + i];
+      SessionOptions session_options;
+      session_options.max_prefill_chunk = 64;
+      status = Session::Create(model, session_options, &s.session);
+      if (!status.ok()) return status;
+      sessions[i] = s.session.get();
+      if (known == 0) continue;
+      prefix[0] = image.start_token;
+      std::copy(s.pixels.begin(), s.pixels.begin() + (known - 1),
+                prefix.begin() + 1);
+      status = s.session->PrefillTokens(prefix.data(), known, nullptr, 0);
+      if (!status.ok()) return status;
+    }
+    for (size_t p = known; p < pixels; ++p) {
       for (size_t i = 0; i < count; ++i) {
-        Stream& s = (*streams)[first + i];
-        sessions[i] = s.session.get();
+        const Stream& s = (*streams)[first + i];
         tokens[i] = p == 0 ? image.start_token : s.pixels[p - 1];
       }
       status = batch->StepTokens(sessions.data(), tokens.data(), count,
@@ -192,9 +198,12 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
         s.pixels[p] = static_cast<uint8_t>(
             s.sampler.SampleCategorical(logits, kGreyLevels, sampling));
       }
+      if (!options.quiet) {
+        ShowProgress(first * (pixels - known) + count * (p + 1 - known), total,
+                     streams->size());
+      }
     }
-    if (!options.quiet)
-      ShowProgress(p + 1 - known, pixels - known, streams->size());
+    for (size_t i = 0; i < count; ++i) (*streams)[first + i].session.reset();
   }
   return Status::Ok();
 }
