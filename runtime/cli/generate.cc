@@ -208,15 +208,19 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
   return Status::Ok();
 }
 
+// Pixels along a side of a grid of `cells` cells of `cell` pixels each,
+// scaled up `scale` times, kGap x scale grey pixels between and around them.
+uint64_t GridSide(uint32_t cells, uint32_t cell, uint32_t scale) {
+  return (uint64_t{cells} * cell + (uint64_t{cells} + 1) * kGap) * scale;
+}
+
 // Ok if a grid of rows x cols cells can be held and written: checked
 // before drawing, which can take minutes.
 Status CheckGrid(uint32_t rows, uint32_t cols, const ImageModel& image,
                  uint32_t scale) {
   constexpr uint64_t kMaxGridPixels = uint64_t{1} << 30;
-  const uint64_t width =
-      (uint64_t{cols} * image.width + (uint64_t{cols} + 1) * kGap) * scale;
-  const uint64_t height =
-      (uint64_t{rows} * image.height + (uint64_t{rows} + 1) * kGap) * scale;
+  const uint64_t width = GridSide(cols, image.width, scale);
+  const uint64_t height = GridSide(rows, image.height, scale);
   if (width > kMaxPngSide || height > kMaxPngSide ||
       width * height > kMaxGridPixels) {
     return Status(StatusCode::kInvalidArgument,
@@ -237,8 +241,9 @@ class Grid {
   Grid(uint32_t rows, uint32_t cols, const ImageModel& image, uint32_t scale)
       : image_(image),
         scale_(scale),
-        width_(cols * image.width * scale + (cols + 1) * kGap * scale),
-        height_(rows * image.height * scale + (rows + 1) * kGap * scale),
+        // CheckGrid has bounded both sides.
+        width_(static_cast<uint32_t>(GridSide(cols, image.width, scale))),
+        height_(static_cast<uint32_t>(GridSide(rows, image.height, scale))),
         pixels_(size_t{width_} * height_, kHiddenGrey) {}
 
   // Draws the first `shown` pixels of an image (the rest stay grey).

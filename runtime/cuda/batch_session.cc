@@ -12,6 +12,7 @@
 
 #include "cuda_util.h"
 #include "device_model.h"
+#include "model.h"
 #include "runtime/cuda/kernels/activation.h"
 #include "runtime/cuda/kernels/causal_step.h"
 #include "runtime/cuda/kernels/conv.h"
@@ -29,15 +30,6 @@ namespace {
 
 Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
-}
-
-// The staging copy of a token out of range after the tokens were checked:
-// the caller's array changed while tarn read it.
-Status TokenChanged(int32_t token, size_t index) {
-  return InvalidArgument(
-      "token " + std::to_string(token) + " at index " + std::to_string(index) +
-      " is out of range, but was in range when the tokens were checked: the "
-      "array was written while tarn read it");
 }
 
 }  // namespace

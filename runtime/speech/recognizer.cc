@@ -162,6 +162,9 @@ class Recognizer::Impl {
   // Steps the fresh session, decoder and endpointer over the last `frames`
   // remembered frames.
   Status Replay(size_t frames);
+  // One model step's logits to the decoder, and whether its most likely
+  // label is speech to the endpointer, whose event goes to *event.
+  Status Decode(const float* logits, Endpointer::Event* event);
   // Seconds at the start of the current utterance's step `step`.
   double StepTime(uint64_t step) const {
     return static_cast<double>(session_frame0_ + step * stack_hop_) * hop_ /
@@ -392,14 +395,10 @@ Status Recognizer::Impl::StepFrames(size_t frames, size_t* steps_taken) {
     size_t used = count;
     Endpointer::Event event = Endpointer::Event::kNone;
     for (size_t j = 0; j < steps; ++j) {
-      const float* logits = outputs_.data() + j * labels;
-      status = decoder_->Step(logits, labels);
+      status = Decode(outputs_.data() + j * labels, &event);
       if (!status.ok()) return status;
-      const int best =
-          static_cast<int>(std::max_element(logits, logits + labels) - logits);
       ++steps_;
       ++*steps_taken;
-      event = endpointer_->Step(best != blank_ && best != separator_);
       if (event == Endpointer::Event::kNone) continue;
       // The utterance ends with this step; the frames after the one that
       // completed it go to the next utterance's fresh session.
@@ -464,15 +463,22 @@ Status Recognizer::Impl::Replay(size_t frames) {
   Status status = session_->PrefillFrames(
       history_.data() + (history_frames_ - frames) * width, frames,
       outputs_.data(), outputs_.size(), &steps);
+  // Fewer steps than any endpointer rule counts (Init): no event.
+  Endpointer::Event event;
   for (size_t j = 0; j < steps && status.ok(); ++j) {
-    const float* logits = outputs_.data() + j * labels;
-    status = decoder_->Step(logits, labels);
-    const int best =
-        static_cast<int>(std::max_element(logits, logits + labels) - logits);
-    // Fewer steps than any rule counts (Init): no event.
-    endpointer_->Step(best != blank_ && best != separator_);
+    status = Decode(outputs_.data() + j * labels, &event);
   }
   return status;
+}
+
+Status Recognizer::Impl::Decode(const float* logits, Endpointer::Event* event) {
+  const size_t labels = logits_.size();
+  Status status = decoder_->Step(logits, labels);
+  if (!status.ok()) return status;
+  const int best =
+      static_cast<int>(std::max_element(logits, logits + labels) - logits);
+  *event = endpointer_->Step(best != blank_ && best != separator_);
+  return Status::Ok();
 }
 
 Status Recognizer::Impl::AcceptPcm(const int16_t* samples, size_t count) {

@@ -1135,6 +1135,15 @@ Status CheckOptions(const BatchOptions& options) {
   return CheckThreads(options.num_threads);
 }
 
+Status TokenChanged(int32_t token, size_t index) {
+  return Status(
+      StatusCode::kInvalidArgument,
+      "token " + std::to_string(token) + " at index " + std::to_string(index) +
+          " is out of range, but was in range when the tokens were checked: "
+          "the array was written while tarn read it (by another thread, or "
+          "as an output buffer over the tokens)");
+}
+
 size_t Model::session_bytes(const SessionOptions& options) const {
   if (!CheckOptions(options).ok()) return 0;
   const ScratchLayout scratch = impl_->PlanScratch(

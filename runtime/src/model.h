@@ -172,6 +172,11 @@ inline constexpr size_t kBlockHeaderBytes = 512;
 Status CheckOptions(const SessionOptions& options);
 Status CheckOptions(const BatchOptions& options);
 
+// The error for token `token` at `index`, found out of range where it is
+// read after the tokens were checked: the caller's array changed while tarn
+// read it (every backend reads each token once more, where it embeds it).
+Status TokenChanged(int32_t token, size_t index);
+
 }  // namespace tarn
 
 #endif  // TARN_RUNTIME_SRC_MODEL_H_
