@@ -96,6 +96,19 @@ def check_scalar(where: str, kind: str, value):
     raise AssertionError(kind)
 
 
+def check_audio_fits(audio: dict, config: ModelConfig) -> None:
+    """The recognizer feeds the front end's features to the model as its
+    frames, and refuses a file where they do not fit
+    (runtime/speech/recognizer.cc): such a file is not written."""
+    if config.input_kind != "frames":
+        raise ConversionError("an audio front end needs a model that takes frames (input_kind 'frames'); this one takes tokens")
+    if audio["num_mel_bins"] != config.input_dim:
+        raise ConversionError(
+            f"audio num_mel_bins {audio['num_mel_bins']} differs from the model's input_dim {config.input_dim}: "
+            "the front end's features are the model's frames"
+        )
+
+
 def normalise_audio(audio: dict) -> dict:
     """A complete, checked AudioFrontEnd dict (defaults filled in)."""
     unknown = sorted(set(audio) - set(AUDIO_FIELDS))

@@ -15,7 +15,16 @@ import numpy as np
 import xxhash
 
 from .errors import ConversionError
-from .fields import AUDIO_FIELDS, SCHEMA_VERSION, camel, check_scalar, enum_value, model_fields, normalise_audio
+from .fields import (
+    AUDIO_FIELDS,
+    SCHEMA_VERSION,
+    camel,
+    check_audio_fits,
+    check_scalar,
+    enum_value,
+    model_fields,
+    normalise_audio,
+)
 from .config import ModelConfig
 from .schema_code import schema
 from .shapes import check_tensors
@@ -147,7 +156,9 @@ def write_tarn(
         else:
             stored[name] = _stored(name, array, storage)
     labels = _check_labels(labels, config)
-    audio = normalise_audio(audio) if audio is not None else None
+    if audio is not None:
+        audio = normalise_audio(audio)
+        check_audio_fits(audio, config)
     meta = {"converter_version": CONVERTER_VERSION, "date": _now()}
     meta.update({str(k): str(v) for k, v in (metadata or {}).items()})
 

@@ -35,6 +35,19 @@ AUDIO = dict(
 )
 
 
+def audio_for(config):
+    """AUDIO made to fit a frame model's frames; a token model takes none."""
+    if config.input_kind != "frames":
+        return None
+    n = config.input_dim
+    return {
+        **AUDIO,
+        "num_mel_bins": n,
+        "feature_mean": [-8.5 + 0.25 * i for i in range(n)],
+        "feature_std": [2.5 + 0.125 * i for i in range(n)],
+    }
+
+
 def assert_same_config(a, b):
     """Equal, floats compared as the float32 the file stores."""
     for field in dataclasses.fields(a):
@@ -57,7 +70,8 @@ def test_round_trip(config, tmp_path):
     model = make_model(config)
     labels = [f"label {i}" for i in range(config.output_dim)] if config.output_dim else None
     path = tmp_path / "model.tarn"
-    convert_state_dict(model.state_dict(), config, path, labels=labels, audio=AUDIO, metadata={"note": "x"})
+    audio = audio_for(config)
+    convert_state_dict(model.state_dict(), config, path, labels=labels, audio=audio, metadata={"note": "x"})
 
     f = read_tarn(path)
     assert f.schema_version == (1, 5)
@@ -67,7 +81,7 @@ def test_round_trip(config, tmp_path):
         assert f.tensors[name].dtype == np.float32
         np.testing.assert_array_equal(f.tensors[name], tensor.numpy(), err_msg=name)
     assert f.labels == labels
-    assert f.audio == AUDIO
+    assert f.audio == audio
     assert f.metadata["note"] == "x"
     assert f.metadata["arch"] == "tarn"
     assert {"converter_version", "date"} <= set(f.metadata)
@@ -284,6 +298,16 @@ def test_bad_audio_recipe_is_an_error(tmp_path, small_config, small_state_dict):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "window": "blackman"})
     with pytest.raises(ConversionError, match=r"audio warp 3 is outside \[0.5, 2\]"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio={**AUDIO, "warp": 3.0})
+
+
+def test_audio_must_fit_the_models_frames(tmp_path, small_config, small_state_dict):
+    """The recognizer refuses both, so neither is written."""
+    with pytest.raises(ConversionError, match="an audio front end needs a model that takes frames"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", audio=AUDIO)
+    config = CONFIGS["frames_stacked_prenorm"]
+    with pytest.raises(ConversionError, match="audio num_mel_bins 3 differs from the model's input_dim 10"):
+        convert_state_dict(make_model(config).state_dict(), config, tmp_path / "m.tarn", audio=AUDIO)
+    assert not (tmp_path / "m.tarn").exists()
 
 
 @pytest.mark.parametrize(
