@@ -36,6 +36,7 @@
 
 #include "image_files.h"
 #include "int8_option.h"
+#include "output_file.h"
 #include "tarn/distribution.hpp"
 #include "tarn/sample.hpp"
 #include "tarn/tarn.hpp"

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <memory>
 
+#include "output_file.h"
+
 namespace tarn::cli {
 namespace {
 
@@ -104,9 +106,6 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
-// The temporary file a PNG is written to before it is renamed to `path`.
-std::string Partial(const std::string& path) { return path + ".partial"; }
-
 // Writes the PNG to `file`.
 Status WritePng(std::FILE* file, const std::string& path, const uint8_t* pixels,
                 uint32_t width, uint32_t height) {
@@ -140,17 +139,6 @@ Status WritePng(std::FILE* file, const std::string& path, const uint8_t* pixels,
 
 }  // namespace
 
-Status CheckWritable(const std::string& path) {
-  std::FILE* file = std::fopen(Partial(path).c_str(), "wb");
-  if (file == nullptr) {
-    return Status(StatusCode::kIoError,
-                  "cannot write '" + path + "': " + std::strerror(errno));
-  }
-  std::fclose(file);
-  std::remove(Partial(path).c_str());
-  return Status::Ok();
-}
-
 Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
                     uint32_t width, uint32_t height) {
   if (width > kMaxPngSide || height > kMaxPngSide) {
@@ -160,9 +148,8 @@ Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
                       " pixels is larger than libpng writes (" +
                       std::to_string(kMaxPngSide) + " a side)");
   }
-  const std::string partial = Partial(path);
   std::unique_ptr<std::FILE, FileCloser> file(
-      std::fopen(partial.c_str(), "wb"));
+      std::fopen(PartialPath(path).c_str(), "wb"));
   if (!file) {
     return Status(StatusCode::kIoError,
                   "cannot write '" + path + "': " + std::strerror(errno));
@@ -172,12 +159,7 @@ Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
     status = Status(StatusCode::kIoError,
                     "cannot write '" + path + "': " + std::strerror(errno));
   }
-  if (status.ok() && std::rename(partial.c_str(), path.c_str()) != 0) {
-    status = Status(StatusCode::kIoError,
-                    "cannot write '" + path + "': " + std::strerror(errno));
-  }
-  if (!status.ok()) std::remove(partial.c_str());
-  return status;
+  return FinishPartial(path, status);
 }
 
 }  // namespace tarn::cli

@@ -29,13 +29,8 @@ Status ReadIdxImages(const std::string& path, GreyImages* images);
 // The largest PNG side libpng writes by default.
 inline constexpr uint64_t kMaxPngSide = 1000000;
 
-// Ok if a PNG can be written at `path`: a file beside it is created and
-// removed, so that a long computation does not end in "cannot write".
-Status CheckWritable(const std::string& path);
-
-// Writes an 8-bit greyscale PNG of [height][width] pixels, through a
-// temporary file renamed over `path` once complete: a failure leaves what
-// was at `path` as it was.
+// Writes an 8-bit greyscale PNG of [height][width] pixels, through its
+// partial file (output_file.h).
 Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
                     uint32_t width, uint32_t height);
 

@@ -14,6 +14,7 @@
 #include "generate.h"
 #include "int8_option.h"
 #include "npy.h"
+#include "output_file.h"
 #include "tarn/distribution.hpp"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
@@ -158,6 +159,18 @@ int Run(const std::string& model_path, const std::string& input_path,
                            " has no output distribution over levels (its "
                            "output_distribution is " +
                            Name(model->config().output_distribution) + ")"));
+  }
+  // Every output is checked before the run, so that none is written when
+  // another cannot be.
+  std::vector<std::string> output_files = {output_path};
+  if (!log_probs_path.empty()) output_files.push_back(log_probs_path);
+  if (!state_dir.empty()) {
+    output_files.push_back(state_dir + "/state_S.npy");
+    output_files.push_back(state_dir + "/state_z.npy");
+  }
+  for (const std::string& path : output_files) {
+    status = CheckWritable(path);
+    if (!status.ok()) return Fail(status);
   }
   SessionOptions options;
   options.num_threads = threads;

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "output_file.h"
+
 namespace tarn::cli {
 namespace {
 
@@ -149,7 +151,7 @@ Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
+  std::ofstream out(PartialPath(path), std::ios::binary);
   if (!out) return Status(StatusCode::kIoError, "cannot write '" + path + "'");
   out.write("\x93NUMPY\x01\x00", 8);
   const uint16_t length = static_cast<uint16_t>(header.size());
@@ -159,8 +161,10 @@ Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
   out << header;
   out.write(reinterpret_cast<const char*>(values.data()),
             values.size() * sizeof(float));
-  if (!out) return Status(StatusCode::kIoError, "cannot write '" + path + "'");
-  return Status::Ok();
+  out.close();
+  return FinishPartial(
+      path, out ? Status::Ok()
+                : Status(StatusCode::kIoError, "cannot write '" + path + "'"));
 }
 
 }  // namespace tarn::cli

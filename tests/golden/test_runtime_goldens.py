@@ -400,6 +400,16 @@ def test_log_probs_refused_without_a_distribution(converted, tmp_path):
     assert "no output distribution over levels" in result.stderr
 
 
+def test_no_output_is_written_when_one_cannot_be(converted, tmp_path):
+    """Every output path is checked before the run: an unwritable --log-probs
+    used to fail after --output and the state were written."""
+    model = converted("linear-transformer-experiments", AUTHORS)
+    result = tarn_run(model, AUTHORS / "input.npy", tmp_path, "--log-probs", str(tmp_path / "absent" / "log_p.npy"))
+    assert result.returncode == 1
+    assert "cannot write" in result.stderr and "log_p.npy" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 @pytest.mark.any_kernels
 def test_generate_draws_pixels_from_the_mixture(tmp_path):
     """tarn generate on the authors' model: 4,096 one-pixel images, each the
