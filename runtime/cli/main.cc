@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -296,6 +297,21 @@ const CLI::Validator kFinitePositive(
     },
     "FLOAT > 0");
 
+// A decimal integer in [0, 2^64 - 1]: CLI11 wraps -1 to 2^64 - 1 and
+// saturates larger numbers, so two different seeds would give one image.
+const CLI::Validator kSeed(
+    [](const std::string& text) -> std::string {
+      const std::string refused =
+          "'" + text + "' is not an integer in [0, 2^64 - 1]";
+      if (text.empty() || text.find_first_not_of("0123456789") != text.npos) {
+        return refused;
+      }
+      errno = 0;
+      std::strtoull(text.c_str(), nullptr, 10);
+      return errno == ERANGE ? refused : "";
+    },
+    "UINT64");
+
 CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
   TranscribeOptions& o = *options;
   CLI::App* command = app->add_subcommand(
@@ -447,7 +463,7 @@ CLI::App* AddGenerate(CLI::App* app, GenerateOptions* options) {
                    "--complete: rows kept from each image (default: half)")
       ->check(CLI::Range(0, 1 << 16))
       ->needs(complete);
-  generate->add_option("--seed", o.seed, "random seed");
+  generate->add_option("--seed", o.seed, "random seed")->check(kSeed);
   generate->add_option("--temperature", o.temperature,
                        "divides the logits (> 0; < 1 sharper)");
   generate->add_option("--top-k", o.top_k,

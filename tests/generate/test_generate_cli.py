@@ -168,6 +168,8 @@ def test_generate_cli(tarn, fashion_test, goldens):
             ([model, "--complete", idx, "--first", "9999", "--count", "2"], "holds 10000 images"),
             ([model, "--complete", idx, "--known-rows", "28"], "leaves nothing to draw"),
             ([model, "--complete", huge], "holds 0 of 4294901760 pixel bytes"),
+            ([model, "--seed", "18446744073709551616"], "is not an integer in [0, 2^64 - 1]"),
+            ([model, "--seed=-1"], "is not an integer in [0, 2^64 - 1]"),
             ([model, "--first", "3"], "--first requires --complete"),
             ([model, "--known-rows", "5"], "--known-rows requires --complete"),
             ([model, "--complete", idx, "--count", "2100", "--per-image", "1", "--scale", "16"],
