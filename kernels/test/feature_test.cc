@@ -22,7 +22,9 @@ std::vector<float> Grid(float lo, float hi, size_t n) {
 double MaxRelError(const std::vector<float>& y, const std::vector<double>& e) {
   double worst = 0;
   for (size_t i = 0; i < y.size(); ++i) {
-    worst = std::max(worst, std::fabs(y[i] - e[i]) / std::fabs(e[i]));
+    const double error = std::fabs(y[i] - e[i]) / std::fabs(e[i]);
+    // NaN is the worst error, not one that std::max passes over.
+    worst = std::isnan(error) ? INFINITY : std::max(worst, error);
   }
   return worst;
 }

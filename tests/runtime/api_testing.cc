@@ -82,8 +82,9 @@ Difference Compare(const std::vector<float>& actual,
   Difference d;
   double largest = 1;
   for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
-    d.max_abs = std::max(
-        d.max_abs, std::fabs(static_cast<double>(actual[i]) - expected[i]));
+    const double diff = std::fabs(static_cast<double>(actual[i]) - expected[i]);
+    // NaN is the largest difference, not one that std::max passes over.
+    d.max_abs = std::isnan(diff) ? INFINITY : std::max(d.max_abs, diff);
     largest = std::max(largest, std::fabs(static_cast<double>(expected[i])));
   }
   d.scaled = d.max_abs / largest;

@@ -87,7 +87,9 @@ double RelativeError(const float* a, const double* b, size_t n) {
     diff += (a[i] - b[i]) * (a[i] - b[i]);
     norm += b[i] * b[i];
   }
-  return std::sqrt(diff / std::max(norm, 1e-300));
+  const double error = std::sqrt(diff / std::max(norm, 1e-300));
+  // NaN is the largest error, not one that std::max passes over.
+  return std::isnan(error) ? INFINITY : error;
 }
 
 struct StateError {
