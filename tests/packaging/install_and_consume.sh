@@ -14,6 +14,13 @@ prefix=$work/prefix
 speech_model=$asr/model/asr.tarn
 wav=$asr/samples/slt_012600.wav
 
+# Runs a program into output.txt, checked to be non-empty: sh has no
+# pipefail, so `program | tail` would hide the program's failure.
+run() {
+  "$@" > "$work/output.txt"
+  [ -s "$work/output.txt" ] || { echo "$1 printed nothing" >&2; exit 1; }
+}
+
 rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
@@ -44,7 +51,8 @@ cmake -S "$source" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$work/cmake-configure.log"
 cmake --build "$work/cmake" > "$work/cmake-build.log"
 "$work/cmake/tarn_embed" "$model"
-"$work/cmake/tarn_transcribe_c" "$speech_model" "$wav" | tail -n 1
+run "$work/cmake/tarn_transcribe_c" "$speech_model" "$wav"
+tail -n 1 "$work/output.txt"
 
 echo "== pkg-config consumers (tarn.pc, tarn-speech.pc)"
 pc_dir=$(dirname "$(find "$prefix" -name tarn.pc | head -n 1)")
@@ -64,7 +72,9 @@ echo "pkg-config --cflags --libs --static tarn-speech; sndfile: $flags"
 # shellcheck disable=SC2086
 ${CC:-cc} -std=c99 -o "$work/pkg-config-transcribe" "$source/transcribe.c" \
   $flags
-"$work/pkg-config-transcribe" "$speech_model" "$wav" | tail -n 1
+run "$work/pkg-config-transcribe" "$speech_model" "$wav"
+tail -n 1 "$work/output.txt"
 
 echo "== installed command"
-"$prefix/bin/tarn" info "$model" | head -n 3
+run "$prefix/bin/tarn" info "$model"
+head -n 3 "$work/output.txt"
