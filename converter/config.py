@@ -5,9 +5,11 @@ writing .tarn files (converter/reader.py, writer.py) and converting a
 
 import dataclasses
 import math
+import struct
 
 # The runtime's limits on a model (runtime/src/model.cc).
-MAX_WIDTH, MAX_LAYERS, MAX_WINDOW = 1 << 16, 1024, 1024
+MAX_WIDTH, MAX_LAYERS, MAX_WINDOW, MAX_VOCAB = 1 << 16, 1024, 1024, 1 << 24
+MAX_STATE = 1 << 28  # heads x feature_dim x d_value
 INPUT_KINDS = ("tokens", "frames")
 POSITIONS = ("none", "sinusoidal", "learned")
 ACTIVATIONS = ("none", "relu", "gelu")
@@ -15,6 +17,15 @@ NORM_PLACEMENTS = ("post", "pre")
 ATTENTIONS = ("causal", "bidirectional")
 FEATURE_MAPS = ("elu+1", "relu", "favor+")
 OUTPUT_DISTRIBUTIONS = ("none", "logistic-mixture")
+
+
+def as_float32(value: float) -> float:
+    """The value a file stores for a float field: rounded to float32, inf
+    where it is beyond float32's range."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 @dataclasses.dataclass
@@ -63,16 +74,25 @@ class ModelConfig:
             if kind == "int" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"{f.name} must be a non-negative integer, got {value!r}")
             if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                    or not math.isfinite(value)):
-                raise ValueError(f"{f.name} must be a finite number, got {value!r}")
+                                    or not math.isfinite(as_float32(value))):
+                raise ValueError(f"{f.name} must be a finite float32 number, got {value!r}")
         # The runtime's limits (runtime/src/model.cc), so that a file it would
         # refuse is not written.
         for name in ("d_model", "num_heads", "d_key", "d_value", "d_ff", "num_layers"):
             most = MAX_LAYERS if name == "num_layers" else MAX_WIDTH
             if not 1 <= getattr(self, name) <= most:
                 raise ValueError(f"{name} = {getattr(self, name)} is outside [1, {most}]")
-        if not self.norm_eps > 0 or self.attention_eps < 0:
-            raise ValueError(f"norm_eps must be positive and attention_eps >= 0, got {self.norm_eps}, "
+        if self.feature_dim > MAX_WIDTH:
+            raise ValueError(f"feature_dim = {self.feature_dim} is more than {MAX_WIDTH}")
+        for name in ("vocab_size", "max_positions", "output_dim", "output_levels"):
+            if getattr(self, name) > MAX_VOCAB:
+                raise ValueError(f"{name} = {getattr(self, name)} is more than {MAX_VOCAB}")
+        for name, most in (("input_dim", MAX_WIDTH), ("stack_window", MAX_WINDOW)):
+            if getattr(self, name) > most:
+                raise ValueError(f"{name} = {getattr(self, name)} is more than {most}")
+        # The file stores floats as float32: an eps that rounds to 0 is 0.
+        if not as_float32(self.norm_eps) > 0 or self.attention_eps < 0:
+            raise ValueError(f"norm_eps must be positive and attention_eps >= 0 as float32, got {self.norm_eps}, "
                              f"{self.attention_eps}")
         if self.conv_kernel > MAX_WINDOW:
             raise ValueError(f"conv_kernel = {self.conv_kernel} is more than {MAX_WINDOW}")
@@ -90,10 +110,13 @@ class ModelConfig:
                 raise ValueError("favor+ needs an even feature_dim > 0")
             if self.favor_softmax_temp == 0.0:
                 self.favor_softmax_temp = 1.0 / math.sqrt(self.d_key)
-            if not self.favor_softmax_temp > 0:
+            if not as_float32(self.favor_softmax_temp) > 0:
                 raise ValueError(f"favor_softmax_temp must be positive, got {self.favor_softmax_temp}")
         elif self.feature_dim != self.d_key:
             raise ValueError(f"{self.feature_map} needs feature_dim == d_key")
+        if self.num_heads * self.feature_dim * self.d_value > MAX_STATE:
+            raise ValueError(f"the attention state, num_heads x feature_dim x d_value = "
+                             f"{self.num_heads * self.feature_dim * self.d_value}, is more than {MAX_STATE}")
         if self.input_kind == "tokens" and self.vocab_size <= 0:
             raise ValueError("token input needs vocab_size > 0")
         if self.input_kind == "frames":

@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from .errors import ConversionError
-from .config import ModelConfig
+from .config import ModelConfig, as_float32
 
 SCHEMA_VERSION = (1, 5)
 
@@ -49,6 +49,7 @@ AUDIO_REQUIRED = ("sample_rate", "window_length", "hop_length", "fft_size", "num
 AUDIO_DEFAULTS = {"preemphasis": 0.97, "remove_dc_offset": True, "window": "hamming", "warp": 1.0}
 # The runtime's front end's limits (runtime/speech/front_end.cc).
 AUDIO_MAX_LENGTH, AUDIO_MAX_MEL_BINS = 1 << 20, 4096
+AUDIO_WARP_BOUNDARY_HZ = 4800.0  # where the vocal tract warp's two pieces meet
 
 
 def camel(name: str) -> str:
@@ -86,9 +87,12 @@ def check_scalar(where: str, kind: str, value):
             raise ConversionError(f"{where} must be an integer in [0, 2^32), got {value!r}")
         return value
     if kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConversionError(f"{where} must be a finite number, got {value!r}")
-        return float(value)
+        # The file holds float32: checks that follow see what it will hold
+        # (a log_floor of 1e-50 is 0 there, 1e39 is inf).
+        stored = as_float32(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        if not math.isfinite(stored):
+            raise ConversionError(f"{where} must be a finite float32 number, got {value!r}")
+        return stored
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConversionError(f"{where} must be true or false, got {value!r}")
@@ -165,8 +169,16 @@ def normalise_audio(audio: dict) -> dict:
         )
     if ("feature_mean" in out) != ("feature_std" in out):
         raise ConversionError("audio feature_mean and feature_std must both be present or both absent")
+    for i, std in enumerate(out.get("feature_std", [])):
+        if not std > 0:
+            raise ConversionError(f"audio feature_std[{i}] is {std:g}; it must be positive")
     if not 0.5 <= out["warp"] <= 2.0:
         raise ConversionError(f"audio warp {out['warp']:g} is outside [0.5, 2]")
+    if out["warp"] != 1 and not rate / 2 > AUDIO_WARP_BOUNDARY_HZ:
+        raise ConversionError(
+            f"audio warp {out['warp']:g} needs sample_rate / 2 above {AUDIO_WARP_BOUNDARY_HZ:g} Hz; "
+            f"this recipe's is {rate / 2:g} Hz"
+        )
     return out
 
 

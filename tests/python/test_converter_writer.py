@@ -336,6 +336,13 @@ def test_unsupported_sample_rate_is_an_error(tmp_path, small_config, small_state
         ({"preemphasis": 1.5}, r"preemphasis 1.5 is outside \[0, 1\]"),
         ({"feature_std": None}, r"feature_mean and feature_std must both be present or both absent"),
         ({"feature_mean": 0.5}, r"feature_mean must be a list of num_mel_bins numbers, got 0.5"),
+        ({"feature_std": [2.5, 0.0, 1.0]}, r"feature_std\[1\] is 0; it must be positive"),
+        ({"sample_rate": 8000, "high_frequency": 4000.0},
+         r"warp 0.875 needs sample_rate / 2 above 4800 Hz; this recipe's is 4000 Hz"),
+        # Checked as the float32 the file holds:
+        ({"log_floor": 1e-50}, r"log_floor 0 is not supported"),
+        ({"log_floor": 1e39}, r"log_floor must be a finite float32 number"),
+        ({"low_frequency": 100.000001, "high_frequency": 100.000002}, r"mel range low_frequency 100 Hz to high_frequency 100 Hz"),
     ],
 )
 def test_audio_recipes_the_runtime_refuses_are_not_written(tmp_path, small_config, small_state_dict, change, message):
@@ -358,7 +365,15 @@ def test_audio_recipes_the_runtime_refuses_are_not_written(tmp_path, small_confi
         ({"attention_eps": -1.0}, r"attention_eps >= 0"),
         ({"favor_softmax_temp": -0.5}, r"favor_softmax_temp must be positive"),
         ({"conv_kernel": 2000}, r"conv_kernel = 2000 is more than 1024"),
-        ({"norm_eps": float("nan")}, r"norm_eps must be a finite number"),
+        ({"norm_eps": float("nan")}, r"norm_eps must be a finite float32 number"),
+        ({"vocab_size": 2**24 + 1}, r"vocab_size = 16777217 is more than 16777216"),
+        ({"output_dim": 2**24 + 1}, r"output_dim = 16777217 is more than 16777216"),
+        ({"feature_dim": 131072}, r"feature_dim = 131072 is more than 65536"),
+        ({"num_heads": 65536, "d_value": 1000}, r"the attention state, num_heads x feature_dim x d_value = 1572864000"),
+        # Checked as the float32 the file holds:
+        ({"norm_eps": 1e-46}, r"norm_eps must be positive"),
+        ({"favor_softmax_temp": 1e-46}, r"favor_softmax_temp must be positive"),
+        ({"embedding_scale": 1e39}, r"embedding_scale must be a finite float32 number"),
     ],
 )
 def test_configs_the_runtime_refuses_are_not_written(tmp_path, small_config, small_state_dict, change, message):
