@@ -1,6 +1,8 @@
 """The converter's command line: python3 -m converter {convert,inspect} ..."""
 
 import argparse
+import os
+import signal
 import sys
 
 from .architectures import ARCHITECTURES
@@ -26,6 +28,11 @@ def main(argv=None) -> int:
     except ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader stopped early (`inspect | head`), as a Unix tool's would:
+        # no traceback, and none from Python's flush of stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -134,3 +134,24 @@ def test_fast_transformers_flags_need_that_arch(tmp_path, small_config):
     result = run_cli("convert", checkpoint, tmp_path / "m.tarn", "--n-heads", "2")
     assert result.returncode == 1
     assert result.stderr == "error: --n-heads is for --arch fast-transformers only\n"
+
+
+def test_inspect_into_a_reader_that_stops_early(tmp_path, small_config, small_state_dict):
+    """`inspect | head -1`: the reader closes the pipe after a line; the
+    converter stops as a Unix tool does, without a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    from converter_testing import REPO_ROOT
+
+    out = tmp_path / "model.tarn"
+    torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, tmp_path / "model.pt")
+    assert run_cli("convert", tmp_path / "model.pt", out).returncode == 0
+    for _ in range(3):
+        process = subprocess.Popen([sys.executable, "-m", "converter", "inspect", str(out)], cwd=REPO_ROOT,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        process.stdout.read(1)
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        assert process.wait() in (0, 141)
+        assert "Traceback" not in stderr, stderr
