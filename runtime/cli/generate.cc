@@ -27,8 +27,10 @@
 #include "generate.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -45,6 +47,7 @@ namespace tarn::cli {
 namespace {
 
 constexpr uint32_t kGreyLevels = 256;
+constexpr uint32_t kMaxImageSide = 1u << 16;  // in an image model's metadata
 constexpr uint32_t kStreamsPerBatch = 64;
 constexpr uint8_t kHiddenGrey = 128;  // pixels not shown: gaps, unknown parts
 constexpr uint32_t kGap = 2;          // pixels between grid cells (x scale)
@@ -81,15 +84,31 @@ Status ReadImageModel(const Model& model, const std::string& path,
                       " outputs");
   }
   image->mixtures = mixture ? c.output_dim / 3 : 0;
-  long long height = -1, width = -1, start = -1;
+  // -1: absent. Each present value is a whole decimal number in range, so
+  // that "28px" or 2^32 + 4 is refused rather than read as 28 or 4.
+  int64_t height = -1, width = -1, start = -1;
   for (const auto& [key, value] : model.metadata()) {
-    long long* field = key == "image_height"        ? &height
-                       : key == "image_width"       ? &width
-                       : key == "image_start_token" ? &start
-                                                    : nullptr;
-    if (field) *field = std::atoll(value.c_str());
+    int64_t* field = key == "image_height"        ? &height
+                     : key == "image_width"       ? &width
+                     : key == "image_start_token" ? &start
+                                                  : nullptr;
+    if (field == nullptr) continue;
+    const int64_t least = field == &start ? 0 : 1;
+    const int64_t most =
+        field == &start ? int64_t{c.vocab_size} - 1 : int64_t{kMaxImageSide};
+    char* end = nullptr;
+    errno = 0;
+    const long long number = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno != 0 || number < least ||
+        number > most) {
+      return Status(StatusCode::kInvalidArgument,
+                    "'" + path + "': metadata " + key + " '" + value +
+                        "' is not an integer in [" + std::to_string(least) +
+                        ", " + std::to_string(most) + "]");
+    }
+    *field = number;
   }
-  if (height <= 0 || width <= 0 || start < 0) {
+  if (height < 0 || width < 0 || start < 0) {
     return Status(StatusCode::kInvalidArgument,
                   "'" + path +
                       "' lacks the image layout in its metadata "

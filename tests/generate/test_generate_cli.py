@@ -195,3 +195,31 @@ def test_generate_cli(tarn, fashion_test, goldens):
               f"unwritable --out refused: {r.stderr.strip()!r}")
 
     assert not failures, f"{len(failures)} check(s) failed: " + "; ".join(failures)
+
+
+def test_image_metadata_must_be_whole_numbers_in_range(tarn, tmp_path):
+    """A layout read as far as it parses ("28px" as 28) or wrapped to 32 bits
+    (2^32 + 4 as 4) drew images of a shape the model never learned."""
+    from converter.config import ModelConfig
+    from converter.shapes import expected_shapes
+    from converter.writer import write_tarn
+
+    config = ModelConfig(d_model=8, num_layers=1, num_heads=1, d_key=8, d_value=8, d_ff=8, vocab_size=257,
+                         output_dim=256, position="sinusoidal")
+    rng = np.random.default_rng(0)
+    tensors = {n: (0.3 * rng.standard_normal(s)).astype(np.float32) for n, s in expected_shapes(config).items()}
+    layout = {"image_height": "4", "image_width": "4", "image_start_token": "256"}
+    for key, value, message in [
+        ("image_height", "4294967300", "metadata image_height '4294967300' is not an integer in [1, 65536]"),
+        ("image_width", "28px", "metadata image_width '28px' is not an integer in [1, 65536]"),
+        ("image_width", "", "metadata image_width '' is not an integer in [1, 65536]"),
+        ("image_start_token", "257", "metadata image_start_token '257' is not an integer in [0, 256]"),
+    ]:
+        model, out = tmp_path / "image.tarn", tmp_path / "image.png"
+        write_tarn(model, config, tensors, metadata={**layout, key: value})
+        r = subprocess.run([tarn, "generate", model, "--out", out, "--count", "1", "--quiet"],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and message in r.stderr and not out.exists(), r.stderr
+    write_tarn(model, config, tensors, metadata=layout)
+    r = subprocess.run([tarn, "generate", model, "--out", out, "--count", "1", "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0 and out.exists(), r.stderr
