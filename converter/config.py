@@ -1,4 +1,4 @@
-"""tarn's model configuration: the hyper-parameters of DESIGN.md §1 with the
+"""tarn's model configuration: the hyper-parameters of docs/design.md §1 with the
 checks the runtime makes, in plain Python (no torch), so that reading and
 writing .tarn files (converter/reader.py, writer.py) and converting a
 .safetensors file need neither torch nor the reference model."""

@@ -1,4 +1,4 @@
-"""tarn's PyTorch reference model: the readable definition of DESIGN.md §1.
+"""tarn's PyTorch reference model: the readable definition of docs/design.md §1.
 
 It trains the examples and produces every golden output the runtime is tested
 against. Two forms of one model:

@@ -1,5 +1,5 @@
 // An fp64 reference of a tarn model's recurrent step, written from
-// DESIGN.md §1 and converter/reference.py, sharing no code with the runtime:
+// docs/design.md §1 and converter/reference.py, sharing no code with the runtime:
 // it reads the .tarn file through the FlatBuffers schema alone and runs
 // every product, sum and state in double. The judge of the runtime's fp32
 // outputs over long streams (tools/drift/drift.cc).

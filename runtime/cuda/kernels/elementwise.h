@@ -36,7 +36,7 @@
 namespace tarn {
 namespace cuda {
 
-// phi of a layer's attention (DESIGN.md §1).
+// phi of a layer's attention (docs/design.md §1).
 enum class FeatureMapKind : int32_t { kEluPlusOne = 0, kRelu = 1, kFavor = 2 };
 
 // What follows a dense layer or the input projection.
