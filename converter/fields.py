@@ -12,7 +12,8 @@ import math
 from .errors import ConversionError
 from .config import ModelConfig, as_float32
 
-SCHEMA_VERSION = (1, 5)
+SCHEMA_VERSION = (2, 0)
+OLDEST_SCHEMA_MAJOR = 1  # major 1 files read as they did (schema/tarn.fbs's log)
 
 # config field -> (schema enum, {config string: enum member})
 _ACTIVATION = ("Activation", {"none": "None_", "relu": "Relu", "gelu": "Gelu"})

@@ -11,7 +11,7 @@ import numpy as np
 import xxhash
 
 from .errors import ConversionError
-from .fields import AUDIO_FIELDS, SCHEMA_VERSION, camel, enum_name, model_fields
+from .fields import AUDIO_FIELDS, OLDEST_SCHEMA_MAJOR, SCHEMA_VERSION, camel, enum_name, model_fields
 from .config import ModelConfig
 from .schema_code import schema
 from .writer import FILE_IDENTIFIER, unpack_dense
@@ -57,8 +57,10 @@ def _read(s, model, data: bytes) -> TarnFile:
     if version is None:
         raise ConversionError("no schema_version")
     major, minor = version.Major(), version.Minor()
-    if major != SCHEMA_VERSION[0]:
-        raise ConversionError(f"schema version {major}.{minor}; this converter reads {SCHEMA_VERSION[0]}.x")
+    if not OLDEST_SCHEMA_MAJOR <= major <= SCHEMA_VERSION[0]:
+        raise ConversionError(
+            f"schema version {major}.{minor}; this converter reads majors {OLDEST_SCHEMA_MAJOR} to {SCHEMA_VERSION[0]}"
+        )
 
     fields = {}
     for name, kind in model_fields():

@@ -17,8 +17,10 @@ namespace tarn {
 namespace {
 
 // The newest schema this runtime reads; files of an older minor are fine.
-constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 5;
+constexpr uint16_t kSchemaMajor = 2;
+constexpr uint16_t kSchemaMinor = 0;
+// Major 1 files (schema/tarn.fbs's log) read as they did.
+constexpr uint16_t kOldestSchemaMajor = 1;
 
 // Bounds that keep every size product far from overflow; real models are
 // orders of magnitude smaller.
@@ -437,7 +439,8 @@ Status Model::Impl::Init(const void* data, size_t size,
   flat = schema::GetModel(data);
   const schema::SchemaVersion* version = flat->schema_version();
   if (version == nullptr) return Invalid("model has no schema_version");
-  if (version->major() != kSchemaMajor) {
+  if (version->major() < kOldestSchemaMajor ||
+      version->major() > kSchemaMajor) {
     return Status(
         StatusCode::kUnsupported,
         "model schema version " + std::to_string(version->major()) + "." +

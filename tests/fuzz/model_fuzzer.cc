@@ -120,7 +120,7 @@ bool MutateField(schema::Model* m, std::minstd_rand& rng) {
       schema::SchemaVersion* version = m->mutable_schema_version();
       if (version == nullptr) return false;
       if (rng() % 2) {
-        version->mutate_major(rng() % 3);
+        version->mutate_major(rng() % 4);
       } else {
         version->mutate_minor(rng() % 3);
       }

@@ -27,7 +27,7 @@ def test_convert_then_inspect(tmp_path, small_config, small_state_dict):
     result = run_cli("inspect", out)
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "schema 1.5" in text
+    assert "schema 2.0" in text
     for field, value in small_config.to_dict().items():
         assert f"  {field:<20} {value}" in text, field
     assert "token_embedding.weight" in text and "f16  40x32" in text

@@ -74,7 +74,7 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=audio, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (1, 5)
+    assert f.schema_version == (2, 0)
     assert_same_config(f.config, config)
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():
@@ -397,11 +397,20 @@ def test_output_paths(tmp_path, small_config, small_state_dict):
 
 
 def test_newer_major_version_is_refused(tmp_path, small_config, small_state_dict, monkeypatch):
-    monkeypatch.setattr(converter.writer, "SCHEMA_VERSION", (2, 0))
+    monkeypatch.setattr(converter.writer, "SCHEMA_VERSION", (3, 0))
     path = tmp_path / "m.tarn"
     convert_state_dict(small_state_dict, small_config, path)
-    with pytest.raises(ConversionError, match=r"schema version 2\.0; this converter reads 1\.x"):
+    with pytest.raises(ConversionError, match=r"schema version 3\.0; this converter reads majors 1 to 2"):
         read_tarn(path)
+
+
+def test_major_one_files_are_read(tmp_path, small_config, small_state_dict, monkeypatch):
+    """Files the converter wrote before 2.0 (the same bytes, version 1.x)."""
+    monkeypatch.setattr(converter.writer, "SCHEMA_VERSION", (1, 5))
+    path = tmp_path / "m.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    f = read_tarn(path)
+    assert f.schema_version == (1, 5) and f.checksum_ok
 
 
 def test_not_a_tarn_file_is_refused(tmp_path):

@@ -85,11 +85,11 @@ TEST(BadModel, NewerSchemaMajor) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   schema::GetMutableModel(bytes.data())
       ->mutable_schema_version()
-      ->mutate_major(2);
-  ASSERT_EQ(schema::GetModel(bytes.data())->schema_version()->major(), 2);
+      ->mutate_major(3);
+  ASSERT_EQ(schema::GetModel(bytes.data())->schema_version()->major(), 3);
   Status status = LoadBytes(bytes);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
-  EXPECT_THAT(status.message(), HasSubstr("schema version 2."));
+  EXPECT_THAT(status.message(), HasSubstr("schema version 3."));
   EXPECT_THAT(status.message(), HasSubstr("upgrade tarn"));
 }
 
@@ -161,6 +161,17 @@ TEST(BadModel, OlderSchemaMajor) {
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_THAT(status.message(), HasSubstr("schema version 0."));
   EXPECT_THAT(status.message(), HasSubstr("re-convert the model"));
+}
+
+// Major 1 (the converter wrote 1.0-1.5) reads as before; the bytes are the
+// same, only the version moved (schema/tarn.fbs's log).
+TEST(BadModel, SchemaMajorOneIsRead) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  ASSERT_EQ(schema::GetModel(bytes.data())->schema_version()->major(), 2);
+  schema::GetMutableModel(bytes.data())
+      ->mutable_schema_version()
+      ->mutate_major(1);
+  EXPECT_TRUE(LoadBytes(bytes).ok());
 }
 
 TEST(BadModel, NewerSchemaMinorIsRead) {

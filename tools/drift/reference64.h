@@ -1,7 +1,7 @@
 // An fp64 reference of a tarn model's recurrent step, written from
-// docs/design.md §1 and converter/reference.py, sharing no code with the runtime:
-// it reads the .tarn file through the FlatBuffers schema alone and runs
-// every product, sum and state in double. The judge of the runtime's fp32
+// docs/design.md §1 and converter/reference.py, sharing no code with the
+// runtime: it reads the .tarn file through the FlatBuffers schema alone and
+// runs every product, sum and state in double. The judge of the runtime's fp32
 // outputs over long streams (tools/drift/drift.cc).
 
 #ifndef TARN_TOOLS_DRIFT_REFERENCE64_H_

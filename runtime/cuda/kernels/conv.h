@@ -1,6 +1,6 @@
-// The causal depthwise convolution of a layer (docs/design.md §1): x += conv_k(x),
-// each channel over its own last k inputs, the k - 1 past ones kept per
-// stream in a ring (see ConvolveChannel in elementwise.h).
+// The causal depthwise convolution of a layer (docs/design.md §1): x +=
+// conv_k(x), each channel over its own last k inputs, the k - 1 past ones kept
+// per stream in a ring (see ConvolveChannel in elementwise.h).
 #ifndef TARN_KERNELS_CUDA_CONV_H_
 #define TARN_KERNELS_CUDA_CONV_H_
 
