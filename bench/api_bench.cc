@@ -11,15 +11,16 @@
 // beside the median and the wall time): on a shared machine a preempted
 // run's wall time says little, and the fastest run is the least disturbed.
 // Beside each figure: the dense layers' GFLOP/s (2 x matrix parameters per
-// position) as a share of the FMA peak this program measures in the same run
-// (fma_peak.h: one core's FMA loop on the ISA the kernels chose, times
-// --threads; the best of its timings before, between and after the timed
-// sections, so every figure is printed at the end), and, for stepping, the
-// weight bytes streamed per second beside the read bandwidth of a buffer that
-// size (bandwidth.h); for batches, the memory floor too (the weights once and
-// every stream's state in and out, at the read bandwidth of a buffer of both),
-// and the share of the peak the slower of the two limits leaves. The ratios use
-// CPU time (one thread).
+// position; a prefill without outputs runs no head) as a share of the FMA
+// peak this program measures in the same run (fma_peak.h: an FMA loop on the
+// ISA the kernels chose, on --threads threads at once; the best of its
+// timings before, between and after the timed sections, so every figure is
+// printed at the end), and, for stepping, the bytes a step reads (step_bytes.h:
+// one embedding row, not the table) per second beside the read bandwidth of a
+// buffer that size (bandwidth.h); for batches, the memory floor too (the
+// weights once and every stream's state in and out, at the read bandwidth of a
+// buffer of both), and the share of the peak the slower of the two limits
+// leaves. The ratios use CPU time (one thread).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -27,12 +28,15 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bandwidth.h"
 #include "fma_peak.h"
 #include "kernels/kernels.h"
+#include "step_bytes.h"
 #include "tarn/tarn.hpp"
 
 namespace {
@@ -113,13 +117,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: needs a causal token model\n");
     return 1;
   }
-  // Matrix parameters a position multiplies with (layers and head).
+  // Matrix parameters a position multiplies with: the layers', and the
+  // head's, which a prefill without outputs does not run.
   const double per_layer =
       double(c.d_model) * c.num_heads * (2.0 * c.d_key + c.d_value) +
       double(c.num_heads) * c.d_value * c.d_model + 2.0 * c.d_model * c.d_ff;
-  const double macs = c.num_layers * per_layer + double(c.d_model) *
-                                                     model->output_size() *
-                                                     (c.output_dim > 0);
+  const double layer_macs = c.num_layers * per_layer;
+  const double macs = layer_macs + double(c.d_model) * model->output_size() *
+                                       (c.output_dim > 0);
+  // What a step reads: the layers' and head's weights and one embedding
+  // row, not the whole embedding table.
+  const size_t step_bytes = tarn::bench::CountStepBytes(*model, "").weights;
   std::printf(
       "model %s: %u layers, d_model %u, %u heads x %u, d_ff %u; %.1f MB "
       "weights; threads %d\n\n",
@@ -133,15 +141,27 @@ int main(int argc, char** argv) {
   const tarn::kernels::Isa isa = tarn::kernels::ActiveIsa();
   const tarn::kernels::DotIsa dot_isa = tarn::kernels::ActiveDotIsa();
   std::vector<double> peaks, dot_peaks;
+  // The sum over `threads` threads running the loop at once.
+  auto on_every_thread = [&](const std::function<double()>& loop) {
+    std::vector<double> each(threads);
+    std::vector<std::thread> team;
+    for (int t = 0; t < threads; ++t) {
+      team.emplace_back([&, t] { each[t] = loop(); });
+    }
+    for (std::thread& member : team) member.join();
+    return std::accumulate(each.begin(), each.end(), 0.0);
+  };
   auto measure_peaks = [&] {
-    peaks.push_back(threads * tarn::bench::FmaPeakGflops(isa));
+    peaks.push_back(
+        on_every_thread([&] { return tarn::bench::FmaPeakGflops(isa); }));
     // With --int8-dot, the int8 limit too: the dot variant the table uses.
     if (int8_dot) {
-      dot_peaks.push_back(threads * tarn::bench::DotPeakGmacs(dot_isa));
+      dot_peaks.push_back(
+          on_every_thread([&] { return tarn::bench::DotPeakGmacs(dot_isa); }));
     }
   };
   measure_peaks();
-  tarn::bench::ReadBandwidthMeter meter(model->weight_bytes(), threads);
+  tarn::bench::ReadBandwidthMeter meter(step_bytes, threads);
   for (int i = 0; i < 21; ++i) meter.Pass();
 
   std::vector<int32_t> input(std::max(tokens, steps));
@@ -225,11 +245,10 @@ int main(int argc, char** argv) {
   std::vector<double> floor_ms, floor_gbs;
   for (uint32_t b : batches) {
     const size_t states = b * model->snapshot_bytes();
-    tarn::bench::ReadBandwidthMeter batch_meter(model->weight_bytes() + states,
-                                                threads);
+    tarn::bench::ReadBandwidthMeter batch_meter(step_bytes + states, threads);
     for (int i = 0; i < 11; ++i) batch_meter.Pass();
     floor_gbs.push_back(batch_meter.best_gbs());
-    floor_ms.push_back(double(model->weight_bytes() + 2 * states) /
+    floor_ms.push_back(double(step_bytes + 2 * states) /
                        (batch_meter.best_gbs() * 1e6));
   }
   const std::vector<Time> batch_times = Measure(reps, jobs);
@@ -242,7 +261,8 @@ int main(int argc, char** argv) {
       peak, peaks.size());
   for (double p : peaks) std::printf(" %.1f", p);
   std::printf(
-      ") of %d thread(s) x an f32 FMA loop of 12 accumulators, %d lanes, "
+      ") of an f32 FMA loop of 12 accumulators on %d thread(s) at once, %d "
+      "lanes, "
       "kernels %s; read bandwidth %.1f GB/s (best of %d passes over %.1f "
       "MB)\n\n",
       threads, tarn::bench::FmaPeakLanes(isa), tarn::kernels::IsaName(isa),
@@ -276,8 +296,8 @@ int main(int argc, char** argv) {
       "bandwidth)\n",
       tokens, stepping.cpu_ms, stepping.median_cpu_ms, stepping.wall_ms,
       step_ms, 2 * macs / (step_ms * 1e6), of_peak(2 * macs / (step_ms * 1e6)),
-      model->weight_bytes() / (step_ms * 1e6),
-      100 * model->weight_bytes() / (step_ms * 1e6) / meter.best_gbs());
+      step_bytes / (step_ms * 1e6),
+      100 * step_bytes / (step_ms * 1e6) / meter.best_gbs());
   std::printf("prefill of %zu tokens (no outputs) by chunk size:\n", tokens);
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Time& prefill = prefill_times[1 + i];
@@ -287,9 +307,9 @@ int main(int argc, char** argv) {
         "(%3.0f%% of peak)%s, %4.1fx steps (median %4.1fx); session %.2f "
         "MB\n",
         chunks[i], prefill.cpu_ms, prefill.median_cpu_ms, prefill.wall_ms,
-        2 * macs * tokens / (prefill.cpu_ms * 1e6),
-        of_peak(2 * macs * tokens / (prefill.cpu_ms * 1e6)),
-        of_dot_peak(2 * macs * tokens / (prefill.cpu_ms * 1e6)).c_str(),
+        2 * layer_macs * tokens / (prefill.cpu_ms * 1e6),
+        of_peak(2 * layer_macs * tokens / (prefill.cpu_ms * 1e6)),
+        of_dot_peak(2 * layer_macs * tokens / (prefill.cpu_ms * 1e6)).c_str(),
         stepping.cpu_ms / prefill.cpu_ms,
         stepping.median_cpu_ms / prefill.median_cpu_ms,
         model->session_bytes(options) / 1e6);
