@@ -117,13 +117,15 @@ class ModelConfig:
         if self.num_heads * self.feature_dim * self.d_value > MAX_STATE:
             raise ValueError(f"the attention state, num_heads x feature_dim x d_value = "
                              f"{self.num_heads * self.feature_dim * self.d_value}, is more than {MAX_STATE}")
+        # Checked for token models too, which never stack (the runtime refuses
+        # a hop of 0 whatever the input).
+        if not 1 <= self.stack_hop <= self.stack_window:
+            raise ValueError("frame stacking needs 1 <= stack_hop <= stack_window")
         if self.input_kind == "tokens" and self.vocab_size <= 0:
             raise ValueError("token input needs vocab_size > 0")
         if self.input_kind == "frames":
             if self.input_dim <= 0:
                 raise ValueError("frame input needs input_dim > 0")
-            if not 1 <= self.stack_hop <= self.stack_window:
-                raise ValueError("frame stacking needs 1 <= stack_hop <= stack_window")
             if not self.input_projection and self.input_dim * self.stack_window != self.d_model:
                 raise ValueError("without input_projection, input_dim * stack_window must equal d_model")
         if self.position == "learned" and self.max_positions <= 0:

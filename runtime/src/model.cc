@@ -5,6 +5,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <new>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -530,15 +531,17 @@ Status Model::Impl::ReadConfig() {
         "model attention state (heads x feature_dim x d_value) is "
         "implausibly large");
   }
+  // Checked for token models too, which never stack: a hop of 0 would
+  // divide by zero wherever frames are counted.
+  Status stacking = positive("stack_window", c.stack_window, kMaxWindow);
+  if (stacking.ok())
+    stacking = positive("stack_hop", c.stack_hop, c.stack_window);
+  if (!stacking.ok()) return stacking;
   if (c.input_kind == InputKind::kTokens) {
     Status status = positive("vocab_size", c.vocab_size, kMaxVocab);
     if (!status.ok()) return status;
   } else {
     Status status = positive("input_dim", c.input_dim, kMaxWidth);
-    if (status.ok())
-      status = positive("stack_window", c.stack_window, kMaxWindow);
-    if (status.ok())
-      status = positive("stack_hop", c.stack_hop, c.stack_window);
     if (!status.ok()) return status;
     if (!c.input_projection &&
         uint64_t{c.input_dim} * c.stack_window != c.d_model) {
@@ -1051,6 +1054,23 @@ void Model::Impl::ComputeIdentity() {
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
+namespace {
+
+// Loading allocates (packing an older file's weights, stacking q, k and v):
+// running out of memory there is a status, as everywhere in the API, not a
+// std::bad_alloc thrown to the caller.
+template <typename Load>
+Status NothingThrown(Load&& load) {
+  try {
+    return load();
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory,
+                  "out of memory while loading the model");
+  }
+}
+
+}  // namespace
+
 Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
                    const LoadOptions& options) {
   if (model == nullptr) {
@@ -1059,7 +1079,9 @@ Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
   auto impl = std::make_unique<Impl>();
   Status status = impl->file.Open(path);
   if (!status.ok()) return status;
-  status = impl->Init(impl->file.data(), impl->file.size(), options);
+  status = NothingThrown([&] {
+    return impl->Init(impl->file.data(), impl->file.size(), options);
+  });
   if (!status.ok())
     return Status(status.code(), path + ": " + status.message());
   model->reset(new Model(std::move(impl)));
@@ -1072,14 +1094,12 @@ Status Model::FromBuffer(const void* data, size_t size,
   if (model == nullptr) {
     return Status(StatusCode::kInvalidArgument, "'model' is null");
   }
-  if (model == nullptr) {
-    return Status(StatusCode::kInvalidArgument, "'model' is null");
-  }
   if (data == nullptr) {
     return Status(StatusCode::kInvalidArgument, "model buffer is null");
   }
   auto impl = std::make_unique<Impl>();
-  Status status = impl->Init(data, size, options);
+  Status status =
+      NothingThrown([&] { return impl->Init(data, size, options); });
   if (!status.ok()) return status;
   model->reset(new Model(std::move(impl)));
   return Status::Ok();

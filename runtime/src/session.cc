@@ -443,6 +443,7 @@ Status Session::PrefillFrames(const float* frames, size_t frame_count,
 }
 
 size_t Session::StepsForFrames(size_t frame_count) const {
+  if (impl_->c_.input_kind != InputKind::kFrames) return 0;
   const Engine& engine = impl_->engine_;
   const uint64_t seen = impl_->stream_.frames_seen;
   return engine.StepsAfter(seen + frame_count) - engine.StepsAfter(seen);

@@ -239,6 +239,23 @@ def test_info_splits_the_weight_bytes_by_dtype(case, matrices):
     assert next(iter(printed)) == matrices  # largest first: the matrices' dtype
 
 
+@pytest.mark.any_kernels
+def test_a_token_model_with_a_stack_hop_of_zero_is_refused(tmp_path):
+    """A token model never stacks frames, but counting frames divided by its
+    hop: a file with a hop of 0 crashed tarn_session_steps_for_frames
+    (SIGFPE). The converter refuses it; a file may still hold it."""
+    from converter.reader import read_tarn
+    from converter.writer import _build
+
+    f = read_tarn(GOLDENS / "tokens" / "model.tarn")
+    f.config.stack_hop = 0
+    path = tmp_path / "hop0.tarn"
+    path.write_bytes(_build(f.config, dict(f.tensors), f.labels, f.audio, f.metadata)[0])
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "stack_hop = 0 is outside [1, 1]" in result.stderr, result.stderr
+
+
 def rewritten_i8(tmp_path: Path, edit) -> Path:
     """tokens_i8's tensors as stored, changed by edit(tensors), in a new file
     (a valid checksum: the loader's own checks are what is tested)."""

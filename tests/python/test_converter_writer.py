@@ -385,6 +385,7 @@ def test_audio_recipes_the_runtime_refuses_are_not_written(tmp_path, small_confi
         ({"conv_kernel": 2000}, r"conv_kernel = 2000 is more than 1024"),
         ({"norm_eps": float("nan")}, r"norm_eps must be a finite float32 number"),
         ({"vocab_size": 2**24 + 1}, r"vocab_size = 16777217 is more than 16777216"),
+        ({"stack_hop": 0}, r"frame stacking needs 1 <= stack_hop <= stack_window"),  # a token model
         ({"output_dim": 2**24 + 1}, r"output_dim = 16777217 is more than 16777216"),
         ({"feature_dim": 131072}, r"feature_dim = 131072 is more than 65536"),
         ({"num_heads": 65536, "d_value": 1000}, r"the attention state, num_heads x feature_dim x d_value = 1572864000"),

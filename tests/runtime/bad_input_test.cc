@@ -552,6 +552,7 @@ TEST_F(BadStep, WrongInputKind) {
   Status status = session_->StepFrame(output_.data(), 40, output_.data(),
                                       output_.size(), &stepped);
   EXPECT_THAT(status.message(), HasSubstr("takes tokens, not frames"));
+  EXPECT_EQ(session_->StepsForFrames(5), 0u);  // it takes none
   Open("frames");
   status = session_->StepToken(1, output_.data(), output_.size());
   EXPECT_THAT(status.message(), HasSubstr("takes frames, not tokens"));

@@ -164,7 +164,8 @@ TEST(Snapshot, DamagedBytesOrPositionAreRefused) {
   refused(header, "snapshot is damaged: its bytes do not match its checksum");
 
   std::vector<uint8_t> unsealed = snapshot;
-  std::memset(unsealed.data() + kChecksum, 0, 8);
+  const uint64_t no_checksum = 0;
+  std::memcpy(&unsealed.at(kChecksum), &no_checksum, sizeof no_checksum);
   const uint64_t far = ~uint64_t{0} - 1000000;
   std::vector<uint8_t> far_position = unsealed;
   std::memcpy(far_position.data() + kPosition, &far, sizeof far);

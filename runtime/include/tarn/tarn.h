@@ -301,7 +301,8 @@ tarn_status tarn_session_prefill_frames(tarn_session* session,
                                         const float* frames, size_t frame_count,
                                         float* outputs, size_t outputs_size,
                                         size_t* steps);
-/* Steps the next frame_count frames would take from the session's state. */
+/* Steps the next frame_count frames would take from the session's state (0
+ * for a model that takes tokens). */
 size_t tarn_session_steps_for_frames(const tarn_session* session,
                                      size_t frame_count);
 
@@ -322,13 +323,14 @@ void tarn_session_reset(tarn_session* session);
 /* Steps taken since creation or the last reset. */
 uint64_t tarn_session_position(const tarn_session* session);
 
-/* Writes the session's state (tarn_model_snapshot_bytes() bytes): a header
- * with the model's identity, the state layout version and a checksum, then
- * the state. */
+/* Writes the session's state (tarn_model_snapshot_bytes() bytes; size at
+ * least that): a header with the model's identity, the state layout version
+ * and a checksum, then the state. */
 tarn_status tarn_session_snapshot(const tarn_session* session, void* buffer,
                                   size_t size);
-/* Replaces the session's state with a snapshot's; refuses one of another
- * model or state layout, or a damaged one. Continuing is then bit-identical
+/* Replaces the session's state with a snapshot's (size: exactly
+ * tarn_model_snapshot_bytes()); refuses one of another model or state
+ * layout, or a damaged one. Continuing is then bit-identical
  * to continuing the session snapshotted. */
 tarn_status tarn_session_restore(tarn_session* session, const void* snapshot,
                                  size_t size);

@@ -372,7 +372,8 @@ class Session {
   // `outputs` (null, or at least steps x output_size floats) their outputs.
   Status PrefillFrames(const float* frames, size_t frame_count, float* outputs,
                        size_t outputs_size, size_t* steps);
-  // How many steps the next `frame_count` frames would make from here.
+  // How many steps the next `frame_count` frames would make from here (0
+  // for a model that takes tokens).
   size_t StepsForFrames(size_t frame_count) const;
 
   // A bidirectional model's output for every position of a whole sequence,
@@ -381,7 +382,7 @@ class Session {
   // output_size floats. Uses the session's scratch in chunks, plus count x
   // (d_model + heads x C) floats it allocates for the call. Leaves the
   // session's state as the sequence made it (AttentionState() gives the
-  // last layer's S and z) and its position at 0.
+  // last layer's S and z) and its position at `count`.
   Status EncodeTokens(const int32_t* tokens, size_t count, float* outputs,
                       size_t outputs_size);
   // The same for frames: with stacking, step s covers frames [s x hop,
@@ -396,9 +397,13 @@ class Session {
   // Writes the session's state (Model::snapshot_bytes() bytes) into
   // `buffer`: a header (magic, state layout version, the model's identity,
   // position, sizes, a checksum) and the state as it is in memory, so only
-  // machines of the same byte order read it back. Allocates nothing.
+  // machines of the same byte order read it back. `size` is at least
+  // snapshot_bytes(); bytes past those are left as they were. Allocates
+  // nothing.
   Status Snapshot(void* buffer, size_t size) const;
-  // Replaces the session's state with a snapshot's. Refuses (and leaves the
+  // Replaces the session's state with a snapshot's: `size` is exactly
+  // snapshot_bytes() (a snapshot with bytes after it is taken for a damaged
+  // one). Refuses (and leaves the
   // session as it was) a snapshot of another model, of another state layout
   // version, or damaged (its checksum, sizes or position). Allocates
   // nothing. A restored session continues bit-identically to the one
