@@ -191,7 +191,8 @@ struct KernelTable {
   // products (VNNI's vpdpbusd, AVX2's vpmaddubsw, NEON's sdot). Each row of x
   // is quantised on its own, symmetrically:
   //   a = max_i |x[r][i]| (NaNs skipped),  inv = 127 / a,  sx = a / 127,
-  //   qx[i] = nearbyint(clamp(x[r][i] * inv, -127, 127))  (0 if NaN),
+  //   qx[i] = nearbyint(clamp(x[r][i] * inv, -127, 127))  (0 where the
+  //           product is NaN: x NaN, or inf * 0, or 0 * inf),
   // each operation rounded once, ties to even. Then per output
   //   sum = sum_i qx[i] q[o][i]   (int32, exact: inputs <= kDenseQ8MaxInputs)
   //   y[r][o] = clamp(fma(float(sum), sx * scale[o], b[o] or 0))

@@ -35,9 +35,11 @@ inline float QuantizeRow(size_t n, const float* x, float a, size_t padded,
   const float inv = a > 0.0f ? 127.0f / a : 0.0f;
   for (size_t i = 0; i < n; ++i) {
     float v = x[i] * inv;
+    // A NaN product (x NaN; x infinite, so inv 0; or a below 127 / FLT_MAX,
+    // so inv infinite, times x 0) is 0: the clamps below would make it 127.
+    v = v == v ? v : 0.0f;
     v = v < 127.0f ? v : 127.0f;
-    v = v > -127.0f ? v : -127.0f;  // a NaN becomes -127 here ...
-    v = x[i] == x[i] ? v : 0.0f;    // ... and 0 here
+    v = v > -127.0f ? v : -127.0f;
     qx[i] = static_cast<int8_t>(std::nearbyint(v));
   }
   if (padded > n) std::memset(qx + n, 0, padded - n);

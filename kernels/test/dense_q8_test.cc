@@ -54,9 +54,11 @@ Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
 
 // Activations with what quantisation must handle: both signs, zeros, a
 // row of zeros, ties of the rounding (x = k + 0.5 with max |x| = 127), NaNs
-// (skipped by the maximum, quantised to 0) and a largest magnitude that is
+// (skipped by the maximum, quantised to 0), a largest magnitude that is
 // negative and last (past a variant's whole vectors when inputs is not a
-// multiple of them).
+// multiple of them), an infinity (inv 0: every product inf * 0 or 0 is 0)
+// and a row so small that inv is infinite (its zeros 0 * inf, quantised to
+// 0, not 127).
 std::vector<float> RandomRows(size_t rows, size_t inputs, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<float> x = Uniform(rows * inputs, -3.0f, 3.0f, rng);
@@ -73,6 +75,12 @@ std::vector<float> RandomRows(size_t rows, size_t inputs, uint32_t seed) {
       row[0] = std::nanf("");
       row[inputs / 2] = std::nanf("");
       row[inputs - 1] = -5.0f - static_cast<float>(r);
+    }
+    if (r % 5 == 4) row[inputs / 3] = -kInf;
+    if (r % 7 == 5) {
+      for (size_t i = 0; i < inputs; ++i) {
+        row[i] = i % 2 == 0 ? 0.0f : (i % 4 == 1 ? 1e-38f : -3e-38f);
+      }
     }
   }
   return x;
@@ -92,8 +100,9 @@ std::vector<float> Reference(const Layer& l, size_t rows,
     const float inv = a > 0.0f ? 127.0f / a : 0.0f;
     std::vector<int> qx(l.inputs);
     for (size_t i = 0; i < l.inputs; ++i) {
-      const float v = std::min(127.0f, std::max(-127.0f, row[i] * inv));
-      qx[i] = std::isnan(row[i]) ? 0 : static_cast<int>(std::nearbyint(v));
+      const float product = row[i] * inv;
+      const float v = std::min(127.0f, std::max(-127.0f, product));
+      qx[i] = std::isnan(product) ? 0 : static_cast<int>(std::nearbyint(v));
     }
     const float sx = a / 127.0f;
     for (size_t o = 0; o < l.outputs; ++o) {
@@ -190,7 +199,7 @@ TEST(DenseQ8Scalar, MatchesAnIndependentReferenceBitForBit) {
       SCOPED_TRACE("inputs " + std::to_string(inputs) + ", outputs " +
                    std::to_string(outputs));
       const Layer l = RandomLayer(inputs, outputs, inputs * 31 + outputs);
-      const size_t rows = 5;
+      const size_t rows = 8;  // every kind of row RandomRows makes
       const std::vector<float> x = RandomRows(rows, inputs, inputs + 1);
       for (bool bias : {false, true}) {
         ExpectSameBits(
