@@ -37,9 +37,14 @@ Timing, for a shared machine: --rounds rounds; in each, tarn times --steps
 steps of every position (round-robin, in its own process, which waits between
 rounds), then every Python peer's cell (one peer at one position) in turn,
 start rotated every round, runs one untimed step then --steps timed ones back
-to back, as a stream stepping one model runs them: every engine is timed the
-same way, warm (a cell whose step exceeds 100 ms, a softmax cache far larger
-than any CPU cache, gets one timed step and no warm-up). Every step is timed
+to back, as a stream stepping one model runs them: every engine is timed
+warm (a cell whose step exceeds 100 ms, a softmax cache far larger than any
+CPU cache, gets one timed step and no warm-up). tarn's sessions at the
+positions step round-robin, one step each in turn: the same weights stay
+warm, each session's state is read after the others' (as many streams of
+one model would). Each figure is printed beside the weight floor of its
+precision, measured by tarn_step_bench at the end of the same run (the bytes
+a step reads at the best read bandwidth of a buffer that size). Every step is timed
 on its own; the pooled steps give the median, the fastest step and the median
 CPU time of the stepping thread. Memory: tarn's RSS as one stream advances (tarn_step_bench);
 each Python peer's RSS in a process of its own, positions in increasing order,
@@ -511,6 +516,20 @@ def fmt(x, spec=".3f"):
     return "-" if x is None else format(x, spec)
 
 
+# The weights' precision of each engine: the floor it is set against.
+WEIGHT_DTYPE = {"tarn": "f32", "torch_linear": "f32", "ort_linear": "f32", "torch_softmax": "f32", "ort_softmax": "f32",
+                "tarn_f16": "f16", "ort_f16": "f16", "tarn_bf16": "bf16", "tarn_i8": "i8", "tarn_i8dot": "i8", "ort_int8": "i8"}
+
+
+def weight_floors(entry: dict) -> dict:
+    """{dtype: ms} from each tarn run's own measurement (f32 from "tarn")."""
+    floors = {}
+    for engine in ["tarn", *TARN_REDUCED]:
+        if engine in entry and entry[engine].get("floor_ms"):
+            floors.setdefault(WEIGHT_DTYPE[engine], entry[engine]["floor_ms"])
+    return floors
+
+
 def engine_runs(entry: dict, engine: str) -> dict:
     """{position: summary} for one engine."""
     if engine == "tarn" or engine in TARN_REDUCED:
@@ -568,7 +587,9 @@ def print_report(report: dict, args):
         tarn = engine_runs(e, "tarn")[first]
         print(f"\n{name}: {c['num_layers']} layers, d_model {c['d_model']}, {c['num_heads']} heads x {c['d_key']}, d_ff {c['d_ff']}, "
               f"vocab {c['vocab_size']}; batch 1, {args.threads} thread(s); step at position {first}")
-        print(f"{'engine':<36} {'median ms':>9} {'fastest':>8} {'cpu ms':>8}   {'x tarn (median, fastest, cpu)':>30}")
+        floors = weight_floors(e)
+        print(f"{'engine':<36} {'median ms':>9} {'fastest':>8} {'cpu ms':>8}   {'x tarn (median, fastest, cpu)':>30}   "
+              f"{'% floor':>7}")
         e["ratios_vs_tarn"] = {}
         for engine in engines + REDUCED:
             run = engine_runs(e, engine).get(first)
@@ -576,9 +597,17 @@ def print_report(report: dict, args):
                 continue
             ratio = {k: run[k] / tarn[k] for k in ("ms_per_step_median", "ms_per_step_best", "cpu_ms_per_step_median")}
             e["ratios_vs_tarn"][engine] = ratio
+            floor = floors.get(WEIGHT_DTYPE[engine])
+            e.setdefault("fraction_of_floor", {})[engine] = floor / run["ms_per_step_median"] if floor else None
             print(f"{LABELS[engine]:<36} {run['ms_per_step_median']:>9.3f} {run['ms_per_step_best']:>8.3f} "
                   f"{run['cpu_ms_per_step_median']:>8.3f}   {ratio['ms_per_step_median']:>9.2f}x {ratio['ms_per_step_best']:>8.2f}x "
-                  f"{ratio['cpu_ms_per_step_median']:>8.2f}x")
+                  f"{ratio['cpu_ms_per_step_median']:>8.2f}x   "
+                  + (f"{100 * floor / run['ms_per_step_median']:>6.0f}%" if floor else f"{'-':>7}"))
+        if floors:
+            print("% floor: the weight floor of the engine's weight precision (the bytes a tarn step reads at the best read bandwidth\n"
+                  "of a buffer that size, measured in this run by tarn_step_bench: "
+                  + ", ".join(f"{d} {ms:.3f} ms" for d, ms in floors.items())
+                  + ") / the median step; a softmax step also reads its KV cache, which the floor leaves out")
         print(f"checks (largest |difference| of logits): tarn vs reference {e['tarn']['max_abs_diff_vs_reference']:.2e}, "
               + ", ".join(f"{k} {v:.2e}" for k, v in e["checks"].items()))
         print_reduced(e, first)

@@ -850,6 +850,17 @@ int RunPositions(const Model& model, const Options& o, Json j) {
   // Before the report's JSON, which is not the session's.
   j["peak_rss_kib_end"] = ReadRss().peak_kib;
   j["positions"] = sweep.Report();
+  // The limit beside the figures (peers.py), after the RSS is read (the
+  // buffer is as large as the weights): the bytes a step reads at the best
+  // read bandwidth of a buffer that size, passes back to back as the
+  // rounds' steps are.
+  const StepBytes bytes = CountStepBytes(model, o.dtype);
+  ReadBandwidthMeter meter(bytes.weights, o.threads[0]);
+  for (int p = 0; p < 101; ++p) meter.Pass();
+  j["dtype"] = bytes.dtype;
+  j["step_weight_bytes"] = bytes.weights;
+  j["bandwidth_gbs_best"] = meter.best_gbs();
+  j["floor_ms"] = bytes.weights / (meter.best_gbs() * 1e6);
   if (!o.rounds_on_stdin) {
     for (const Json& p : j["positions"]) {
       std::printf(
