@@ -25,7 +25,8 @@ namespace kernels {
 namespace {
 
 // One float as a vector of one lane: the lane-at-a-time tails of variants
-// without masked loads (NEON), with the same arithmetic as a vector lane.
+// without masked loads (NEON), and the scalar variant of drivers that have
+// one, with the same arithmetic as a vector lane.
 struct ScalarLane {
   using V = float;
   using Mask = size_t;
@@ -41,6 +42,13 @@ struct ScalarLane {
   static V Fma(V a, V b, V c) { return std::fma(a, b, c); }
   static V Fms(V a, V b, V c) { return std::fma(a, b, -c); }
   static float ReduceAdd(V v) { return v; }
+  // A vector of one lane has no tail; these let a driver's tail code compile.
+  static Mask Tail(size_t rem) { return rem; }
+  static V LoadTail(const float* p, Mask m) { return m != 0 ? *p : 0.0f; }
+  static void StoreTail(float* p, Mask m, V v) {
+    if (m != 0) *p = v;
+  }
+  static void End() {}
 };
 
 // Lanes [0, n) of p, zero beyond; n may be <= 0 (nothing is read) or
@@ -87,6 +95,111 @@ inline void Map2(size_t n, const float* a, const float* b, float* y, Op op) {
     const typename V::Mask m = V::Tail(n - i);
     V::StoreTail(y + i, m, op(V::LoadTail(a + i, m), V::LoadTail(b + i, m)));
   }
+}
+
+// A sum that every variant adds in the same order, so that it is the same
+// bits on every CPU: term i goes to lane i mod 16 of 16 running sums (16 /
+// V::kLanes vectors of V, or 16 floats for ScalarLane), a chunk's lanes past
+// the last term add +0 (padding that the caller makes neutral), and the 16
+// lanes are then added pairwise: k + 8, then + 4, + 2, + 1.
+inline constexpr size_t kSumLanes = 16;
+
+template <class V>
+class LaneSums {
+ public:
+  static constexpr size_t kVectors = kSumLanes / V::kLanes;
+  static_assert(kVectors * V::kLanes == kSumLanes, "lanes must divide 16");
+
+  LaneSums() {
+    for (typename V::V& s : sums_) s = V::Zero();
+  }
+  // Lanes [u * kLanes, (u + 1) * kLanes) of the 16 += a b, or += a.
+  void Fma(size_t u, typename V::V a, typename V::V b) {
+    sums_[u] = V::Fma(a, b, sums_[u]);
+  }
+  void Add(size_t u, typename V::V a) { sums_[u] = V::Add(sums_[u], a); }
+  float Total() const {
+    float lanes[kSumLanes];
+    for (size_t u = 0; u < kVectors; ++u) {
+      V::Store(lanes + u * V::kLanes, sums_[u]);
+    }
+    for (size_t half = kSumLanes / 2; half > 0; half /= 2) {
+      for (size_t k = 0; k < half; ++k) lanes[k] = lanes[k] + lanes[k + half];
+    }
+    return lanes[0];
+  }
+
+ private:
+  typename V::V sums_[kVectors];
+};
+
+// sum_i a[i] b[i] for i < n, in LaneSums' order, each product fused into its
+// lane's sum.
+template <class V>
+float OrderedDot(size_t n, const float* a, const float* b) {
+  LaneSums<V> sums;
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      sums.Fma(u, V::Load(a + i + u * V::kLanes),
+               V::Load(b + i + u * V::kLanes));
+    }
+  }
+  if (i < n) {
+    float pa[kSumLanes] = {}, pb[kSumLanes] = {};  // 0 x 0 adds +0
+    for (size_t k = 0; i + k < n; ++k) {
+      pa[k] = a[i + k];
+      pb[k] = b[i + k];
+    }
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      sums.Fma(u, V::Load(pa + u * V::kLanes), V::Load(pb + u * V::kLanes));
+    }
+  }
+  return sums.Total();
+}
+
+// sum_i x[i] for i < n, in LaneSums' order.
+template <class V>
+float OrderedSum(size_t n, const float* x) {
+  LaneSums<V> sums;
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      sums.Add(u, V::Load(x + i + u * V::kLanes));
+    }
+  }
+  if (i < n) {
+    float padded[kSumLanes] = {};
+    for (size_t k = 0; i + k < n; ++k) padded[k] = x[i + k];
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      sums.Add(u, V::Load(padded + u * V::kLanes));
+    }
+  }
+  return sums.Total();
+}
+
+// sum_i (x[i] - m)^2 for i < n, in LaneSums' order, each square fused into
+// its lane's sum.
+template <class V>
+float OrderedSquaredDeviations(size_t n, const float* x, float m) {
+  const typename V::V mv = V::Set1(m);
+  LaneSums<V> sums;
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      const typename V::V d = V::Sub(V::Load(x + i + u * V::kLanes), mv);
+      sums.Fma(u, d, d);
+    }
+  }
+  if (i < n) {
+    float padded[kSumLanes];  // m past the end: (m - m)^2 adds +0
+    for (size_t k = 0; k < kSumLanes; ++k) padded[k] = i + k < n ? x[i + k] : m;
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      const typename V::V d = V::Sub(V::Load(padded + u * V::kLanes), mv);
+      sums.Fma(u, d, d);
+    }
+  }
+  return sums.Total();
 }
 
 }  // namespace

@@ -61,7 +61,12 @@ struct KernelTable {
   //   S = s
   // (z alike with t = phi_k[c] - carry), in exactly this order in every
   // variant, so that S, z and the carries come out bit for bit the same
-  // whichever variant ran. Zero carries with a zero state.
+  // whichever variant ran. The read-out's numerator y[j] is one chain of
+  // fused multiply-adds over c = 0, 1, ..., C - 1 from 0, and its
+  // denominator sum_c phi_q[c] z[c] (of the updated z) is summed with lane
+  // c mod 16 of 16 fused sums, then the lanes pairwise (driver.h,
+  // LaneSums): y too is the same bits on every variant. Zero carries with a
+  // zero state.
   // phi_k, phi_q, z, z_carry: [C]; v, y: [dv]; S, S_carry: [C][dv]
   // row-major, updated in place. y must not overlap any other argument.
   void (*causal_step)(size_t C, size_t dv, const float* phi_k, const float* v,
@@ -83,8 +88,10 @@ struct KernelTable {
                        float eps, float* S, float* z, float* S_carry,
                        float* z_carry, float* y, size_t y_stride);
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, with the biased
-  // variance, like torch.nn.LayerNorm. x, gamma, beta, y: [n], n >= 1; y may
-  // alias x.
+  // variance, like torch.nn.LayerNorm. The sums of x and of the squared
+  // deviations (two passes) are in LaneSums' order (driver.h), so every
+  // variant gives the same bits. x, gamma, beta, y: [n], n >= 1; y may alias
+  // x.
   void (*layer_norm)(size_t n, const float* x, const float* gamma,
                      const float* beta, float eps, float* y);
   // x += r (the residual, in place), then y = layer_norm(x). x, r, gamma,

@@ -1,10 +1,10 @@
 // Internal to kernels/: the driver of the SIMD causal kernels (causal_step,
 // causal_update of kernels.h), written once over a variant's Vec (driver.h).
 // Every element of S, z and their carries goes through the same compensated
-// update, lane by lane, in every variant; the read-out's sums (y's
-// numerators over c, the denominator over c) run lane-parallel, reduced with
-// the variant's ReduceAdd, so y may differ between variants in the last bits
-// while the state does not.
+// update, lane by lane, in every variant; y's numerators are each one chain
+// of fused multiply-adds over c in order, and the denominator is summed in
+// LaneSums' order (driver.h), so every variant, the scalar one included
+// (causal-scalar.cc), gives the same bits.
 #ifndef TARN_KERNELS_CAUSAL_CAUSAL_DRIVER_H_
 #define TARN_KERNELS_CAUSAL_CAUSAL_DRIVER_H_
 
@@ -164,21 +164,19 @@ inline typename V::V UpdateZ(typename V::V phi_k, typename V::V* z,
   return *z = CompensatedAdd<V>(V::Sub(phi_k, *z_carry), *z, z_carry);
 }
 
-// z += phi_k, compensated; with kReadOut returns the denominator phi_q . z:
-// lane-parallel sums reduced once, the masked tail inside them, or (without
-// masks) added one lane at a time after the reduction.
+// z += phi_k, compensated; with kReadOut returns the denominator phi_q . z
+// of the updated z, summed in LaneSums' order (driver.h), the same on every
+// variant.
 template <class V, bool kReadOut>
 float UpdateNormaliser(size_t C, const float* phi_k, const float* phi_q,
                        float* z, float* z_carry) {
   constexpr size_t kL = V::kLanes;
-  typename V::V den = V::Zero();
   size_t c = 0;
   for (; c + kL <= C; c += kL) {
     typename V::V zc = V::Load(z + c), carried = V::Load(z_carry + c);
     UpdateZ<V>(V::Load(phi_k + c), &zc, &carried);
     V::Store(z + c, zc);
     V::Store(z_carry + c, carried);
-    if (kReadOut) den = V::Fma(V::Load(phi_q + c), zc, den);
   }
   if constexpr (V::kMaskedTails) {
     if (c < C) {
@@ -188,17 +186,11 @@ float UpdateNormaliser(size_t C, const float* phi_k, const float* phi_q,
       UpdateZ<V>(V::LoadTail(phi_k + c, mask), &zc, &carried);
       V::StoreTail(z + c, mask, zc);
       V::StoreTail(z_carry + c, mask, carried);
-      if (kReadOut) den = V::Fma(V::LoadTail(phi_q + c, mask), zc, den);
     }
-    return kReadOut ? V::ReduceAdd(den) : 0.0f;
   } else {
-    float sum = V::ReduceAdd(den);
-    for (; c < C; ++c) {
-      UpdateZ<ScalarLane>(phi_k[c], z + c, z_carry + c);
-      if (kReadOut) sum = ScalarLane::Fma(phi_q[c], z[c], sum);
-    }
-    return sum;
+    for (; c < C; ++c) UpdateZ<ScalarLane>(phi_k[c], z + c, z_carry + c);
   }
+  return kReadOut ? OrderedDot<V>(C, phi_q, z) : 0.0f;
 }
 
 template <class V>

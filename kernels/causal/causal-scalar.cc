@@ -1,7 +1,9 @@
-// One step of causal linear attention for one head, scalar reference.
+// One step of causal linear attention for one head, scalar reference, in
+// the SIMD variants' operations and order (causal-driver.h, kernels.h).
 #include <cassert>
 #include <cmath>
 
+#include "kernels/driver.h"
 #include "kernels/variants.h"
 
 namespace tarn {
@@ -30,7 +32,7 @@ void UpdateRows(size_t C, size_t dv, const float* phi_k, const float* v,
     for (size_t j = 0; j < dv; ++j) {
       const float s =
           CompensatedAdd(std::fma(k, v[j], -carry[j]), row + j, carry + j);
-      if (y != nullptr) y[j] += phi_q[c] * s;
+      if (y != nullptr) y[j] = std::fma(phi_q[c], s, y[j]);
     }
   }
 }
@@ -53,9 +55,10 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
                     z_carry != nullptr));
   assert(dv == 0 || (v != nullptr && y != nullptr));
   assert(C == 0 || dv == 0 || (S != nullptr && S_carry != nullptr));
-  float den = 0.0f;
   for (size_t c = 0; c < C; ++c)
-    den += phi_q[c] * CompensatedAdd(phi_k[c] - z_carry[c], z + c, z_carry + c);
+    CompensatedAdd(phi_k[c] - z_carry[c], z + c, z_carry + c);
+  // The SIMD variants' order (driver.h), one lane at a time.
+  const float den = OrderedDot<ScalarLane>(C, phi_q, z);
   for (size_t j = 0; j < dv; ++j) y[j] = 0.0f;
   UpdateRows(C, dv, phi_k, v, phi_q, S, S_carry, y);
   const float inv = 1.0f / (den + eps);

@@ -1,8 +1,8 @@
-// Internal to kernels/: the driver of the SIMD LayerNorm kernels (layer_norm,
-// add_layer_norm of kernels.h), written once over a variant's Vec (driver.h).
-// Sums run lane-parallel and are reduced with the variant's ReduceAdd; a
-// variant with masked tails adds its tail inside the vector sum, one without
-// adds it one lane at a time after the reduction.
+// Internal to kernels/: the driver of the LayerNorm kernels (layer_norm,
+// add_layer_norm of kernels.h), written once over a variant's Vec (driver.h)
+// and, for the scalar variant, ScalarLane. The sums are LaneSums' (driver.h),
+// the same order on every variant, and every other operation is elementwise,
+// so every variant gives the same bits.
 #ifndef TARN_KERNELS_NORM_NORM_DRIVER_H_
 #define TARN_KERNELS_NORM_NORM_DRIVER_H_
 
@@ -17,21 +17,6 @@ namespace kernels {
 namespace {
 namespace norm {
 
-template <class V>
-float Sum(size_t n, const float* x) {
-  typename V::V acc = V::Zero();
-  size_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) acc = V::Add(acc, V::Load(x + i));
-  if constexpr (V::kMaskedTails) {
-    if (i < n) acc = V::Add(acc, V::LoadTail(x + i, V::Tail(n - i)));
-    return V::ReduceAdd(acc);
-  } else {
-    float sum = V::ReduceAdd(acc);
-    for (; i < n; ++i) sum += x[i];
-    return sum;
-  }
-}
-
 // Given the sum of x, normalises in two more passes: squared deviations from
 // the mean (two-pass variance, which does not cancel when the mean is large
 // against the spread), then the output.
@@ -41,31 +26,14 @@ void Normalize(size_t n, const float* x, float sum, const float* gamma,
   const float inv_n = 1.0f / static_cast<float>(n);
   const float mean = sum * inv_n;
   const typename V::V mean_v = V::Set1(mean);
-  typename V::V acc = V::Zero();
-  size_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) {
-    const typename V::V d = V::Sub(V::Load(x + i), mean_v);
-    acc = V::Fma(d, d, acc);
-  }
-  float sq;
-  if constexpr (V::kMaskedTails) {
-    if (i < n) {
-      const typename V::Mask mask = V::Tail(n - i);
-      const typename V::V d =
-          V::ZeroOutside(mask, V::Sub(V::LoadTail(x + i, mask), mean_v));
-      acc = V::Fma(d, d, acc);
-    }
-    sq = V::ReduceAdd(acc);
-  } else {
-    sq = V::ReduceAdd(acc);
-    for (; i < n; ++i) sq = std::fma(x[i] - mean, x[i] - mean, sq);
-  }
+  const float sq = OrderedSquaredDeviations<V>(n, x, mean);
   const float rstd = 1.0f / std::sqrt(sq * inv_n + eps);
   const typename V::V rstd_v = V::Set1(rstd);
   auto out = [&](typename V::V xi, typename V::V g, typename V::V b) {
     return V::Fma(V::Mul(V::Sub(xi, mean_v), rstd_v), g, b);
   };
-  for (i = 0; i + V::kLanes <= n; i += V::kLanes) {
+  size_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) {
     V::Store(y + i, out(V::Load(x + i), V::Load(gamma + i), V::Load(beta + i)));
   }
   if (i < n) {
@@ -81,7 +49,7 @@ void LayerNorm(size_t n, const float* x, const float* gamma, const float* beta,
                float eps, float* y) {
   assert(n >= 1);
   assert(x != nullptr && gamma != nullptr && beta != nullptr && y != nullptr);
-  Normalize<V>(n, x, Sum<V>(n, x), gamma, beta, eps, y);
+  Normalize<V>(n, x, OrderedSum<V>(n, x), gamma, beta, eps, y);
   V::End();
 }
 
@@ -91,30 +59,9 @@ void AddLayerNorm(size_t n, float* x, const float* r, const float* gamma,
   assert(n >= 1);
   assert(x != nullptr && r != nullptr && gamma != nullptr && beta != nullptr &&
          y != nullptr);
-  typename V::V acc = V::Zero();
-  size_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) {
-    const typename V::V s = V::Add(V::Load(x + i), V::Load(r + i));
-    V::Store(x + i, s);
-    acc = V::Add(acc, s);
-  }
-  float sum;
-  if constexpr (V::kMaskedTails) {
-    if (i < n) {
-      const typename V::Mask mask = V::Tail(n - i);
-      const typename V::V s =
-          V::Add(V::LoadTail(x + i, mask), V::LoadTail(r + i, mask));
-      V::StoreTail(x + i, mask, s);
-      acc = V::Add(acc, s);
-    }
-    sum = V::ReduceAdd(acc);
-  } else {
-    sum = V::ReduceAdd(acc);
-    for (; i < n; ++i) {
-      x[i] += r[i];
-      sum += x[i];
-    }
-  }
+  Map2<V>(n, x, r, x,
+          [](typename V::V a, typename V::V b) { return V::Add(a, b); });
+  const float sum = OrderedSum<V>(n, x);
   Normalize<V>(n, x, sum, gamma, beta, eps, y);
   V::End();
 }

@@ -21,12 +21,6 @@ constexpr DotIsa kDotIsas[] = {DotIsa::kScalar,  DotIsa::kAvx2,
                                DotIsa::kAvxVnni, DotIsa::kAvx512Vnni,
                                DotIsa::kNeonDot, DotIsa::kAmx};
 
-uint32_t Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
 struct Layer {
   size_t inputs, outputs;
   std::vector<int8_t> q;  // [outputs][inputs], all of [-128, 127]
@@ -150,19 +144,6 @@ std::vector<float> RunQ8(DenseQ8Fn f, const Layer& l, size_t rows,
     }
   }
   return out;
-}
-
-void ExpectSameBits(const std::vector<float>& a, const std::vector<float>& b,
-                    const std::string& what) {
-  ASSERT_EQ(a.size(), b.size());
-  int reported = 0;
-  for (size_t i = 0; i < a.size() && reported < 5; ++i) {
-    if (Bits(a[i]) != Bits(b[i])) {
-      ADD_FAILURE() << what << " [" << i << "] = " << a[i] << ", expected "
-                    << b[i];
-      ++reported;
-    }
-  }
 }
 
 TEST(DenseQ8Pack, Layout) {

@@ -106,13 +106,13 @@ TEST_P(NormSimd, LayerNormMatchesScalar) {
     const Guarded x(in.x, 1), gamma(in.gamma, 2), beta(in.beta, 3);
     Guarded y(n, 0);
     k->layer_norm(n, x.get(), gamma.get(), beta.get(), kEps, y.get());
-    ExpectAllNear(y.values(), expected, kF32, "y");
+    ExpectSameBits(y.values(), expected, "y");
     EXPECT_TRUE(y.Intact()) << "wrote out of bounds";
     EXPECT_EQ(x.values(), in.x) << "modified x";
 
     Guarded xy(in.x, 3);
     k->layer_norm(n, xy.get(), gamma.get(), beta.get(), kEps, xy.get());
-    ExpectAllNear(xy.values(), expected, kF32, "y aliasing x");
+    ExpectSameBits(xy.values(), expected, "y aliasing x");
     EXPECT_TRUE(xy.Intact()) << "wrote out of bounds (in place)";
   }
 }
@@ -131,13 +131,13 @@ TEST_P(NormSimd, AddLayerNormMatchesScalar) {
     k->add_layer_norm(n, x.get(), r.get(), gamma.get(), beta.get(), kEps,
                       y.get());
     EXPECT_EQ(x.values(), x_ref) << "the residual sum left in x";
-    ExpectAllNear(y.values(), expected, kF32, "y");
+    ExpectSameBits(y.values(), expected, "y");
     EXPECT_TRUE(x.Intact() && y.Intact()) << "wrote out of bounds";
 
     Guarded xy(in.x, 0);
     k->add_layer_norm(n, xy.get(), r.get(), gamma.get(), beta.get(), kEps,
                       xy.get());
-    ExpectAllNear(xy.values(), expected, kF32, "y aliasing x");
+    ExpectSameBits(xy.values(), expected, "y aliasing x");
     EXPECT_TRUE(xy.Intact()) << "wrote out of bounds (in place)";
   }
 }

@@ -125,6 +125,28 @@ void ExpectAllNear(const std::vector<float>& actual,
   }
 }
 
+inline uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// Expects `actual` to be `expected` bit for bit (NaNs included); reports
+// the first few elements that are not.
+inline void ExpectSameBits(const std::vector<float>& actual,
+                           const std::vector<float>& expected,
+                           const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < actual.size() && reported < 5; ++i) {
+    if (Bits(actual[i]) != Bits(expected[i])) {
+      ADD_FAILURE() << what << "[" << i << "] = " << actual[i] << ", expected "
+                    << expected[i] << " bit for bit";
+      ++reported;
+    }
+  }
+}
+
 using UnaryFn = std::function<void(size_t, const float*, float*)>;
 
 // Runs `f` and the reference `ref` on seeded uniform inputs in [lo, hi) at

@@ -28,11 +28,6 @@ inline constexpr Tolerance kF32{2e-6, 2e-6};
 inline constexpr double kExpMaxRelError = 1e-6;
 inline constexpr double kGeluMaxAbsError = 1e-6;
 
-// causal_step's and causal_update's compensated update of S, z and their
-// carries: every variant does each element's update in the same operations
-// in the same order (kernels.h), so the state matches the scalar one exactly.
-inline constexpr Tolerance kCausalState{0.0, 0.0};
-
 // f16 -> f32 conversion is exact: every binary16 value is a binary32 value.
 inline constexpr Tolerance kF16ToF32{0.0, 0.0};
 
