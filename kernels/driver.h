@@ -158,21 +158,22 @@ float OrderedDot(size_t n, const float* a, const float* b) {
   return sums.Total();
 }
 
-// sum_i x[i] for i < n, in LaneSums' order.
+// sum_i (x[i] - m) for i < n, in LaneSums' order.
 template <class V>
-float OrderedSum(size_t n, const float* x) {
+float OrderedDeviations(size_t n, const float* x, float m) {
+  const typename V::V mv = V::Set1(m);
   LaneSums<V> sums;
   size_t i = 0;
   for (; i + kSumLanes <= n; i += kSumLanes) {
     for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
-      sums.Add(u, V::Load(x + i + u * V::kLanes));
+      sums.Add(u, V::Sub(V::Load(x + i + u * V::kLanes), mv));
     }
   }
   if (i < n) {
-    float padded[kSumLanes] = {};
-    for (size_t k = 0; i + k < n; ++k) padded[k] = x[i + k];
+    float padded[kSumLanes];  // m past the end: m - m adds +0
+    for (size_t k = 0; k < kSumLanes; ++k) padded[k] = i + k < n ? x[i + k] : m;
     for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
-      sums.Add(u, V::Load(padded + u * V::kLanes));
+      sums.Add(u, V::Sub(V::Load(padded + u * V::kLanes), mv));
     }
   }
   return sums.Total();

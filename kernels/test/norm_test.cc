@@ -56,6 +56,22 @@ TEST(NormScalar, LayerNormMatchesDouble) {
   }
 }
 
+// A mean 100 times the spread: a float sum of x rounds at the mean's scale
+// (2e-4 off at n = 1000); the mean is taken as a deviation from x[0].
+TEST(NormScalar, LayerNormOfALargeMeanMatchesDouble) {
+  const KernelTable* k = KernelsFor(Isa::kScalar);
+  for (size_t n : {5, 37, 256, 1000}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    NormInputs in = RandomNormInputs(n, 40 + n);
+    for (float& v : in.x) v += 100.0f;
+    std::vector<float> y(n);
+    k->layer_norm(n, in.x.data(), in.gamma.data(), in.beta.data(), kEps,
+                  y.data());
+    ExpectAllNear(y, LayerNormDouble(in.x, in.gamma, in.beta, kEps),
+                  Tolerance{2e-5, 2e-5}, "y");
+  }
+}
+
 TEST(NormScalar, LayerNormOfConstantIsBeta) {
   const KernelTable* k = KernelsFor(Isa::kScalar);
   const std::vector<float> x(5, 3.25f), gamma(5, 2.0f),
