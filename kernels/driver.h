@@ -158,25 +158,36 @@ float OrderedDot(size_t n, const float* a, const float* b) {
   return sums.Total();
 }
 
+// sum_i term(x[i]) for i < n in LaneSums' order: add(&sums, u, chunk) adds
+// the terms of a vector of x to part u of the sums. The last 16 are padded
+// with `pad`, whose term must be 0.
+template <class V, typename AddTerms>
+float OrderedSumOf(size_t n, const float* x, float pad, AddTerms add) {
+  LaneSums<V> sums;
+  float padded[kSumLanes];
+  for (size_t i = 0; i < n; i += kSumLanes) {
+    const float* chunk = x + i;
+    if (i + kSumLanes > n) {
+      for (size_t k = 0; k < kSumLanes; ++k) {
+        padded[k] = i + k < n ? x[i + k] : pad;
+      }
+      chunk = padded;
+    }
+    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
+      add(&sums, u, V::Load(chunk + u * V::kLanes));
+    }
+  }
+  return sums.Total();
+}
+
 // sum_i (x[i] - m) for i < n, in LaneSums' order.
 template <class V>
 float OrderedDeviations(size_t n, const float* x, float m) {
   const typename V::V mv = V::Set1(m);
-  LaneSums<V> sums;
-  size_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) {
-    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
-      sums.Add(u, V::Sub(V::Load(x + i + u * V::kLanes), mv));
-    }
-  }
-  if (i < n) {
-    float padded[kSumLanes];  // m past the end: m - m adds +0
-    for (size_t k = 0; k < kSumLanes; ++k) padded[k] = i + k < n ? x[i + k] : m;
-    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
-      sums.Add(u, V::Sub(V::Load(padded + u * V::kLanes), mv));
-    }
-  }
-  return sums.Total();
+  return OrderedSumOf<V>(n, x, m,
+                         [&](LaneSums<V>* sums, size_t u, typename V::V xv) {
+                           sums->Add(u, V::Sub(xv, mv));
+                         });
 }
 
 // sum_i (x[i] - m)^2 for i < n, in LaneSums' order, each square fused into
@@ -184,23 +195,11 @@ float OrderedDeviations(size_t n, const float* x, float m) {
 template <class V>
 float OrderedSquaredDeviations(size_t n, const float* x, float m) {
   const typename V::V mv = V::Set1(m);
-  LaneSums<V> sums;
-  size_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) {
-    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
-      const typename V::V d = V::Sub(V::Load(x + i + u * V::kLanes), mv);
-      sums.Fma(u, d, d);
-    }
-  }
-  if (i < n) {
-    float padded[kSumLanes];  // m past the end: (m - m)^2 adds +0
-    for (size_t k = 0; k < kSumLanes; ++k) padded[k] = i + k < n ? x[i + k] : m;
-    for (size_t u = 0; u < LaneSums<V>::kVectors; ++u) {
-      const typename V::V d = V::Sub(V::Load(padded + u * V::kLanes), mv);
-      sums.Fma(u, d, d);
-    }
-  }
-  return sums.Total();
+  return OrderedSumOf<V>(n, x, m,
+                         [&](LaneSums<V>* sums, size_t u, typename V::V xv) {
+                           const typename V::V d = V::Sub(xv, mv);
+                           sums->Fma(u, d, d);
+                         });
 }
 
 }  // namespace
