@@ -203,7 +203,7 @@ def parse_args(argv):
     p.add_argument("--positions", type=lambda s: [int(x) for x in s.split(",")], help="the MNIST shape's positions (default 16,64,...,65536)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--steps", type=int, default=100, help="timed steps of every engine at every position per round (default 100)")
-    p.add_argument("--quick", action="store_true", help="MNIST shape only, positions to 4,096, fewer steps (about a minute)")
+    p.add_argument("--quick", action="store_true", help="MNIST shape only, positions to 4,096, fewer steps (about 30 s on 2 cores)")
     p.add_argument("--smoke", action="store_true", help="a tiny model and a few steps, for the test suite")
     p.add_argument("--no-memory", dest="memory", action="store_false", help="skip the memory-against-position runs")
     p.add_argument("--plots", help="directory for the PNG plots ('' for none; default docs/, with --quick or --smoke WORK_DIR/plots or none)")
