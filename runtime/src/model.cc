@@ -649,10 +649,11 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
                        std::to_string(dim));
       }
       view.shape.push_back(dim);
-      view.elements *= static_cast<size_t>(dim);
-      if (view.elements > (size_t{1} << 40)) {
+      // Checked before multiplying: [2^32, 2^32] would wrap to 0.
+      if (static_cast<size_t>(dim) > (size_t{1} << 40) / view.elements) {
         return Invalid("tensor '" + name + "' is implausibly large");
       }
+      view.elements *= static_cast<size_t>(dim);
     }
     view.layout = t->layout();
     size_t stored_elements = view.elements;

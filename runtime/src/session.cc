@@ -98,6 +98,7 @@ Status OpenBlock(const Model& model, const Options& options, void* arena,
 }
 
 void ReleaseBlock(void* object) {
+  if (object == nullptr) return;  // as ::operator delete(nullptr)
   auto* block = static_cast<uint8_t*>(object) - kObjectOffset;
   BlockHeader header;
   std::memcpy(&header, block, sizeof header);

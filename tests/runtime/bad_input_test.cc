@@ -381,6 +381,21 @@ TEST(BadModel, BlockedTensorOfWrongShape) {
   EXPECT_THAT(status.message(), HasSubstr("its buffer holds"));
 }
 
+// Each dimension is at most 2^32, but their product must be checked before
+// it is formed: [2^32, 2^32] wrapped a 64-bit count to 0 elements.
+TEST(BadModel, TensorWhoseElementCountWraps) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  schema::Tensor* weight = FindTensor(bytes, "layers.0.linear1.weight");
+  ASSERT_NE(weight, nullptr);
+  weight->mutable_shape()->Mutate(0, int64_t{1} << 32);
+  weight->mutable_shape()->Mutate(1, int64_t{1} << 32);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("tensor 'layers.0.linear1.weight' is implausibly "
+                        "large"));
+}
+
 TEST(BadModel, BlockedTensorOfWrongSize) {
   // The speech model's head has 29 outputs (its labels): blocked, its
   // buffer holds 32 rows, which a row-major [29][d_model] cannot.
