@@ -37,7 +37,7 @@ StepBytes CountStepBytes(const Model& model, const std::string& dtype) {
     }
   }
   b.dtype = Name(most);
-  if (!dtype.empty()) b.dtype = dtype.c_str();
+  if (!dtype.empty()) b.dtype = dtype;
   const std::string chosen = b.dtype;
   const size_t matrix_bytes = chosen == "i8"                        ? 1
                               : chosen == "f16" || chosen == "bf16" ? 2

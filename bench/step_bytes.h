@@ -14,7 +14,7 @@ namespace bench {
 
 // What one step reads from the model, by the file's dtypes.
 struct StepBytes {
-  const char* dtype = "f32";  // how the file stores its matrices
+  std::string dtype = "f32";  // how the file stores its matrices
   size_t matrix_params = 0;   // 2-D weights, embedding rows
   size_t vector_params = 0;   // biases, norms, favor+ omega, conv
   size_t weights = 0;         // bytes of the two above

@@ -24,7 +24,9 @@ FAST_TRANSFORMERS_FLAGS = {
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # a broken pipe is met here, not at exit
+        return status
     except ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -23,9 +23,9 @@ def as_float32(value: float) -> float:
     """The value a file stores for a float field: rounded to float32, inf
     where it is beyond float32's range."""
     try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
+        return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+    except OverflowError:  # beyond float32's range, or even float64's
+        return math.inf if value > 0 else -math.inf
 
 
 @dataclasses.dataclass
@@ -82,12 +82,18 @@ class ModelConfig:
             most = MAX_LAYERS if name == "num_layers" else MAX_WIDTH
             if not 1 <= getattr(self, name) <= most:
                 raise ValueError(f"{name} = {getattr(self, name)} is outside [1, {most}]")
-        if self.feature_dim > MAX_WIDTH:
-            raise ValueError(f"feature_dim = {self.feature_dim} is more than {MAX_WIDTH}")
-        for name in ("vocab_size", "max_positions", "output_dim", "output_levels"):
-            if getattr(self, name) > MAX_VOCAB:
-                raise ValueError(f"{name} = {getattr(self, name)} is more than {MAX_VOCAB}")
-        for name, most in (("input_dim", MAX_WIDTH), ("stack_window", MAX_WINDOW)):
+        # Each where the runtime checks it: a field a model does not use (a
+        # frame model's vocab_size) is not checked there either.
+        limits = [("feature_dim", MAX_WIDTH), ("output_dim", MAX_VOCAB)]
+        if self.input_kind == "tokens":
+            limits.append(("vocab_size", MAX_VOCAB))
+        else:
+            limits += [("input_dim", MAX_WIDTH), ("stack_window", MAX_WINDOW)]
+        if self.position == "learned":
+            limits.append(("max_positions", MAX_VOCAB))
+        if self.output_distribution == "logistic-mixture":
+            limits.append(("output_levels", MAX_VOCAB))
+        for name, most in limits:
             if getattr(self, name) > most:
                 raise ValueError(f"{name} = {getattr(self, name)} is more than {most}")
         # The file stores floats as float32: an eps that rounds to 0 is 0.
@@ -117,15 +123,13 @@ class ModelConfig:
         if self.num_heads * self.feature_dim * self.d_value > MAX_STATE:
             raise ValueError(f"the attention state, num_heads x feature_dim x d_value = "
                              f"{self.num_heads * self.feature_dim * self.d_value}, is more than {MAX_STATE}")
-        # Checked for token models too, which never stack (the runtime refuses
-        # a hop of 0 whatever the input).
-        if not 1 <= self.stack_hop <= self.stack_window:
-            raise ValueError("frame stacking needs 1 <= stack_hop <= stack_window")
         if self.input_kind == "tokens" and self.vocab_size <= 0:
             raise ValueError("token input needs vocab_size > 0")
         if self.input_kind == "frames":
             if self.input_dim <= 0:
                 raise ValueError("frame input needs input_dim > 0")
+            if not 1 <= self.stack_hop <= self.stack_window:
+                raise ValueError("frame stacking needs 1 <= stack_hop <= stack_window")
             if not self.input_projection and self.input_dim * self.stack_window != self.d_model:
                 raise ValueError("without input_projection, input_dim * stack_window must equal d_model")
         if self.position == "learned" and self.max_positions <= 0:

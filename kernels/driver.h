@@ -6,7 +6,8 @@
 //   Zero, Set1, Load, Store, Tail(rem), LoadTail, StoreTail,
 //   LoadColumn(p, stride) (lanes p[0], p[stride], ...), Add, Sub, Mul, Div,
 //   Fma(a, b, c) = a b + c and Fms(a, b, c) = a b - c (each rounded once),
-//   ReduceAdd, End (called before a kernel returns).
+//   End (called before a kernel returns). Sums across lanes are LaneSums'
+//   (below), in one order for every width.
 // Each operation rounds once, as its scalar counterpart (Fma as std::fma), so
 // a driver compiled with -ffp-contract=off computes every element in exactly
 // the operations and order of a scalar loop written the same way.
@@ -41,7 +42,6 @@ struct ScalarLane {
   static V Mul(V a, V b) { return a * b; }
   static V Fma(V a, V b, V c) { return std::fma(a, b, c); }
   static V Fms(V a, V b, V c) { return std::fma(a, b, -c); }
-  static float ReduceAdd(V v) { return v; }
   // A vector of one lane has no tail; these let a driver's tail code compile.
   static Mask Tail(size_t rem) { return rem; }
   static V LoadTail(const float* p, Mask m) { return m != 0 ? *p : 0.0f; }

@@ -88,10 +88,10 @@ struct KernelTable {
                        float eps, float* S, float* z, float* S_carry,
                        float* z_carry, float* y, size_t y_stride);
   // y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, with the biased
-  // variance, like torch.nn.LayerNorm. The sums of x and of the squared
-  // deviations (two passes) are in LaneSums' order (driver.h), so every
-  // variant gives the same bits. x, gamma, beta, y: [n], n >= 1; y may alias
-  // x.
+  // variance, like torch.nn.LayerNorm. The mean (x[0] plus the mean
+  // deviation from x[0]) and the squared deviations from it are summed in
+  // LaneSums' order (driver.h), so every variant gives the same bits. x, gamma,
+  // beta, y: [n], n >= 1; y may alias x.
   void (*layer_norm)(size_t n, const float* x, const float* gamma,
                      const float* beta, float eps, float* y);
   // x += r (the residual, in place), then y = layer_norm(x). x, r, gamma,

@@ -20,13 +20,6 @@ inline __m256i TailMask(size_t rem) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // exp(x) = 2^n e^r with n = round(x log2 e) and r = x - n ln 2, |r| <= ln2/2.
 // ln 2 is split in two (Cody and Waite) with a 9-bit high part, so n ln2_hi is
 // exact and r carries no cancellation error. e^r is its degree-7 Taylor
@@ -96,7 +89,6 @@ struct Vec {
   // a b + c and a b - c, each rounded once.
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V Fms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
-  static float ReduceAdd(V v) { return HorizontalSum(v); }
   // min(max(v, lo), hi) as maxps/minps: a NaN v becomes lo.
   static V Clamp(V v, V lo, V hi) {
     return _mm256_min_ps(_mm256_max_ps(v, lo), hi);

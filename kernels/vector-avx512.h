@@ -78,7 +78,6 @@ struct Vec {
   // a b + c and a b - c, each rounded once.
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V Fms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
-  static float ReduceAdd(V v) { return _mm512_reduce_add_ps(v); }
   // min(max(v, lo), hi) as maxps/minps: a NaN v becomes lo.
   static V Clamp(V v, V lo, V hi) {
     return _mm512_min_ps(_mm512_max_ps(v, lo), hi);

@@ -45,8 +45,7 @@ inline float32x4_t Exp(float32x4_t x) {
 }
 
 // 4 floats per q register. No masked loads: elementwise tails are staged
-// through a stack buffer; reductions add their tail one lane at a time after
-// the vector sum (kMaskedTails false).
+// through a stack buffer (kMaskedTails false).
 struct Vec {
   using V = float32x4_t;
   using Mask = size_t;  // the number of lanes in the tail
@@ -81,7 +80,6 @@ struct Vec {
   // a b + c and a b - c, each rounded once.
   static V Fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
   static V Fms(V a, V b, V c) { return vfmaq_f32(vnegq_f32(c), a, b); }
-  static float ReduceAdd(V v) { return vaddvq_f32(v); }
   // min(max(v, lo), hi) with x86's maxps/minps semantics, so that NaN and
   // signed zeros clamp alike on every variant: the second operand unless the
   // first is strictly beyond it.

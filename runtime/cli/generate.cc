@@ -115,7 +115,7 @@ Status ReadImageModel(const Model& model, const std::string& path,
                       "(image_height, image_width, image_start_token; see "
                       "examples/generate/export.py)");
   }
-  if (start >= c.vocab_size || c.vocab_size < kGreyLevels) {
+  if (c.vocab_size < kGreyLevels) {  // the start token is below it: parsed
     return Status(StatusCode::kInvalidArgument,
                   "'" + path + "': vocabulary of " +
                       std::to_string(c.vocab_size) +

@@ -30,7 +30,7 @@ Status ReadIdxImages(const std::string& path, GreyImages* images);
 inline constexpr uint64_t kMaxPngSide = 1000000;
 
 // Writes an 8-bit greyscale PNG of [height][width] pixels, through its
-// partial file (output_file.h).
+// partial file where it has one (output_file.h).
 Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
                     uint32_t width, uint32_t height);
 

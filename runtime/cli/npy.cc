@@ -151,8 +151,12 @@ Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(PartialPath(path), std::ios::binary);
-  if (!out) return Status(StatusCode::kIoError, "cannot write '" + path + "'");
+  std::string written;
+  Status begun = BeginOutput(path, &written);
+  if (!begun.ok()) return begun;
+  std::ofstream out(written, std::ios::binary);
+  const Status failed(StatusCode::kIoError, "cannot write '" + path + "'");
+  if (!out) return FinishOutput(path, written, failed);
   out.write("\x93NUMPY\x01\x00", 8);
   const uint16_t length = static_cast<uint16_t>(header.size());
   const char length_bytes[2] = {static_cast<char>(length & 0xff),
@@ -162,9 +166,7 @@ Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
   out.write(reinterpret_cast<const char*>(values.data()),
             values.size() * sizeof(float));
   out.close();
-  return FinishPartial(
-      path, out ? Status::Ok()
-                : Status(StatusCode::kIoError, "cannot write '" + path + "'"));
+  return FinishOutput(path, written, out ? Status::Ok() : failed);
 }
 
 }  // namespace tarn::cli

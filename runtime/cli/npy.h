@@ -20,7 +20,8 @@ struct NpyArray {
 };
 
 Status ReadNpy(const std::string& path, NpyArray* array);
-// Writes a float32 array through its partial file (output_file.h).
+// Writes a float32 array through its partial file where it has one
+// (output_file.h).
 Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
                 const std::vector<float>& values);
 

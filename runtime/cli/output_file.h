@@ -1,6 +1,9 @@
 // The CLI's output files (arrays, images) are written beside their path, as
 // PATH.partial, and renamed over PATH once complete: a failure leaves what
-// was at PATH as it was, never a half-written file.
+// was at PATH as it was, never a half-written file. A path that exists but
+// is not a regular file (a terminal, /dev/stdout, a FIFO) cannot be renamed
+// over and is written in place; a symlink's target is replaced, not the
+// link.
 
 #ifndef TARN_RUNTIME_CLI_OUTPUT_FILE_H_
 #define TARN_RUNTIME_CLI_OUTPUT_FILE_H_
@@ -11,17 +14,20 @@
 
 namespace tarn::cli {
 
-// The temporary file an output is written to before it is renamed to `path`.
-std::string PartialPath(const std::string& path);
+// Where to write `path`'s bytes, in `*write_to`: its partial file, or the
+// path itself (see above). Refuses an existing file that is not writable.
+Status BeginOutput(const std::string& path, std::string* write_to);
 
-// Ok if `path` can be written: its partial file is created and removed, so
-// that a long computation does not end in "cannot write".
+// Ok if `path` can be written: BeginOutput's checks, and its partial file is
+// created and removed, so that a long computation does not end in "cannot
+// write".
 Status CheckWritable(const std::string& path);
 
-// Ends the writing of `path`: with `status` ok, renames its partial file
-// over it; otherwise (or if the rename fails) removes the partial file.
-// Returns the status of the whole write.
-Status FinishPartial(const std::string& path, Status status);
+// Ends the writing of `path` into `written` (BeginOutput's): with `status`
+// ok, renames a partial file into place; otherwise (or if the rename fails)
+// removes it. Returns the status of the whole write.
+Status FinishOutput(const std::string& path, const std::string& written,
+                    Status status);
 
 }  // namespace tarn::cli
 

@@ -531,17 +531,18 @@ Status Model::Impl::ReadConfig() {
         "model attention state (heads x feature_dim x d_value) is "
         "implausibly large");
   }
-  // Checked for token models too, which never stack: a hop of 0 would
-  // divide by zero wherever frames are counted.
-  Status stacking = positive("stack_window", c.stack_window, kMaxWindow);
-  if (stacking.ok())
-    stacking = positive("stack_hop", c.stack_hop, c.stack_window);
-  if (!stacking.ok()) return stacking;
   if (c.input_kind == InputKind::kTokens) {
+    // Its stacking fields mean nothing and are not checked (files that hold
+    // 0 there loaded before): nothing counts a token model's frames
+    // (Session::StepsForFrames is 0).
     Status status = positive("vocab_size", c.vocab_size, kMaxVocab);
     if (!status.ok()) return status;
   } else {
     Status status = positive("input_dim", c.input_dim, kMaxWidth);
+    if (status.ok())
+      status = positive("stack_window", c.stack_window, kMaxWindow);
+    if (status.ok())
+      status = positive("stack_hop", c.stack_hop, c.stack_window);
     if (!status.ok()) return status;
     if (!c.input_projection &&
         uint64_t{c.input_dim} * c.stack_window != c.d_model) {
@@ -1077,16 +1078,17 @@ Status Model::Load(const std::string& path, std::unique_ptr<Model>* model,
   if (model == nullptr) {
     return Status(StatusCode::kInvalidArgument, "'model' is null");
   }
-  auto impl = std::make_unique<Impl>();
-  Status status = impl->file.Open(path);
-  if (!status.ok()) return status;
-  status = NothingThrown([&] {
-    return impl->Init(impl->file.data(), impl->file.size(), options);
+  return NothingThrown([&] {
+    auto impl = std::make_unique<Impl>();
+    Status status = impl->file.Open(path);
+    if (!status.ok()) return status;
+    status = impl->Init(impl->file.data(), impl->file.size(), options);
+    if (!status.ok()) {
+      return Status(status.code(), path + ": " + status.message());
+    }
+    model->reset(new Model(std::move(impl)));
+    return Status::Ok();
   });
-  if (!status.ok())
-    return Status(status.code(), path + ": " + status.message());
-  model->reset(new Model(std::move(impl)));
-  return Status::Ok();
 }
 
 Status Model::FromBuffer(const void* data, size_t size,
@@ -1098,12 +1100,12 @@ Status Model::FromBuffer(const void* data, size_t size,
   if (data == nullptr) {
     return Status(StatusCode::kInvalidArgument, "model buffer is null");
   }
-  auto impl = std::make_unique<Impl>();
-  Status status =
-      NothingThrown([&] { return impl->Init(data, size, options); });
-  if (!status.ok()) return status;
-  model->reset(new Model(std::move(impl)));
-  return Status::Ok();
+  return NothingThrown([&] {
+    auto impl = std::make_unique<Impl>();
+    Status status = impl->Init(data, size, options);
+    if (status.ok()) model->reset(new Model(std::move(impl)));
+    return status;
+  });
 }
 
 const ModelConfig& Model::config() const { return impl_->config; }

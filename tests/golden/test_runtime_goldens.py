@@ -5,6 +5,7 @@ and fast-transformers itself (fixtures committed under tests/data).
 Run by ctest, which sets TARN_BIN (the CLI) and TARN_GOLDENS (the goldens).
 """
 
+import io
 import json
 import os
 import subprocess
@@ -240,20 +241,21 @@ def test_info_splits_the_weight_bytes_by_dtype(case, matrices):
 
 
 @pytest.mark.any_kernels
-def test_a_token_model_with_a_stack_hop_of_zero_is_refused(tmp_path):
-    """A token model never stacks frames, but counting frames divided by its
-    hop: a file with a hop of 0 crashed tarn_session_steps_for_frames
-    (SIGFPE). The converter refuses it; a file may still hold it."""
+def test_a_token_models_stacking_fields_are_not_read(tmp_path):
+    """A token model never stacks frames; files whose stack_hop is 0 (the
+    converter checked stacking for frame models only) load and step as
+    before, and nothing divides by that hop (Session::StepsForFrames of a
+    token session is 0: BadStep.WrongInputKind)."""
     from converter.reader import read_tarn
     from converter.writer import _build
 
-    f = read_tarn(GOLDENS / "tokens" / "model.tarn")
+    golden = GOLDENS / "tokens"
+    f = read_tarn(golden / "model.tarn")
     f.config.stack_hop = 0
     path = tmp_path / "hop0.tarn"
     path.write_bytes(_build(f.config, dict(f.tensors), f.labels, f.audio, f.metadata)[0])
-    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
-    assert result.returncode == 1
-    assert "stack_hop = 0 is outside [1, 1]" in result.stderr, result.stderr
+    run_ok(path, golden / "input.npy", tmp_path)
+    assert scaled_error(np.load(tmp_path / "output.npy"), np.load(golden / "output.npy")) <= TOLERANCE
 
 
 def rewritten_i8(tmp_path: Path, edit) -> Path:
@@ -449,6 +451,27 @@ def test_no_output_is_written_when_one_cannot_be(converted, tmp_path):
     assert result.returncode == 1
     assert "cannot write" in result.stderr and "log_p.npy" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.any_kernels
+def test_outputs_that_are_not_plain_files(tmp_path):
+    """--output /dev/stdout is written in place (there is nothing to rename
+    over), and a symlink's target is replaced, the link kept."""
+    golden = GOLDENS / "tokens"
+    expected = np.load(golden / "output.npy")
+    result = subprocess.run([TARN, "run", str(golden / "model.tarn"), "--input", str(golden / "input.npy"),
+                             "--output", "/dev/stdout"], capture_output=True)
+    assert result.returncode == 0, result.stderr
+    assert scaled_error(np.load(io.BytesIO(result.stdout)), expected) <= TOLERANCE
+    target = tmp_path / "target.npy"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.npy"
+    link.symlink_to(target)
+    result = subprocess.run([TARN, "run", str(golden / "model.tarn"), "--input", str(golden / "input.npy"),
+                             "--output", str(link)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and scaled_error(np.load(target), expected) <= TOLERANCE
+    assert not list(tmp_path.glob("*.partial"))
 
 
 @pytest.mark.any_kernels

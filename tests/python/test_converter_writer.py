@@ -385,7 +385,6 @@ def test_audio_recipes_the_runtime_refuses_are_not_written(tmp_path, small_confi
         ({"conv_kernel": 2000}, r"conv_kernel = 2000 is more than 1024"),
         ({"norm_eps": float("nan")}, r"norm_eps must be a finite float32 number"),
         ({"vocab_size": 2**24 + 1}, r"vocab_size = 16777217 is more than 16777216"),
-        ({"stack_hop": 0}, r"frame stacking needs 1 <= stack_hop <= stack_window"),  # a token model
         ({"output_dim": 2**24 + 1}, r"output_dim = 16777217 is more than 16777216"),
         ({"feature_dim": 131072}, r"feature_dim = 131072 is more than 65536"),
         ({"num_heads": 65536, "d_value": 1000}, r"the attention state, num_heads x feature_dim x d_value = 1572864000"),
@@ -393,6 +392,7 @@ def test_audio_recipes_the_runtime_refuses_are_not_written(tmp_path, small_confi
         ({"norm_eps": 1e-46}, r"norm_eps must be positive"),
         ({"favor_softmax_temp": 1e-46}, r"favor_softmax_temp must be positive"),
         ({"embedding_scale": 1e39}, r"embedding_scale must be a finite float32 number"),
+        ({"embedding_scale": 10**400}, r"embedding_scale must be a finite float32 number"),  # not even a float64
     ],
 )
 def test_configs_the_runtime_refuses_are_not_written(tmp_path, small_config, small_state_dict, change, message):
@@ -400,6 +400,18 @@ def test_configs_the_runtime_refuses_are_not_written(tmp_path, small_config, sma
     with pytest.raises(ConversionError, match=message):
         convert_state_dict(small_state_dict, config, tmp_path / "m.tarn")
     assert not (tmp_path / "m.tarn").exists()
+
+
+def test_fields_a_model_does_not_use_are_not_checked(tmp_path):
+    """As the runtime: a frame model's vocab_size, a model's max_positions
+    without learned positions, a token model's input_dim."""
+    config = CONFIGS["frames_stacked_prenorm"]
+    changed = dataclasses.replace(config, vocab_size=2**24 + 1, max_positions=2**24 + 1)
+    convert_state_dict(make_model(config).state_dict(), changed, tmp_path / "frames.tarn")
+    config = CONFIGS["tokens_favor_conv"]
+    changed = dataclasses.replace(config, input_dim=2**16 + 1, stack_hop=0)
+    convert_state_dict(make_model(config).state_dict(), changed, tmp_path / "tokens.tarn")
+    assert read_tarn(tmp_path / "tokens.tarn").config.stack_hop == 0
 
 
 def test_output_paths(tmp_path, small_config, small_state_dict):
