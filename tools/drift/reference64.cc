@@ -68,6 +68,13 @@ std::unique_ptr<Reference64> Reference64::Load(const std::string& path,
     return nullptr;
   }
   const schema::Model& m = *schema::GetModel(bytes);
+  // The majors this reader knows (schema/tarn.fbs's log): a newer one may
+  // store what it reads differently.
+  if (m.schema_version() == nullptr || m.schema_version()->major() < 1 ||
+      m.schema_version()->major() > 2) {
+    *error = path + ": a schema version this reference does not read";
+    return nullptr;
+  }
   if (m.attention() != schema::AttentionKind::Causal) {
     *error = path + ": bidirectional models cannot be stepped";
     return nullptr;
@@ -102,36 +109,65 @@ std::unique_ptr<Reference64> Reference64::Load(const std::string& path,
   r->final_norm_ = m.final_norm();
   r->output_dim_ = m.output_dim();
 
+  // Every tensor as row-major doubles, from the schema's definitions alone:
+  // f32, f16, bf16 (the top 16 bits of an f32) and i8 (times NAME.scale's
+  // value for its row); DenseBlocked16 holds blocks of 16 output rows
+  // stored input-major, element (o, i) at ((o / 16) inputs + i) 16 + o % 16.
   std::map<std::string, std::vector<double>> tensors;
+  std::map<std::string, size_t> columns;  // inputs of each i8 matrix
   for (const schema::Tensor* t : *m.tensors()) {
     const auto* data = m.buffers()->Get(t->buffer())->data();
-    std::vector<double> values;
-    if (t->dtype() == schema::DType::F32) {
-      values.resize(data->size() / 4);
-      for (size_t i = 0; i < values.size(); ++i) {
+    const size_t width = t->dtype() == schema::DType::F32  ? 4
+                         : t->dtype() == schema::DType::I8 ? 1
+                                                           : 2;
+    std::vector<double> stored(data->size() / width);
+    for (size_t i = 0; i < stored.size(); ++i) {
+      const uint8_t* at = data->data() + width * i;
+      if (t->dtype() == schema::DType::F32) {
         float f;
-        std::memcpy(&f, data->data() + 4 * i, 4);
-        values[i] = f;
-      }
-    } else if (t->dtype() == schema::DType::BF16) {
-      values.resize(data->size() / 2);
-      for (size_t i = 0; i < values.size(); ++i) {
+        std::memcpy(&f, at, 4);
+        stored[i] = f;
+      } else if (t->dtype() == schema::DType::I8) {
+        stored[i] = static_cast<int8_t>(*at);
+      } else {
         uint16_t h;
-        std::memcpy(&h, data->data() + 2 * i, 2);
-        const uint32_t bits = static_cast<uint32_t>(h) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        values[i] = f;
-      }
-    } else {
-      values.resize(data->size() / 2);
-      for (size_t i = 0; i < values.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, data->data() + 2 * i, 2);
-        values[i] = HalfToDouble(h);
+        std::memcpy(&h, at, 2);
+        if (t->dtype() == schema::DType::BF16) {
+          const uint32_t bits = static_cast<uint32_t>(h) << 16;
+          float f;
+          std::memcpy(&f, &bits, 4);
+          stored[i] = f;
+        } else {
+          stored[i] = HalfToDouble(h);
+        }
       }
     }
+    std::vector<double> values = stored;
+    if (t->layout() == schema::TensorLayout::DenseBlocked16 &&
+        t->shape()->size() == 2) {
+      const size_t outputs = t->shape()->Get(0), inputs = t->shape()->Get(1);
+      values.assign(outputs * inputs, 0.0);
+      for (size_t o = 0; o < outputs; ++o) {
+        for (size_t i = 0; i < inputs; ++i) {
+          const size_t at = ((o / 16) * inputs + i) * 16 + o % 16;
+          if (at < stored.size()) values[o * inputs + i] = stored[at];
+        }
+      }
+    }
+    if (t->dtype() == schema::DType::I8 && t->shape()->size() == 2) {
+      columns[t->name()->str()] = t->shape()->Get(1);
+    }
     tensors[t->name()->str()] = std::move(values);
+  }
+  for (const auto& [name, inputs] : columns) {
+    auto scale = tensors.find(name + ".scale");
+    if (scale == tensors.end()) continue;  // refused by the loader anyway
+    std::vector<double>& w = tensors[name];
+    for (size_t o = 0; o < scale->second.size(); ++o) {
+      for (size_t i = 0; i < inputs && o * inputs + i < w.size(); ++i) {
+        w[o * inputs + i] *= scale->second[o];
+      }
+    }
   }
   bool missing = false;
   auto take = [&](const std::string& name) {
