@@ -517,8 +517,7 @@ def fmt(x, spec=".3f"):
 
 
 # The weights' precision of each engine: the floor it is set against.
-WEIGHT_DTYPE = {"tarn": "f32", "torch_linear": "f32", "ort_linear": "f32", "torch_softmax": "f32", "ort_softmax": "f32",
-                "tarn_f16": "f16", "ort_f16": "f16", "tarn_bf16": "bf16", "tarn_i8": "i8", "tarn_i8dot": "i8", "ort_int8": "i8"}
+WEIGHT_DTYPE = {**{engine: "f32" for engine in ENGINES}, **TARN_REDUCED, "ort_f16": "f16", "ort_int8": "i8"}
 
 
 def weight_floors(entry: dict) -> dict:

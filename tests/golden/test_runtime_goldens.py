@@ -86,16 +86,24 @@ def test_two_threads_bit_identical_to_one(tmp_path):
     assert np.array_equal(np.load(tmp_path / "1" / "output.npy"), np.load(tmp_path / "2" / "output.npy"))
 
 
+def stored_and_f32_errors(case: str, tmp_path: Path, *extra: str):
+    """tarn's outputs on a reduced-precision golden, as max scaled errors
+    against PyTorch holding the file's values (output.npy) and against the
+    f32 model (output_f32.npy), printed."""
+    golden = GOLDENS / case
+    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path, *extra)
+    output = np.load(tmp_path / "output.npy")
+    stored = scaled_error(output, np.load(golden / "output.npy"))
+    f32 = scaled_error(output, np.load(golden / "output_f32.npy"))
+    print(f"{case} {' '.join(extra)}: max scaled |tarn - pytorch with the file's weights| = {stored:.2e}, "
+          f"|tarn - pytorch f32| = {f32:.2e}")
+    return stored, f32
+
+
 def test_f16_weights_match_the_model_the_file_holds(tmp_path):
     """f16 weights: tarn against the reference holding the f16-rounded
     weights, to the f32 bound; and how far f16 moves the outputs from f32."""
-    golden = GOLDENS / "tokens_f16"
-    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
-    output = np.load(tmp_path / "output.npy")
-    error = scaled_error(output, np.load(golden / "output.npy"))
-    rounding = scaled_error(output, np.load(golden / "output_f32.npy"))
-    print(f"f16 weights: max scaled |tarn f16 - pytorch with the file's weights| = {error:.2e}, "
-          f"|tarn f16 - pytorch f32| = {rounding:.2e}")
+    error, rounding = stored_and_f32_errors("tokens_f16", tmp_path)
     assert error <= TOLERANCE
     assert rounding <= F16_TOLERANCE
 
@@ -105,13 +113,7 @@ def test_i8_weights_match_the_model_the_file_holds(tmp_path):
     tests' own quantiser gives (tests.goldens.quantize_per_row, int8 times
     scale; the next test checks the file holds the same), to the f32 bound;
     and how far int8 moves the outputs from the f32 model."""
-    golden = GOLDENS / "tokens_i8"
-    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
-    output = np.load(tmp_path / "output.npy")
-    error = scaled_error(output, np.load(golden / "output.npy"))
-    quantization = scaled_error(output, np.load(golden / "output_f32.npy"))
-    print(f"i8 weights: max scaled |tarn i8 - pytorch with the file's weights| = {error:.2e}, "
-          f"|tarn i8 - pytorch f32| = {quantization:.2e}")
+    error, quantization = stored_and_f32_errors("tokens_i8", tmp_path)
     assert error <= TOLERANCE
     assert quantization <= I8_TOLERANCE
 
@@ -120,12 +122,7 @@ def test_i8_integer_dot_products_stay_close_to_the_model_the_file_holds(tmp_path
     """--int8 dot quantises each step's activations to int8 as well (a scale
     per row, docs/decisions.md): against the reference holding the file's
     weights, whose activations stay f32."""
-    golden = GOLDENS / "tokens_i8"
-    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path, "--int8", "dot")
-    output = np.load(tmp_path / "output.npy")
-    error = scaled_error(output, np.load(golden / "output.npy"))
-    print(f"i8 dot: max scaled |tarn i8 dot - pytorch with the file's weights| = {error:.2e}, "
-          f"|tarn i8 dot - pytorch f32| = {scaled_error(output, np.load(golden / 'output_f32.npy')):.2e}")
+    error, _ = stored_and_f32_errors("tokens_i8", tmp_path, "--int8", "dot")
     assert error <= I8_DOT_TOLERANCE
 
 
@@ -158,13 +155,7 @@ def test_bf16_weights_match_the_model_the_file_holds(tmp_path):
     """bf16 weights: tarn against the reference holding the tests' own
     bf16 rounding of the weights (tests.goldens.round_bf16), to the f32 bound;
     and how far bf16 moves the outputs from the f32 model, to BF16_TOLERANCE."""
-    golden = GOLDENS / "tokens_bf16"
-    run_ok(golden / "model.tarn", golden / "input.npy", tmp_path)
-    output = np.load(tmp_path / "output.npy")
-    error = scaled_error(output, np.load(golden / "output.npy"))
-    rounding = scaled_error(output, np.load(golden / "output_f32.npy"))
-    print(f"bf16 weights: max scaled |tarn bf16 - pytorch with the file's weights| = {error:.2e}, "
-          f"|tarn bf16 - pytorch f32| = {rounding:.2e}")
+    error, rounding = stored_and_f32_errors("tokens_bf16", tmp_path)
     assert error <= TOLERANCE
     assert rounding <= BF16_TOLERANCE
 

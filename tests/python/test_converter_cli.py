@@ -1,13 +1,16 @@
 """The command line, run as users run it: python3 -m converter ..."""
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import torch
 
 from converter import read_tarn
 
-from converter_testing import FAST_TRANSFORMERS_DATA, make_model, run_cli
+from converter_testing import FAST_TRANSFORMERS_DATA, REPO_ROOT, make_model, run_cli
 
 
 def test_convert_then_inspect(tmp_path, small_config, small_state_dict):
@@ -140,12 +143,6 @@ def test_inspect_into_a_reader_that_stops_early(tmp_path, small_config, small_st
     """`inspect | head -1`: the reader closes the pipe early; the converter
     stops as a Unix tool does, without a BrokenPipeError traceback, whether
     the pipe breaks at a print (unbuffered) or at the flush of its output."""
-    import os
-    import subprocess
-    import sys
-
-    from converter_testing import REPO_ROOT
-
     out = tmp_path / "model.tarn"
     torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, tmp_path / "model.pt")
     assert run_cli("convert", tmp_path / "model.pt", out).returncode == 0
