@@ -645,6 +645,11 @@ NB_MODULE(_tarn, m) {
       .def("snapshot_bytes",
            [](const PyModel& m) { return m.Get()->snapshot_bytes(); })
       .def("identity", [](const PyModel& m) { return m.Get()->identity(); })
+      .def("schema_version",
+           [](const PyModel& m) {
+             const tarn::SchemaVersion v = m.Get()->schema_version();
+             return nb::make_tuple(v.major, v.minor);
+           })
       .def("metadata", [](const PyModel& m) {
         nb::dict d;
         for (const auto& [key, value] : m.Get()->metadata())

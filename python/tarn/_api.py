@@ -216,6 +216,11 @@ class Model:
         return self._native.identity()
 
     @property
+    def schema_version(self) -> Tuple[int, int]:
+        """(major, minor): the schema version the file was written in."""
+        return self._native.schema_version()
+
+    @property
     def audio(self) -> Optional[Dict[str, Any]]:
         """A speech model's feature recipe (sample_rate, num_mel_bins, ...,
         and warp: a speaker's model's vocal tract warp, else 1), as its file

@@ -34,7 +34,9 @@ int Info(const std::string& path) {
   Status status = Model::Load(path, &model);
   if (!status.ok()) return Fail(status);
   const ModelConfig& c = model->config();
-  std::printf("model            %s\n", path.c_str());
+  const SchemaVersion version = model->schema_version();
+  std::printf("model            %s (schema %u.%u)\n", path.c_str(),
+              version.major, version.minor);
   if (c.input_kind == InputKind::kTokens) {
     std::printf("input            tokens, vocabulary %u, embedding scale %g\n",
                 c.vocab_size, c.embedding_scale);

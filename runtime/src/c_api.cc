@@ -251,6 +251,14 @@ uint64_t tarn_model_identity(const tarn_model* model) {
   return model ? Cpp(model)->identity() : 0;
 }
 
+void tarn_model_schema_version(const tarn_model* model, uint32_t* major,
+                               uint32_t* minor) {
+  const tarn::SchemaVersion version =
+      model ? Cpp(model)->schema_version() : tarn::SchemaVersion();
+  if (major) *major = version.major;
+  if (minor) *minor = version.minor;
+}
+
 size_t tarn_model_snapshot_bytes(const tarn_model* model) {
   return model ? Cpp(model)->snapshot_bytes() : 0;
 }

@@ -1123,6 +1123,11 @@ size_t Model::weight_bytes(DType dtype) const {
   return index < std::size(kDTypes) ? impl_->weight_bytes_by_dtype[index] : 0;
 }
 uint64_t Model::identity() const { return impl_->identity; }
+
+SchemaVersion Model::schema_version() const {
+  const schema::SchemaVersion* version = impl_->flat->schema_version();
+  return {version->major(), version->minor()};
+}
 size_t Model::snapshot_bytes() const {
   return kSnapshotHeaderBytes + impl_->state.total * sizeof(float);
 }

@@ -208,6 +208,19 @@ def test_bf16_only_where_f16_may_be(tmp_path):
     assert "tensor 'layers.0.norm1.weight' must be f32" in result.stderr
 
 
+@pytest.mark.parametrize("which", ["converted now", "bundled"])
+def test_info_prints_the_schema_version(which):
+    """The version the file holds, as the converter's reader reads it."""
+    from converter.reader import read_tarn
+
+    path = (GOLDENS / "tokens" / "model.tarn" if which == "converted now"
+            else Path(__file__).resolve().parents[2] / "examples/asr/model/asr.tarn")
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    major, minor = read_tarn(path).schema_version
+    assert result.stdout.splitlines()[0].endswith(f"{path} (schema {major}.{minor})")
+
+
 @pytest.mark.any_kernels
 def test_info_names_the_kernels_in_use(kernels_in_use):
     model = GOLDENS / "tokens" / "model.tarn"

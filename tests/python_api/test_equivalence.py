@@ -72,6 +72,13 @@ def test_prefill_state_snapshot_equals_stepping(models):
     assert snapshot == stepped.snapshot()
 
 
+def test_schema_version_is_the_files(models):
+    from converter.reader import read_tarn
+
+    for path in (models["tokens"], SPEECH_MODEL):
+        assert tarn.Model(path).schema_version == read_tarn(path).schema_version
+
+
 def test_snapshot_restore_clone_continue_bit_identically(models):
     model = tarn.Model(models["tokens"])
     tokens = _tokens(60, model.config.vocab_size, seed=5)

@@ -171,7 +171,13 @@ TEST(BadModel, SchemaMajorOneIsRead) {
   schema::GetMutableModel(bytes.data())
       ->mutable_schema_version()
       ->mutate_major(1);
-  EXPECT_TRUE(LoadBytes(bytes).ok());
+  schema::GetMutableModel(bytes.data())
+      ->mutable_schema_version()
+      ->mutate_minor(5);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::FromBuffer(bytes.data(), bytes.size(), &model).ok());
+  EXPECT_EQ(model->schema_version().major, 1u);
+  EXPECT_EQ(model->schema_version().minor, 5u);
 }
 
 TEST(BadModel, NewerSchemaMinorIsRead) {

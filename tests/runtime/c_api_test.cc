@@ -232,6 +232,13 @@ TEST(CApi, StepsAsTheCppApi) {
   std::unique_ptr<Session> cpp;
   ASSERT_TRUE(Session::Create(*cpp_model, SessionOptions(), &cpp).ok());
   EXPECT_EQ(tarn_model_identity(model), cpp_model->identity());
+  uint32_t major = 9, minor = 9;
+  tarn_model_schema_version(model, &major, &minor);
+  EXPECT_EQ(major, cpp_model->schema_version().major);
+  EXPECT_EQ(minor, cpp_model->schema_version().minor);
+  tarn_model_schema_version(nullptr, &major, &minor);
+  EXPECT_EQ(major, 0u);
+  EXPECT_EQ(minor, 0u);
   EXPECT_EQ(tarn_model_session_bytes(model, nullptr),
             cpp_model->session_bytes());
 

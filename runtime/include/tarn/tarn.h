@@ -235,6 +235,9 @@ size_t tarn_model_weight_bytes(const tarn_model* model);
 size_t tarn_model_weight_bytes_of(const tarn_model* model, tarn_dtype dtype);
 /* A hash of the configuration and weights; snapshots carry it. */
 uint64_t tarn_model_identity(const tarn_model* model);
+/* The schema version the file was written in; 0.0 for a null model. */
+void tarn_model_schema_version(const tarn_model* model, uint32_t* major,
+                               uint32_t* minor);
 /* Bytes of a session snapshot. */
 size_t tarn_model_snapshot_bytes(const tarn_model* model);
 

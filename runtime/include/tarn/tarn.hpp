@@ -178,6 +178,13 @@ struct ModelConfig {
 // How a .tarn file stores a tensor's elements (its converter's --dtype for
 // the matrices; vectors, norms and int8 scales stay f32).
 enum class DType { kF32, kF16, kI8, kBf16 };
+
+// A file's schema version: a reader refuses a major it does not know and
+// reads any minor of one it does (schema/tarn.fbs, its version log).
+struct SchemaVersion {
+  uint32_t major = 0;
+  uint32_t minor = 0;
+};
 inline constexpr DType kDTypes[] = {DType::kF32, DType::kF16, DType::kI8,
                                     DType::kBf16};
 // f32, f16, i8, bf16: the converter's --dtype names.
@@ -305,6 +312,9 @@ class Model {
   // seeded with the file's weight checksum): equal for two loads of one
   // file, different for another model. Snapshots carry it.
   uint64_t identity() const;
+  // The schema version the file was written in (schema/tarn.fbs's log);
+  // this runtime reads majors 1 and 2.
+  SchemaVersion schema_version() const;
   // Free-form provenance from the file (source, converter version, date).
   std::vector<std::pair<std::string, std::string>> metadata() const;
   // The feature recipe the file stores, read from it at each call (not on
