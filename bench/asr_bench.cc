@@ -20,7 +20,16 @@
 //     time, beside the target (--target, 0.005);
 //   - per-step latency (one step = stack_hop frames of audio, 30 ms for the
 //     example model: its frames' features, the model step, the decoder
-//     step): mean, p50, p99, max (RecognizerStats);
+//     step): mean, p50, p99, max (RecognizerStats); the steps of one pass
+//     share its time, so this is the cost of a step, not the wait for one;
+//   - per-call latency: the wall time of each AcceptWaveform() call, a
+//     chunk's wait for its results (the steps its audio completes, run in
+//     one pass): mean, p50, p99, max;
+//   - with --transcripts (file<TAB>transcript, by WAV file name, as
+//     examples/asr/samples/transcripts.tsv): each result against the
+//     transcript of the utterance whose turn it is (result k, utterance k),
+//     as exact matches and word errors; a split or lost utterance shows as
+//     errors from there on;
 //   - the model alone on as many steps' frames (at most 20,000 steps) of
 //     random features, back to back after the stream, by CPU time: in
 //     passes of one chunk's frames (Session::PrefillFrames), as the
@@ -56,6 +65,7 @@
 #include <vector>
 
 #include "bandwidth.h"
+#include "latency_histogram.h"
 #include "tarn/recognizer.hpp"
 #include "tarn/tarn.hpp"
 
@@ -105,6 +115,48 @@ std::vector<std::string> ReadWords(const std::string& path) {
   std::string word;
   while (in >> word) words.push_back(word);
   return words;
+}
+
+// name -> transcript, from a TSV file with a header line.
+std::vector<std::pair<std::string, std::string>> ReadTranscripts(
+    const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) {
+      rows.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+    }
+  }
+  return rows;
+}
+
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) words.push_back(word);
+  return words;
+}
+
+// Word-level Levenshtein distance.
+size_t WordEdits(const std::vector<std::string>& a,
+                 const std::vector<std::string>& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
 }
 
 void Check(const tarn::Status& status, const char* what) {
@@ -163,7 +215,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Speech recognition on a long stream: real-time factor, "
       "per-step latency and memory, beside the target and floor"};
-  std::string model_path, words_path, int8 = "exact";
+  std::string model_path, words_path, transcripts_path, int8 = "exact";
   std::vector<std::string> wavs;
   double minutes = 10, target = 0.005, rss_every = 5;
   int beam = 8, threads = 1, chunk_ms = 100, passes = 51;
@@ -174,6 +226,9 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--words", words_path, "word list for the beam search")
+      ->check(CLI::ExistingFile);
+  app.add_option("--transcripts", transcripts_path,
+                 "file<TAB>transcript per WAV file name: score the results")
       ->check(CLI::ExistingFile);
   app.add_option("--beam", beam, "beam width (0: greedy)")
       ->check(CLI::Range(0, 256));
@@ -216,6 +271,23 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The reference words of each clip, when --transcripts names them.
+  std::vector<std::vector<std::string>> references;
+  if (!transcripts_path.empty()) {
+    const auto rows = ReadTranscripts(transcripts_path);
+    for (const std::string& wav : wavs) {
+      const std::string name = wav.substr(wav.find_last_of('/') + 1);
+      const auto row =
+          std::find_if(rows.begin(), rows.end(),
+                       [&](const auto& r) { return r.first == name; });
+      if (row == rows.end()) {
+        std::fprintf(stderr, "error: %s: no transcript for %s\n",
+                     transcripts_path.c_str(), name.c_str());
+        return 1;
+      }
+      references.push_back(SplitWords(row->second));
+    }
+  }
 
   const uint64_t total = static_cast<uint64_t>(minutes * 60 * rate);
   const size_t chunk = static_cast<size_t>(chunk_ms) * rate / 1000;
@@ -224,7 +296,21 @@ int main(int argc, char** argv) {
   Stream stream(&clips, rate);
   tarn::RecognitionResult result;
   uint64_t fed = 0, next_rss = static_cast<uint64_t>(60) * rate, words = 0,
-           recognised = 0;
+           recognised = 0, exact = 0, word_edits = 0, reference_words = 0;
+  tarn::LatencyHistogram call_latency;
+  std::vector<std::string> heard;
+  // Result k against the transcript of utterance k.
+  auto score = [&](const tarn::RecognitionResult& r) {
+    if (references.empty()) return;
+    const std::vector<std::string>& reference =
+        references[recognised % references.size()];
+    heard.clear();
+    for (const tarn::RecognizedWord& w : r.words) heard.push_back(w.word);
+    const size_t edits = WordEdits(heard, reference);
+    word_edits += edits;
+    reference_words += reference.size();
+    exact += edits == 0 ? 1 : 0;
+  };
   std::vector<std::pair<double, long>> rss;  // (audio minute, kB)
   double cpu = 0;
   const Clock::time_point wall_start = Clock::now();
@@ -233,10 +319,15 @@ int main(int argc, char** argv) {
         static_cast<size_t>(std::min<uint64_t>(chunk, total - fed));
     stream.Fill(pcm.data(), n);
     const double cpu_start = ThreadCpuSeconds();
+    const Clock::time_point call_start = Clock::now();
     Check(recognizer->AcceptWaveform(pcm.data(), n), "recognising");
+    call_latency.Add(
+        std::chrono::duration<double, std::nano>(Clock::now() - call_start)
+            .count());
     cpu += ThreadCpuSeconds() - cpu_start;
     fed += n;
     while (recognizer->PopResult(&result)) {
+      score(result);
       ++recognised;
       words += result.words.size();
     }
@@ -246,8 +337,12 @@ int main(int argc, char** argv) {
     }
   }
   const double cpu_start = ThreadCpuSeconds();
-  if (!recognizer->FinalResult().words.empty()) ++recognised;
+  const tarn::RecognitionResult last = recognizer->FinalResult();
   cpu += ThreadCpuSeconds() - cpu_start;
+  if (!last.words.empty()) {
+    score(last);
+    ++recognised;
+  }
   const double wall =
       std::chrono::duration<double>(Clock::now() - wall_start).count();
   const tarn::RecognizerStats s = recognizer->stats();
@@ -343,6 +438,23 @@ int main(int argc, char** argv) {
       "%.1f us, p99 %.1f us, max %.1f us; target %.1f us\n",
       step_us / 1e3, static_cast<unsigned long long>(s.steps), s.step_mean_us,
       s.step_p50_us, s.step_p99_us, s.step_max_us, target * step_us);
+  std::printf(
+      "per call (%d ms of audio, %llu calls; the wait for a chunk's results): "
+      "mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us\n",
+      chunk_ms, static_cast<unsigned long long>(call_latency.count()),
+      call_latency.mean() / 1e3, call_latency.Quantile(0.5) / 1e3,
+      call_latency.Quantile(0.99) / 1e3, call_latency.max() / 1e3);
+  if (!references.empty()) {
+    std::printf(
+        "transcripts: %llu of %llu results exact; word errors %llu of %llu "
+        "reference words (WER %.2f %%)\n",
+        static_cast<unsigned long long>(exact),
+        static_cast<unsigned long long>(recognised),
+        static_cast<unsigned long long>(word_edits),
+        static_cast<unsigned long long>(reference_words),
+        100.0 * static_cast<double>(word_edits) /
+            static_cast<double>(std::max<uint64_t>(1, reference_words)));
+  }
   std::printf(
       "model alone, back to back, CPU time: %.1f us a step in passes of %zu "
       "frames (a chunk's, as the recognizer steps them) = %.0f %% of the "
