@@ -144,9 +144,17 @@ def check_festival_voices():
 
 
 def check_mbrola_voices():
-    """espeak-ng names a missing MBROLA voice on stderr and writes no samples."""
+    """espeak-ng names a missing MBROLA voice (or the missing mbrola program)
+    on stderr, and either writes no samples or fails, by version."""
     header_only = 44  # bytes of a WAV file with no samples
-    missing = [v for v in MBROLA_TRAIN + MBROLA_HELD_OUT if len(espeak_raw(v, CHECK_TEXT)) <= header_only]
+
+    def speaks(voice):
+        try:
+            return len(espeak_raw(voice, CHECK_TEXT)) > header_only
+        except subprocess.CalledProcessError:
+            return False
+
+    missing = [v for v in MBROLA_TRAIN + MBROLA_HELD_OUT if not speaks(v)]
     if missing:
         sys.exit(f"MBROLA voices missing: {missing}: apt-get install mbrola mbrola-us1 ... from Debian's "
                  "contrib and non-free (scripts/install-deps.sh recipe)")

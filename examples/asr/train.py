@@ -41,6 +41,7 @@ Usage: train.py [--data examples/asr/data] [--steps N | --minutes 32] [--out mod
 """
 
 import argparse
+import hashlib
 import math
 import multiprocessing
 import os
@@ -450,11 +451,15 @@ def main(argv=None):
     if missing:
         sys.exit(f"{args.data}/manifest.tsv has no utterances of split(s) {missing}")
     data = {split: load_split(args.data, rows[split]) for split in splits}
-    # What a checkpoint must agree with to be resumed.
+    # What a checkpoint must agree with to be resumed: the settings, the
+    # training transcripts, and where it runs (a thread count or a device
+    # of its own may add in another order: the same weights need the same).
+    transcripts = hashlib.sha256("\n".join(r["path"] + "\t" + r["transcript"] for r in rows["train"]).encode())
     plan = {"steps": args.steps, "minutes": None if args.steps else args.minutes, "lr": args.lr,
             "frames_per_batch": args.frames_per_batch, "seed": args.seed, "speed_perturb": args.speed_perturb,
             "augment": args.augment, "init": shown(args.init) if args.init else None,
-            "train_utterances": len(data["train"])}
+            "train_utterances": len(data["train"]), "train_transcripts": transcripts.hexdigest()[:16],
+            "device": str(device), "threads": args.threads}
 
     model = LinearTransformer(CONFIG)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)

@@ -3,7 +3,8 @@
 train.py resumes: a run interrupted mid-epoch and rerun with
 the same arguments ends with the same weights, bit for bit, as one that was
 never interrupted (a fixed number of steps, one thread, batches made in
-this process). Also: the training-only vocal-tract length warp leaves the
+this process); other settings, threads or training transcripts refuse the
+checkpoint. Also: the training-only vocal-tract length warp leaves the
 front end's filterbank as it is at factor 1. On a tiny corpus of tones and
 noise made here (the model learns nothing from it in 7 steps; only
 the equality is checked).
@@ -103,6 +104,17 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
     # Other settings refuse the checkpoint instead of mixing two runs.
     with pytest.raises(SystemExit, match="other settings"):
         train.main(arguments(data, resumed)[:-1] + ["basic"])
+    # So do another thread count (sums may add in another order) and a
+    # corpus of the same size with other training transcripts.
+    two_threads = arguments(data, resumed)
+    two_threads[two_threads.index("--threads") + 1] = "2"
+    with pytest.raises(SystemExit, match="'threads': \\(1, 2\\)"):
+        train.main(two_threads)
+    manifest = (data / "manifest.tsv").read_text().splitlines()
+    path, _, rest = manifest[1].split("\t", 2)
+    (data / "manifest.tsv").write_text("\n".join([manifest[0], f"{path}\tstop go stop\t{rest}", *manifest[2:]]) + "\n")
+    with pytest.raises(SystemExit, match="'train_transcripts'"):
+        train.main(arguments(data, resumed))
 
 
 def test_vocal_tract_warp_is_the_front_end_at_factor_one():
