@@ -5,7 +5,8 @@ boosted phrase and on utterances that contain none.
 
     /usr/bin/python3 examples/asr/hotwords_eval.py [--out /tmp/hotwords] \\
         [--hotwords examples/asr/hotwords.txt] [--voices held-out|dev] \\
-        [--count 150] [--beam 8] [--boost 2.0] [--tarn build/runtime/tarn]
+        [--count 150] [--beam 8] [--boost 2.0] [--tarn build/runtime/tarn] \\
+        [--manifest examples/asr/data/manifest.tsv]
 
 Utterances are synthesised as make_corpus.py does, into OUT/<voices>/: with
 `--voices held-out`, by the held-out espeak-ng variants (m3 m8 f2 f5 klatt2
@@ -13,11 +14,19 @@ klatt4 john belinda) and flite slt, alternately; with `--voices dev`, by
 training voices (tune --boost there, never on held-out voices). Set `with`:
 one phrase of the hotword file, with 0-3 random words before and after it.
 Set `without`: 2-8 random words in which no phrase of the file occurs.
+Neither holds a word sequence the model was trained on: an utterance whose
+words are a transcript of the corpus's `train` split (--manifest, as
+make_corpus.py wrote it) is drawn again. Each file is named by a hash of its
+words and settings, so files of another --count, --seed or --hotwords in the
+same --out are never read as this run's.
 WER = word edits / reference words, summed over a set.
 """
 
 import argparse
 import concurrent.futures
+import csv
+import hashlib
+import json
 import os
 import random
 import sys
@@ -43,7 +52,18 @@ def contains(words, phrase):
     return f" {phrase} " in f" {words} "
 
 
-def plan(phrases, count, voices, seed):
+def training_transcripts(manifest):
+    """The word sequences of the corpus's train split."""
+    with open(manifest, newline="") as f:
+        trained = {row["transcript"] for row in csv.DictReader(f, delimiter="\t") if row["split"] == "train"}
+    if not trained:
+        raise SystemExit(f"{manifest} lists no train split: make the whole corpus (run_recipe.sh's make_corpus.py)")
+    return trained
+
+
+def plan(phrases, count, voices, seed, trained):
+    """[(set, words, spec)]: `count` utterances with a phrase, then `count`
+    without; no words are a transcript in `trained`."""
     rng = random.Random(seed)
     if voices == "held-out":
         speakers = [("espeak", v) for v in corpus.ESPEAK_HELD_OUT] + [("flite", "slt")] * 4
@@ -54,13 +74,15 @@ def plan(phrases, count, voices, seed):
     for n in range(2 * count):
         if n < count:
             phrase = phrases[n % len(phrases)]
-            before = [rng.choice(corpus.VOCABULARY) for _ in range(rng.randint(0, 3))]
-            after = [rng.choice(corpus.VOCABULARY) for _ in range(rng.randint(0, 3))]
-            words = " ".join(before + [phrase] + after)
+            words = None
+            while words is None or words in trained:
+                before = [rng.choice(corpus.VOCABULARY) for _ in range(rng.randint(0, 3))]
+                after = [rng.choice(corpus.VOCABULARY) for _ in range(rng.randint(0, 3))]
+                words = " ".join(before + [phrase] + after)
             split = "with"
         else:
             words = corpus.random_words(rng, min_words=2)
-            while any(contains(words, p) for p in phrases):
+            while words in trained or any(contains(words, p) for p in phrases):
                 words = corpus.random_words(rng, min_words=2)
             split = "without"
         engine, voice = speakers[n % len(speakers)]
@@ -71,6 +93,10 @@ def plan(phrases, count, voices, seed):
             spec["stretch"] = round(rng.uniform(0.9, 1.15), 3)
         items.append((split, words, spec))
     return items
+
+
+def file_name(words, spec):
+    return hashlib.sha256(json.dumps([words, spec], sort_keys=True).encode()).hexdigest()[:20]
 
 
 def main() -> int:
@@ -86,13 +112,15 @@ def main() -> int:
     parser.add_argument("--boost", type=float, nargs="+", default=[None], help="--hotword-boost values to try")
     parser.add_argument("--words", action="store_true", help="also constrain to the word list")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--manifest", default=str(HERE / "data" / "manifest.tsv"),
+                        help="the corpus's manifest.tsv: its train transcripts are kept out of both sets")
     args = parser.parse_args()
     tarn = args.tarn or asr_eval.find_tarn()
     phrases = read_phrases(args.hotwords)
     out = Path(args.out) / args.voices
     out.mkdir(parents=True, exist_ok=True)
-    items = plan(phrases, args.count, args.voices, args.seed)
-    jobs = [(str(out / f"{i:04d}.wav"), words, spec) for i, (_, words, spec) in enumerate(items)]
+    items = plan(phrases, args.count, args.voices, args.seed, training_transcripts(args.manifest))
+    jobs = [(str(out / f"{file_name(words, spec)}.wav"), words, spec) for _, words, spec in items]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(corpus.synthesise, [j for j in jobs if not os.path.exists(j[0])]))
 
