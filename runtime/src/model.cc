@@ -962,7 +962,8 @@ void Model::Impl::PlanState() {
   }
 }
 
-ScratchLayout Model::Impl::PlanScratch(size_t rows, size_t threads) const {
+ScratchLayout Model::Impl::PlanScratch(size_t rows, size_t threads,
+                                       bool batch) const {
   const ModelConfig& c = config;
   const size_t heads = c.num_heads, C = c.feature_dim;
   size_t next = 0;
@@ -1001,6 +1002,9 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows, size_t threads) const {
     widest(head);
   }
   s.dense = region(threads * s.dense_floats);
+  const bool may_not_step = c.input_kind == InputKind::kFrames &&
+                            (c.stack_window > 1 || c.stack_hop > 1);
+  s.outputs = region(batch && may_not_step ? rows * output_size : 0);
   s.total = next;
   return s;
 }
@@ -1187,7 +1191,7 @@ size_t Model::batch_bytes(const BatchOptions& options) const {
   if (!CheckOptions(options).ok()) return 0;
   return kBlockHeaderBytes +
          impl_->PlanScratch(options.max_streams,
-                            static_cast<size_t>(options.num_threads))
+                            static_cast<size_t>(options.num_threads), true)
                  .total *
              sizeof(float);
 }

@@ -108,6 +108,11 @@ struct ScratchLayout {
   // rows (never widened) and for f32 models.
   size_t dense;
   size_t dense_floats;  // per thread: the widest layer's scratch_floats()
+  // [rows][output_size] a batch's outputs of the sessions that stepped,
+  // before each goes to its session's row (a frame model that stacks: some
+  // sessions may not step, and their rows are not written). Last, so that
+  // a batch's other regions are where a session's are; batches only.
+  size_t outputs;
   size_t total;
 };
 
@@ -144,7 +149,8 @@ class Model::Impl {
   size_t output_size = 0;
 
   // Scratch for up to `rows` rows on `threads` threads (1 or more).
-  ScratchLayout PlanScratch(size_t rows, size_t threads) const;
+  ScratchLayout PlanScratch(size_t rows, size_t threads,
+                            bool batch = false) const;
 
  private:
   Status ReadConfig();

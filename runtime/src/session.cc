@@ -516,12 +516,13 @@ class SessionBatch::Impl {
       : model_(model),
         m_(internal::ModelAccess::Get(model)),
         c_(m_.config),
-        streams_(reinterpret_cast<Stream**>(
-            floats +
-            m_.PlanScratch(options.max_streams, static_cast<size_t>(std::max(
-                                                    options.num_threads, 1)))
-                .streams)),
-        engine_(m_, floats, options.max_streams, threads) {}
+        engine_(m_, floats, options.max_streams, threads) {
+    const ScratchLayout layout = m_.PlanScratch(
+        options.max_streams,
+        static_cast<size_t>(std::max(options.num_threads, 1)), true);
+    streams_ = reinterpret_cast<Stream**>(floats + layout.streams);
+    stepped_outputs_ = floats + layout.outputs;
+  }
 
   Status Check(Session* const* sessions, size_t count, float* outputs,
                size_t outputs_size) const;
@@ -534,6 +535,9 @@ class SessionBatch::Impl {
   const Model::Impl& m_;
   const ModelConfig& c_;
   Stream** streams_;  // [max_streams], in the scratch
+  // [max_streams][output_size], in the scratch: StepFrames' outputs when
+  // some session did not step (ScratchLayout::outputs).
+  float* stepped_outputs_;
   Engine engine_;
 };
 
@@ -615,17 +619,18 @@ Status SessionBatch::Impl::StepFrames(Session* const* sessions,
     if (stepped[i]) streams_[rows++] = stream;
   }
   if (rows == 0) return Status::Ok();
-  engine_.Forward(Rows{rows, streams_, false, 0}, outputs);
-  // Outputs came in rows of the sessions that stepped; move each to its
-  // session's index (never below its row, so from the back).
+  if (rows == count) {
+    engine_.Forward(Rows{rows, streams_, false, 0}, outputs);
+    return Status::Ok();
+  }
+  // The outputs come in rows of the sessions that stepped: each goes to its
+  // session's row, and the rows of the others keep what they held.
+  engine_.Forward(Rows{rows, streams_, false, 0}, stepped_outputs_);
   const size_t width = m_.output_size;
-  for (size_t i = count; i-- > 0 && rows > 0;) {
+  for (size_t i = 0, row = 0; i < count; ++i) {
     if (!stepped[i]) continue;
-    --rows;
-    if (rows != i) {
-      std::memcpy(outputs + i * width, outputs + rows * width,
-                  width * sizeof(float));
-    }
+    std::memcpy(outputs + i * width, stepped_outputs_ + row++ * width,
+                width * sizeof(float));
   }
   return Status::Ok();
 }
