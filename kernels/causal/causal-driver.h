@@ -214,10 +214,13 @@ void Steps(size_t C, size_t dv, const Positions& p, float eps, float* S,
     den[t] = UpdateNormaliser<V, true>(C, one.phi_k, one.phi_q, z, z_carry);
   }
   UpdateRows<V, kPositions, true>(C, dv, p, S, S_carry);
+  // Divided, not multiplied by a reciprocal: 1 / (den + eps) overflows
+  // for a denominator below 1 / FLT_MAX (eps 0, tiny features), where the
+  // quotient is finite; and a quotient rounds once, as the reference's.
   for (int t = 0; t < kPositions; ++t) {
-    const typename V::V inv = V::Set1(1.0f / (den[t] + eps));
+    const typename V::V divisor = V::Set1(den[t] + eps);
     float* y = p.From(t).y;
-    Map<V>(dv, y, y, [&](typename V::V a) { return V::Mul(a, inv); });
+    Map<V>(dv, y, y, [&](typename V::V a) { return V::Div(a, divisor); });
   }
 }
 

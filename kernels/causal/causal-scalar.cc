@@ -61,8 +61,8 @@ void CausalStep(size_t C, size_t dv, const float* phi_k, const float* v,
   const float den = OrderedDot<ScalarLane>(C, phi_q, z);
   for (size_t j = 0; j < dv; ++j) y[j] = 0.0f;
   UpdateRows(C, dv, phi_k, v, phi_q, S, S_carry, y);
-  const float inv = 1.0f / (den + eps);
-  for (size_t j = 0; j < dv; ++j) y[j] *= inv;
+  const float divisor = den + eps;  // divided: causal-driver.h says why
+  for (size_t j = 0; j < dv; ++j) y[j] /= divisor;
 }
 
 // The reference for the SIMD variants' passes over two positions: one

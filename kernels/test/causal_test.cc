@@ -156,6 +156,23 @@ TEST_P(CausalVariant, UpdateIsTheStepsUpdate) {
   }
 }
 
+// A denominator below 1 / FLT_MAX (here 2e-40, a subnormal, with eps 0)
+// still gives the finite quotient: one position, so y = (phi_q . phi_k) v /
+// (phi_q . phi_k) = v, to the few digits subnormals keep. A reciprocal of
+// the denominator overflowed to inf (and 0 * inf to NaN).
+TEST_P(CausalVariant, TinyDenominatorGivesTheQuotient) {
+  TARN_TABLE_OR_SKIP(k, GetParam());
+  constexpr size_t C = 2, dv = 5;
+  const float phi[C] = {1e-20f, 1e-20f};
+  const float v[dv] = {1.0f, -2.0f, 0.5f, 3.0f, -0.25f};
+  float S[C * dv] = {}, z[C] = {}, S_carry[C * dv] = {}, z_carry[C] = {};
+  float y[dv];
+  k->causal_step(C, dv, phi, v, phi, /*eps=*/0.0f, S, z, S_carry, z_carry, y);
+  for (size_t j = 0; j < dv; ++j) {
+    EXPECT_NEAR(y[j], v[j], 1e-3 * std::fabs(v[j])) << "y[" << j << "]";
+  }
+}
+
 // Every variant's causal_steps is its causal_step position after position,
 // bit for bit (prefill's outputs and state are stepping's), for odd and even
 // counts of positions laid out as prefill lays them: one head of several,
