@@ -16,6 +16,10 @@
 #include <cstdint>
 #include <thread>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #include <sanitizer/tsan_interface.h>
@@ -35,6 +39,31 @@ inline void HappensAfter(void* sync) { __tsan_acquire(sync); }
 inline void HappensBefore(void*) {}
 inline void HappensAfter(void*) {}
 #endif
+
+// Nonzero: what UsableCores() returns, for tests that need teams larger
+// than the machine (threads_test's 3-member splits on 2 cores).
+inline std::atomic<size_t>& UsableCoresForTesting() {
+  static std::atomic<size_t> cores{0};
+  return cores;
+}
+
+// The cores this process may run on: its CPU affinity mask where the system
+// has one (taskset, a container's cpuset), else every hardware thread.
+inline size_t UsableCores() {
+  const size_t forced = UsableCoresForTesting().load(std::memory_order_relaxed);
+  if (forced != 0) return forced;
+  static const size_t cores = [] {
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+      return static_cast<size_t>(std::max(1, CPU_COUNT(&set)));
+    }
+#endif
+    return static_cast<size_t>(
+        std::max(1u, std::thread::hardware_concurrency()));
+  }();
+  return cores;
+}
 
 // Items [first, last) of n items that member `member` of `members` takes:
 // contiguous, their sizes differing by at most one.
@@ -56,7 +85,7 @@ class Barrier {
   static constexpr size_t kMaxMembers = 256;
 
   explicit Barrier(size_t members)
-      : spins_(members <= Cores() ? kSpins : kSpinsOversubscribed),
+      : spins_(members <= UsableCores() ? kSpins : kSpinsOversubscribed),
         members_(members) {
     assert(members <= kMaxMembers);
     for (size_t m = 0; m < members_; ++m) {
@@ -95,12 +124,6 @@ class Barrier {
   // a waiter's core is what the others need: yield almost at once.
   static constexpr uint32_t kSpins = 1u << 17;
   static constexpr uint32_t kSpinsOversubscribed = 1u << 6;
-
-  static size_t Cores() {
-    static const size_t cores =
-        std::max(1u, std::thread::hardware_concurrency());
-    return cores;
-  }
 
   static void Pause() {
 #if defined(__x86_64__) || defined(__i386__)

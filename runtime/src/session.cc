@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "log.h"
 #include "model.h"
+#include "parallel.h"
 #include "snapshot.h"
 
 namespace tarn {
@@ -78,18 +79,27 @@ Status OpenBlock(const Model& model, const Options& options, void* arena,
                              std::to_string(bytes));
     }
   }
+  // A team of more threads than cores waits at every barrier for members
+  // without a core (steps 50-300x slower): at most one thread per core.
+  // The bits do not depend on the thread count, so this changes only speed;
+  // the scratch stays planned for the threads asked for.
+  const size_t team =
+      std::min(static_cast<size_t>(options.num_threads), UsableCores());
+  if (team < static_cast<size_t>(options.num_threads)) {
+    Log(LogLevel::kInfo, "%d threads asked for a %s, %zu cores usable: %zu",
+        options.num_threads, what, UsableCores(), team);
+  }
   pthreadpool_t threads = nullptr;
-  if (options.num_threads > 1) {
-    threads = pthreadpool_create(options.num_threads);
+  if (team > 1) {
+    threads = pthreadpool_create(team);
     if (threads == nullptr) {
       if (arena == nullptr) std::free(memory);
       return Status(StatusCode::kInternal, "cannot start the thread pool");
     }
   }
-  Log(LogLevel::kDebug, "a %s of %zu bytes (%s), %d thread%s, %s kernels", what,
-      bytes, arena == nullptr ? "allocated" : "in the caller's arena",
-      options.num_threads, options.num_threads > 1 ? "s" : "",
-      kernels::IsaName(kernels::ActiveIsa()));
+  Log(LogLevel::kDebug, "a %s of %zu bytes (%s), %zu thread%s, %s kernels",
+      what, bytes, arena == nullptr ? "allocated" : "in the caller's arena",
+      team, team > 1 ? "s" : "", kernels::IsaName(kernels::ActiveIsa()));
   auto* base = static_cast<uint8_t*>(memory);
   new (base) BlockHeader{arena == nullptr};
   *block = Block{base + kObjectOffset, base + kImplOffset,

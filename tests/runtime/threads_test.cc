@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "api_testing.h"
+#include "parallel.h"
 #include "test_models.h"
 
 namespace tarn::testing {
@@ -89,7 +90,13 @@ Results Batch(const Model& model, int threads) {
   return run;
 }
 
-class ThreadsTest : public ::testing::TestWithParam<const char*> {};
+class ThreadsTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  // A session keeps at most one thread per usable core (parallel.h); these
+  // teams of 3 must run on a 2-core machine too.
+  static void SetUpTestSuite() { UsableCoresForTesting() = 64; }
+  static void TearDownTestSuite() { UsableCoresForTesting() = 0; }
+};
 
 TEST_P(ThreadsTest, StepsAndPrefillBitIdenticalToOneThread) {
   std::unique_ptr<Model> model = LoadGolden(GetParam());
