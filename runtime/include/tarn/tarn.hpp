@@ -219,7 +219,11 @@ inline constexpr uint32_t kMaxPrefillChunk = 4096;
 inline constexpr uint32_t kMaxBatchStreams = 4096;
 
 struct SessionOptions {
-  // Threads for the dense layers (a pthreadpool owned by the session).
+  // Threads for the dense layers (a pthreadpool owned by the session): at
+  // most one per core this process may use (its affinity mask); more run as
+  // that many, with the same bits. The threads of sessions stepping at the
+  // same time should together not exceed the cores: a team member that
+  // loses its core stalls the others at the step's next barrier.
   int num_threads = 1;
   // Most positions a Prefill*() or Encode*() chunk holds, in [1,
   // kMaxPrefillChunk]. The session's scratch is sized for this many rows of
@@ -232,7 +236,8 @@ struct BatchOptions {
   // Most sessions one SessionBatch call steps; its scratch holds as many
   // rows of activations.
   uint32_t max_streams = 16;
-  // Threads for the dense layers (a pthreadpool owned by the batch).
+  // Threads for the dense layers (a pthreadpool owned by the batch), as
+  // SessionOptions::num_threads.
   int num_threads = 1;
 };
 
