@@ -126,7 +126,8 @@ Status Bidirectional() {
 // and no more. `required`: false where a null buffer asks for no outputs.
 Status CheckOutputs(const float* outputs, size_t size, size_t rows,
                     size_t width, bool required) {
-  if (outputs == nullptr && !required) return Status::Ok();
+  // Nothing to write needs no buffer (an empty vector's data() is null).
+  if (rows == 0 || (outputs == nullptr && !required)) return Status::Ok();
   const size_t have = outputs ? size : 0;
   if (outputs != nullptr && size >= rows * width) return Status::Ok();
   if (rows == 1) {

@@ -72,6 +72,26 @@ TEST(Encode, IsTheSameAcrossCalls) {
   EXPECT_EQ(first, again);
 }
 
+// An empty sequence encodes to no outputs, and needs no buffer (the CLI
+// passes an empty vector, whose data() is null): as prefill of nothing.
+TEST(Encode, NothingNeedsNoBuffer) {
+  std::unique_ptr<Model> model = LoadGolden("bidirectional");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  const int32_t token = 1;
+  Status status = session->EncodeTokens(&token, 0, nullptr, 0);
+  EXPECT_TRUE(status.ok()) << status.message();
+  std::unique_ptr<Model> frames = LoadGolden("bidirectional_speech");
+  ASSERT_TRUE(frames);
+  ASSERT_TRUE(Session::Create(*frames, SessionOptions(), &session).ok());
+  const std::vector<float> frame(frames->frame_size(), 0.5f);
+  size_t steps = 7;
+  status = session->EncodeFrames(frame.data(), 0, nullptr, 0, &steps);
+  EXPECT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(steps, 0u);
+}
+
 TEST(Encode, WrongModelKindOrBufferIsRefused) {
   std::unique_ptr<Model> causal = LoadGolden("tokens"),
                          bidirectional = LoadGolden("bidirectional");
