@@ -62,10 +62,18 @@ def logistic_mixture_levels(params: np.ndarray, levels: int) -> np.ndarray:
     scales = np.where(raw > 0, raw, np.expm1(np.minimum(raw, 0))) + 1.0001
     edges = (2 * np.arange(1, levels) - 1) / (levels - 1) - 1  # level k starts at edges[k-1]
     t = (edges[:, None] - means[..., None, :]) / scales[..., None, :]  # [..., levels-1, M]
-    cdf = np.exp(-np.logaddexp(0, -t))  # sigmoid
-    shape = cdf.shape[:-2] + (1, m)
-    cdf = np.concatenate([np.zeros(shape), cdf, np.ones(shape)], axis=-2)
-    return (np.diff(cdf, axis=-2) * weights[..., None, :]).sum(-1)
+    shape = t.shape[:-2] + (1, m)
+    lower = np.concatenate([np.full(shape, -np.inf), t], axis=-2)  # level k's edges, standardised
+    upper = np.concatenate([t, np.full(shape, np.inf)], axis=-2)
+
+    def sigmoid(x):
+        return np.exp(-np.logaddexp(0, -x))
+
+    # sigmoid(b) - sigmoid(a) = sigmoid(b) sigmoid(-a) (1 - exp(a - b)): no
+    # difference of two CDFs near 1 (which lost every P below 1e-16 in the
+    # upper tail), exact at the infinite ends.
+    p = sigmoid(upper) * sigmoid(-lower) * -np.expm1(lower - upper)
+    return (p * weights[..., None, :]).sum(-1)
 
 
 class FeatureMap(nn.Module):

@@ -117,3 +117,24 @@ def test_levels_of_one_wide_component_are_its_cdf_differences():
     assert p[100] == pytest.approx(cdf(centre + 1 / 255) - cdf(centre - 1 / 255), rel=1e-12)
     assert p[0] == pytest.approx(cdf(-1 + 1 / 255), rel=1e-12)
     assert p[255] == pytest.approx(1 - cdf(1 - 1 / 255), rel=1e-12)
+
+
+def test_levels_far_in_the_upper_tail_keep_their_digits():
+    """P of a level many scales above the mean (1e-14 and 1e-18 here): exact
+    to 1e-10 relative against 60-digit decimal arithmetic. A difference of
+    two CDFs near 1 lost every P below 1e-16 there."""
+    import decimal
+
+    decimal.getcontext().prec = 60
+    mean, raw = -0.9, -3.0  # scale = expm1(raw) + 1.0001 = 0.0499...
+    scale = decimal.Decimal(float(np.expm1(raw) + 1.0001))
+    p = logistic_mixture_levels(np.array([0.0, mean, raw]), 256)
+
+    def sigmoid(x):
+        return 1 / (1 + (-x).exp())
+
+    for k in (200, 254):
+        lower = (decimal.Decimal(2 * k - 1) / 255 - 1 - decimal.Decimal(mean)) / scale
+        upper = (decimal.Decimal(2 * k + 1) / 255 - 1 - decimal.Decimal(mean)) / scale
+        exact = float(sigmoid(upper) - sigmoid(lower))
+        assert p[k] == pytest.approx(exact, rel=1e-10, abs=0), k
