@@ -215,8 +215,16 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
                                           log_p.data());
           logits = log_p.data();
         }
-        s.pixels[p] = static_cast<uint8_t>(
-            s.sampler.SampleCategorical(logits, kGreyLevels, sampling));
+        const int32_t level =
+            s.sampler.SampleCategorical(logits, kGreyLevels, sampling);
+        if (level < 0) {
+          return Status(StatusCode::kInvalidArgument,
+                        "image " + std::to_string(first + i) + ", pixel " +
+                            std::to_string(p) +
+                            ": the model's outputs are not finite (NaN or "
+                            "infinite): nothing to sample from");
+        }
+        s.pixels[p] = static_cast<uint8_t>(level);
       }
       if (!options.quiet) {
         ShowProgress(first * (pixels - known) + count * (p + 1 - known), total,

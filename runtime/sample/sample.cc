@@ -15,6 +15,9 @@ Status CheckSamplingOptions(const SamplingOptions& options,
                   "temperature must be finite and > 0, got " +
                       std::to_string(options.temperature));
   }
+  if (num_classes == 0) {
+    return Status(StatusCode::kInvalidArgument, "no classes to draw from");
+  }
   if (options.top_k > num_classes) {
     return Status(StatusCode::kInvalidArgument,
                   "top-k " + std::to_string(options.top_k) +
@@ -61,8 +64,11 @@ int32_t TokenSampler::SampleCategorical(const float* logits, size_t n,
     std::sort(candidates_.begin(), candidates_.begin() + kept);
   }
   float largest = logits[candidates_[0]];
-  for (size_t i = 1; i < kept; ++i)
-    largest = std::max(largest, logits[candidates_[i]]);
+  for (size_t i = 0; i < kept; ++i) {
+    const float logit = logits[candidates_[i]];
+    if (!std::isfinite(logit)) return -1;
+    largest = std::max(largest, logit);
+  }
   weights_.resize(n);
   double total = 0;
   for (size_t i = 0; i < kept; ++i) {

@@ -153,6 +153,29 @@ TEST(Sample, RejectsBadOptions) {
       << status.message();
   options.top_k = 256;
   EXPECT_TRUE(CheckSamplingOptions(options, 256).ok());
+  options.top_k = 0;
+  EXPECT_EQ(CheckSamplingOptions(options, 0).message(),
+            "no classes to draw from");
+}
+
+// A NaN or infinite logit among those drawn from gives -1, not a token:
+// the last token had been drawn every time, silently.
+TEST(Sample, NonFiniteLogitsDrawNothing) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  TokenSampler sampler(1, 0);
+  SamplingOptions options;
+  for (float bad : {nan, inf, -inf}) {
+    const float logits[4] = {0.5f, bad, -1.0f, 2.0f};
+    EXPECT_EQ(sampler.SampleCategorical(logits, 4, options), -1) << bad;
+  }
+  // Outside the top k, a bad logit is never drawn among: top-2 of {2, 0.5}.
+  const float logits[4] = {0.5f, -inf, -1.0f, 2.0f};
+  options.top_k = 2;
+  for (int draw = 0; draw < 100; ++draw) {
+    const int32_t token = sampler.SampleCategorical(logits, 4, options);
+    EXPECT_TRUE(token == 0 || token == 3) << token;
+  }
 }
 
 }  // namespace

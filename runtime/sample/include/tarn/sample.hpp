@@ -25,7 +25,8 @@
 // another order, gives each the same tokens. Uniform numbers are made from
 // the generator's bits here (not by std::uniform_real_distribution, whose
 // results differ between standard libraries), so a seed gives the same
-// tokens with every compiler.
+// tokens with every compiler whose std::exp rounds alike (the weights are
+// exp of the scaled logits).
 //
 // Memory. A sampler allocates its scratch (n indices and weights) on its
 // first draw for a given n and reuses it; it is used by one thread at a time.
@@ -51,15 +52,16 @@ struct SamplingOptions {
 };
 
 // kInvalidArgument, with a message naming the option, for a temperature
-// that is not finite and > 0, or a top_k above `num_classes`.
+// that is not finite and > 0, a top_k above `num_classes`, or no classes.
 Status CheckSamplingOptions(const SamplingOptions& options, size_t num_classes);
 
 class TokenSampler {
  public:
   TokenSampler(uint64_t seed, uint64_t stream);
 
-  // A token in [0, n) drawn from logits [n] as described above. The options
-  // must have passed CheckSamplingOptions() for n; logits must be finite.
+  // A token in [0, n) drawn from logits [n] as described above; -1, drawing
+  // nothing, if a logit it would draw among is NaN or infinite. The options
+  // must have passed CheckSamplingOptions() for n.
   int32_t SampleCategorical(const float* logits, size_t n,
                             const SamplingOptions& options);
 
