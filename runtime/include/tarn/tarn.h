@@ -153,7 +153,9 @@ typedef void (*tarn_log_callback)(tarn_log_level level, const char* message,
  * tarn/tarn.hpp sets the same sink). NULL restores the default, which
  * writes warnings and errors to stderr ("tarn: <message>") and drops the
  * rest. Set it before loading a model to see the kernel selection's
- * warnings. Thread-safe. */
+ * warnings. Thread-safe, but not a barrier: a call already logging on
+ * another thread may still reach the previous callback after this returns,
+ * so keep its user_data alive until such calls are done. */
 void tarn_log_set(tarn_log_callback callback, void* user_data);
 
 /* --- Model ---------------------------------------------------------------- */

@@ -108,7 +108,10 @@ using LogCallback = void (*)(LogLevel level, const char* message,
 // Sends every message, at every level, to `callback` with `user_data`;
 // null restores the default, which writes warnings and errors to stderr
 // ("tarn: <message>") and drops the rest. Set it before loading a model to
-// see the kernel selection's warnings. Thread-safe.
+// see the kernel selection's warnings. Thread-safe, but not a barrier: a
+// call already logging on another thread may still reach the previous
+// callback after this returns, so keep its user_data alive until such
+// calls are done.
 void SetLogCallback(LogCallback callback, void* user_data);
 
 // The schema's enums (schema/tarn.fbs), read once when a model loads: past
