@@ -118,7 +118,16 @@ class BatchSession::Impl {
   }
 
   Status CheckStep(size_t n, const uint32_t* streams) const;
-  Status CheckStreams(size_t n, const uint32_t* streams);
+  // `frames`: the streams take a frame each, and only those it completes a
+  // step for need a learned position left (as the CPU's StepFrames).
+  Status CheckStreams(size_t n, const uint32_t* streams, bool frames = false);
+  // Whether stream s's next frame completes a step: the window is full and
+  // a hop has passed.
+  bool StepsOnNextFrame(uint32_t s) const {
+    const uint64_t seen = frames_seen_[s] + 1;
+    return seen >= c_.stack_window &&
+           (seen - c_.stack_window) % c_.stack_hop == 0;
+  }
   Status Upload(size_t rows, bool frames, bool step_slots);
   // Rows [streams][T] of x (embedded, before the position) through the
   // layers to the outputs, read back into host_output_ [rows][output_size].
@@ -266,7 +275,8 @@ Status BatchSession::Impl::CheckStep(size_t n, const uint32_t* streams) const {
 }
 
 // Every stream in range and listed once; learned positions not exhausted.
-Status BatchSession::Impl::CheckStreams(size_t n, const uint32_t* streams) {
+Status BatchSession::Impl::CheckStreams(size_t n, const uint32_t* streams,
+                                        bool frames) {
   Status status;
   size_t i = 0;
   for (; i < n && status.ok(); ++i) {
@@ -279,7 +289,8 @@ Status BatchSession::Impl::CheckStreams(size_t n, const uint32_t* streams) {
       status = InvalidArgument("stream " + std::to_string(s) +
                                " is listed twice in one call");
     } else if (c_.position == tarn::Position::kLearned &&
-               positions_[s] >= c_.max_positions) {
+               positions_[s] >= c_.max_positions &&
+               (!frames || StepsOnNextFrame(s))) {
       status = Status(StatusCode::kOutOfRange,
                       "stream " + std::to_string(s) + ": step " +
                           std::to_string(positions_[s]) +
@@ -478,17 +489,14 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
                              ": frames must be finite");
     }
   }
-  status = CheckStreams(n, streams);
+  status = CheckStreams(n, streams, /*frames=*/true);
   if (!status.ok()) return status;
   status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
   if (!status.ok()) return status;
-  // Which streams step: the window is full and a hop has passed.
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint32_t s = streams[i];
-    const uint64_t seen = frames_seen_[s] + 1;
-    stepped[i] =
-        seen >= c_.stack_window && (seen - c_.stack_window) % c_.stack_hop == 0;
+    stepped[i] = StepsOnNextFrame(s);
     host_.slots[i] = static_cast<int32_t>(s);
     host_.dest[i] = stepped[i] ? static_cast<int32_t>(m) : -1;
     if (stepped[i]) {
@@ -636,10 +644,15 @@ Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
     if (regions[i].second == 0) continue;
-    status = FromCuda(
-        cudaMemcpy(state + m_.state_offsets[i], regions[i].first,
-                   regions[i].second * sizeof(float), cudaMemcpyDeviceToHost),
-        "Snapshot");
+    // On the steps' stream, as Restore's: ordered after every step.
+    status =
+        FromCuda(cudaMemcpyAsync(state + m_.state_offsets[i], regions[i].first,
+                                 regions[i].second * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "Snapshot");
+  }
+  if (status.ok()) {
+    status = FromCuda(cudaStreamSynchronize(stream_), "Snapshot");
   }
   if (status.ok()) SealSnapshot(bytes);
   return status;
@@ -663,10 +676,14 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
     if (regions[i].second == 0 || i == kRing) continue;
-    status = FromCuda(
-        cudaMemcpy(regions[i].first, state + m_.state_offsets[i],
-                   regions[i].second * sizeof(float), cudaMemcpyHostToDevice),
-        "Restore");
+    // On the steps' stream, which does not wait for the legacy one: a
+    // cudaMemcpy from pageable memory may return before its copy lands, and
+    // the next step could read the state before it.
+    status =
+        FromCuda(cudaMemcpyAsync(regions[i].first, state + m_.state_offsets[i],
+                                 regions[i].second * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_),
+                 "Restore");
   }
   // The ring: the snapshot's j-th oldest input (at conv_oldest + j) goes
   // where the GPU looks for it, position + j (mod k - 1).
@@ -675,12 +692,17 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
     for (size_t j = 0; j < past && status.ok(); ++j) {
       const size_t from = (header.conv_oldest + j) % past;
       const size_t to = (header.position + j) % past;
-      status = FromCuda(
-          cudaMemcpy(regions[kRing].first + (l * past + to) * d,
-                     state + m_.state_offsets[kRing] + (l * past + from) * d,
-                     d * sizeof(float), cudaMemcpyHostToDevice),
-          "Restore");
+      status =
+          FromCuda(cudaMemcpyAsync(
+                       regions[kRing].first + (l * past + to) * d,
+                       state + m_.state_offsets[kRing] + (l * past + from) * d,
+                       d * sizeof(float), cudaMemcpyHostToDevice, stream_),
+                   "Restore");
     }
+  }
+  // The caller's bytes may go once this returns.
+  if (status.ok()) {
+    status = FromCuda(cudaStreamSynchronize(stream_), "Restore");
   }
   if (!status.ok()) return status;
   positions_[stream] = header.position;
@@ -702,15 +724,20 @@ Status BatchSession::Impl::AttentionState(uint32_t stream, uint32_t layer,
   Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
   if (status.ok()) {
     status =
-        FromCuda(cudaMemcpy(S, S_ + stream * S_floats() + layer * S_layer,
-                            S_layer * sizeof(float), cudaMemcpyDeviceToHost),
+        FromCuda(cudaMemcpyAsync(S, S_ + stream * S_floats() + layer * S_layer,
+                                 S_layer * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
                  "AttentionState");
   }
   if (status.ok()) {
     status =
-        FromCuda(cudaMemcpy(z, z_ + stream * z_floats() + layer * z_layer,
-                            z_layer * sizeof(float), cudaMemcpyDeviceToHost),
+        FromCuda(cudaMemcpyAsync(z, z_ + stream * z_floats() + layer * z_layer,
+                                 z_layer * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
                  "AttentionState");
+  }
+  if (status.ok()) {
+    status = FromCuda(cudaStreamSynchronize(stream_), "AttentionState");
   }
   return status;
 }

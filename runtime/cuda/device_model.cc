@@ -248,6 +248,11 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
   status = FromCuda(cudaMemcpy(impl->weights.get(), staging.floats().data(),
                                impl->weight_bytes, cudaMemcpyHostToDevice),
                     "uploading the model's weights");
+  // From pageable memory the copy may still be landing when cudaMemcpy
+  // returns, and the batches step on streams that do not wait for it.
+  if (status.ok()) {
+    status = FromCuda(cudaDeviceSynchronize(), "uploading the model's weights");
+  }
   if (!status.ok()) return status;
 
   const float* base = static_cast<const float*>(impl->weights.get());

@@ -63,6 +63,9 @@ int DeviceCount();
 Status CheckDevice(int device);
 
 struct DeviceOptions {
+  // Every call of a DeviceModel or BatchSession made for this device makes
+  // it the calling thread's current CUDA device (cudaSetDevice) and leaves
+  // it so.
   int device = 0;
   // Let cuBLAS use TF32 tensor cores for the dense layers (Ampere and later):
   // faster, about 1e-3 relative error instead of float's 1e-7.
@@ -71,7 +74,8 @@ struct DeviceOptions {
 
 class DeviceModel {
  public:
-  // Uploads `model`'s weights (f16 ones converted to f32) and checks that the
+  // Uploads `model`'s weights (f16, bf16 and int8 ones widened to f32) and
+  // checks that the
   // CUDA kernels support its shapes. `model` may be destroyed afterwards.
   static Status Create(const Model& model, const DeviceOptions& options,
                        std::shared_ptr<const DeviceModel>* device_model);
