@@ -75,8 +75,8 @@ struct DeviceOptions {
 class DeviceModel {
  public:
   // Uploads `model`'s weights (f16, bf16 and int8 ones widened to f32) and
-  // checks that the
-  // CUDA kernels support its shapes. `model` may be destroyed afterwards.
+  // checks that the CUDA kernels support its shapes. `model` may be
+  // destroyed afterwards.
   static Status Create(const Model& model, const DeviceOptions& options,
                        std::shared_ptr<const DeviceModel>* device_model);
   ~DeviceModel();
