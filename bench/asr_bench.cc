@@ -109,14 +109,6 @@ std::string ReadPcm(const std::string& path, uint32_t rate,
   return error;
 }
 
-std::vector<std::string> ReadWords(const std::string& path) {
-  std::vector<std::string> words;
-  std::ifstream in(path);
-  std::string word;
-  while (in >> word) words.push_back(word);
-  return words;
-}
-
 // name -> transcript, from a TSV file with a header line.
 std::vector<std::pair<std::string, std::string>> ReadTranscripts(
     const std::string& path) {
@@ -133,9 +125,9 @@ std::vector<std::pair<std::string, std::string>> ReadTranscripts(
   return rows;
 }
 
-std::vector<std::string> SplitWords(const std::string& text) {
+// The words of a stream, split at white space.
+std::vector<std::string> Words(std::istream&& in) {
   std::vector<std::string> words;
-  std::istringstream in(text);
   std::string word;
   while (in >> word) words.push_back(word);
   return words;
@@ -257,7 +249,7 @@ int main(int argc, char** argv) {
   tarn::RecognizerOptions options;
   options.num_threads = threads;
   options.beam_width = static_cast<uint32_t>(beam);
-  if (!words_path.empty()) options.words = ReadWords(words_path);
+  if (!words_path.empty()) options.words = Words(std::ifstream(words_path));
   std::unique_ptr<tarn::Recognizer> recognizer;
   Check(tarn::Recognizer::Create(*model, options, &recognizer),
         "creating the recognizer");
@@ -285,7 +277,7 @@ int main(int argc, char** argv) {
                      transcripts_path.c_str(), name.c_str());
         return 1;
       }
-      references.push_back(SplitWords(row->second));
+      references.push_back(Words(std::istringstream(row->second)));
     }
   }
 
