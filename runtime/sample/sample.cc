@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace tarn {
@@ -63,12 +64,17 @@ int32_t TokenSampler::SampleCategorical(const float* logits, size_t n,
     // nth_element left them in.
     std::sort(candidates_.begin(), candidates_.begin() + kept);
   }
-  float largest = logits[candidates_[0]];
+  // -inf bans a token (weight 0); NaN, +inf, or nothing but -inf leaves
+  // no distribution to draw from.
+  float largest = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < kept; ++i) {
     const float logit = logits[candidates_[i]];
-    if (!std::isfinite(logit)) return -1;
+    if (std::isnan(logit) || logit == std::numeric_limits<float>::infinity()) {
+      return -1;
+    }
     largest = std::max(largest, logit);
   }
+  if (largest == -std::numeric_limits<float>::infinity()) return -1;
   weights_.resize(n);
   double total = 0;
   for (size_t i = 0; i < kept; ++i) {

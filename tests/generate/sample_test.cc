@@ -158,24 +158,29 @@ TEST(Sample, RejectsBadOptions) {
             "no classes to draw from");
 }
 
-// A NaN or infinite logit among those drawn from gives -1, not a token:
-// the last token had been drawn every time, silently.
-TEST(Sample, NonFiniteLogitsDrawNothing) {
+// A NaN or +inf logit among those drawn from, or nothing but -inf, gives
+// -1, not a token; a -inf logit bans its token and the rest are drawn.
+TEST(Sample, NonFiniteLogits) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   TokenSampler sampler(1, 0);
   SamplingOptions options;
-  for (float bad : {nan, inf, -inf}) {
+  for (float bad : {nan, inf}) {
     const float logits[4] = {0.5f, bad, -1.0f, 2.0f};
     EXPECT_EQ(sampler.SampleCategorical(logits, 4, options), -1) << bad;
   }
-  // Outside the top k, a bad logit is never drawn among: top-2 of {2, 0.5}.
+  const float banned[4] = {-inf, -inf, -inf, -inf};
+  EXPECT_EQ(sampler.SampleCategorical(banned, 4, options), -1);
   const float logits[4] = {0.5f, -inf, -1.0f, 2.0f};
-  options.top_k = 2;
-  for (int draw = 0; draw < 100; ++draw) {
+  int drawn[4] = {};
+  for (int draw = 0; draw < 1000; ++draw) {
     const int32_t token = sampler.SampleCategorical(logits, 4, options);
-    EXPECT_TRUE(token == 0 || token == 3) << token;
+    ASSERT_TRUE(token >= 0 && token < 4) << token;
+    ++drawn[token];
   }
+  EXPECT_EQ(drawn[1], 0);
+  EXPECT_GT(drawn[0], 0);
+  EXPECT_GT(drawn[2], 0);
 }
 
 }  // namespace

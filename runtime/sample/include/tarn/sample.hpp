@@ -12,6 +12,7 @@
 //   for (...) {
 //     status = session->StepToken(token, logits.data(), logits.size());
 //     token = sampler.SampleCategorical(logits.data(), logits.size(), options);
+//     if (token < 0) { ... }  // NaN or +inf outputs: nothing to draw from
 //   }
 //
 // Categorical. The output is read as logits l[0..n): token i is drawn with
@@ -59,9 +60,10 @@ class TokenSampler {
  public:
   TokenSampler(uint64_t seed, uint64_t stream);
 
-  // A token in [0, n) drawn from logits [n] as described above; -1, drawing
-  // nothing, if a logit it would draw among is NaN or infinite. The options
-  // must have passed CheckSamplingOptions() for n.
+  // A token in [0, n) drawn from logits [n] as described above; a logit of
+  // -inf is never drawn. -1, drawing nothing, if a logit it would draw
+  // among is NaN or +inf, or all of them are -inf. The options must have
+  // passed CheckSamplingOptions() for n.
   int32_t SampleCategorical(const float* logits, size_t n,
                             const SamplingOptions& options);
 
