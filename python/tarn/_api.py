@@ -243,7 +243,8 @@ class Session:
     Its memory is allocated once (Model.session_bytes()) and never grows.
     A session is used by one thread at a time (another thread using it at
     the same time gets tarn.Error); give each thread its own: they step in
-    parallel, the GIL released.
+    parallel, the GIL released. num_threads: threads for its dense layers,
+    at most one per usable core (more run as that many, with the same bits).
     """
 
     def __init__(self, model: Model, num_threads: int = 1, max_prefill_chunk: int = 64):

@@ -84,9 +84,7 @@ class Barrier {
  public:
   static constexpr size_t kMaxMembers = 256;
 
-  explicit Barrier(size_t members)
-      : spins_(members <= UsableCores() ? kSpins : kSpinsOversubscribed),
-        members_(members) {
+  explicit Barrier(size_t members) : members_(members) {
     assert(members <= kMaxMembers);
     for (size_t m = 0; m < members_; ++m) {
       slots_[m].arrivals.store(0, std::memory_order_relaxed);
@@ -105,7 +103,7 @@ class Barrier {
       // A member may already be one arrival ahead, never more.
       for (uint32_t spins = 0;
            slots_[m].arrivals.load(std::memory_order_acquire) < count;) {
-        if (spins < spins_) {
+        if (spins < kSpins) {
           ++spins;
           Pause();
         } else {
@@ -120,10 +118,9 @@ class Barrier {
   // CPU), longer than a scheduler tick. A member that yields sooner on a
   // busy machine hands its core to another process for a whole time slice
   // (steps of 4, 8, 12 ms where 0.2 ms was due), where spinning keeps it
-  // until the member waited for is scheduled. With more members than cores
-  // a waiter's core is what the others need: yield almost at once.
+  // until the member waited for is scheduled. (A team never has more
+  // members than usable cores: session.cc's pool is made that small.)
   static constexpr uint32_t kSpins = 1u << 17;
-  static constexpr uint32_t kSpinsOversubscribed = 1u << 6;
 
   static void Pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -136,7 +133,6 @@ class Barrier {
   struct alignas(64) Slot {
     std::atomic<uint32_t> arrivals;  // left uninitialised past members_
   };
-  const uint32_t spins_;
   const size_t members_;
   Slot slots_[kMaxMembers];
 };

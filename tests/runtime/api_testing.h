@@ -9,9 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "parallel.h"
 #include "tarn/tarn.hpp"
 
 namespace tarn::testing {
+
+// While alive, the runtime takes the machine to have `cores` usable cores
+// (parallel.h): teams of more threads than this machine has, or fewer.
+struct ForcedCores {
+  explicit ForcedCores(size_t cores) { UsableCoresForTesting() = cores; }
+  ~ForcedCores() { UsableCoresForTesting() = 0; }
+  ForcedCores(const ForcedCores&) = delete;
+  ForcedCores& operator=(const ForcedCores&) = delete;
+};
 
 // A seeded sequence of `count` inputs: tokens, or frames ([count][frame]).
 struct Inputs {

@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "api_testing.h"
-#include "parallel.h"
 #include "test_models.h"
 
 namespace tarn::testing {
@@ -90,15 +89,12 @@ Results Batch(const Model& model, int threads) {
   return run;
 }
 
-class ThreadsTest : public ::testing::TestWithParam<const char*> {
- protected:
-  // A session keeps at most one thread per usable core (parallel.h); these
-  // teams of 3 must run on a 2-core machine too.
-  static void SetUpTestSuite() { UsableCoresForTesting() = 64; }
-  static void TearDownTestSuite() { UsableCoresForTesting() = 0; }
-};
+class ThreadsTest : public ::testing::TestWithParam<const char*> {};
 
+// A team keeps within the usable cores (parallel.h): these teams of 3 run
+// as 3 on a 2-core machine too.
 TEST_P(ThreadsTest, StepsAndPrefillBitIdenticalToOneThread) {
+  const ForcedCores forced(64);
   std::unique_ptr<Model> model = LoadGolden(GetParam());
   ASSERT_TRUE(model);
   const Results one = StepAndPrefill(*model, 1);
@@ -111,6 +107,7 @@ TEST_P(ThreadsTest, StepsAndPrefillBitIdenticalToOneThread) {
 }
 
 TEST_P(ThreadsTest, BatchBitIdenticalToOneThread) {
+  const ForcedCores forced(64);
   std::unique_ptr<Model> model = LoadGolden(GetParam());
   ASSERT_TRUE(model);
   const Results one = Batch(*model, 1);
@@ -119,6 +116,21 @@ TEST_P(ThreadsTest, BatchBitIdenticalToOneThread) {
     EXPECT_TRUE(SameBits(many.outputs, one.outputs)) << threads << " threads";
     EXPECT_TRUE(SameBits(many.state, one.state)) << threads << " threads";
   }
+}
+
+// More threads than usable cores run as the cores (the block planned for
+// the threads asked for, the engine for the team): the same bits.
+TEST_P(ThreadsTest, MoreThreadsThanCoresGiveTheSameBits) {
+  const ForcedCores forced(2);
+  std::unique_ptr<Model> model = LoadGolden(GetParam());
+  ASSERT_TRUE(model);
+  const Results one = StepAndPrefill(*model, 1), batch_one = Batch(*model, 1);
+  const Results clamped = StepAndPrefill(*model, 5);
+  EXPECT_TRUE(SameBits(clamped.outputs, one.outputs));
+  EXPECT_TRUE(SameBits(clamped.state, one.state));
+  const Results batch_clamped = Batch(*model, 5);
+  EXPECT_TRUE(SameBits(batch_clamped.outputs, batch_one.outputs));
+  EXPECT_TRUE(SameBits(batch_clamped.state, batch_one.state));
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, ThreadsTest,

@@ -250,7 +250,8 @@ typedef struct tarn_session tarn_session;
 typedef struct tarn_session_options {
   /* sizeof(tarn_session_options), set by tarn_session_options_default(). */
   size_t struct_size;
-  /* Threads for the dense layers, [1, 256]. */
+  /* Threads for the dense layers, [1, 256]; at most one per usable core
+   * runs (tarn::SessionOptions::num_threads in tarn/tarn.hpp). */
   int32_t num_threads;
   /* Most positions one prefill or encode chunk holds, [1, 4096]; the
    * session's scratch grows with it. 1: the smallest session. */
@@ -355,7 +356,8 @@ typedef struct tarn_batch_options {
   size_t struct_size;
   /* Most sessions per call, [1, 4096]. */
   uint32_t max_streams;
-  /* Threads for the dense layers, [1, 256]. */
+  /* Threads for the dense layers, [1, 256]; at most one per usable core
+   * runs (tarn::SessionOptions::num_threads in tarn/tarn.hpp). */
   int32_t num_threads;
 } tarn_batch_options;
 

@@ -96,7 +96,8 @@ struct RecognizerOptions {
   // up to this much of its trailing non-speech again, so that a word begun
   // as the endpoint fell keeps its start. 0: none; at most 60000.
   uint32_t final_silence_ms = 300;
-  // Threads for the model's dense layers.
+  // Threads for the model's dense layers (SessionOptions::num_threads: at
+  // most one per usable core runs).
   int num_threads = 1;
   // Beam search pruning, as CtcDecoderOptions::beam_prune.
   float beam_prune = 20.0f;
