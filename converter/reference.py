@@ -70,9 +70,12 @@ def logistic_mixture_levels(params: np.ndarray, levels: int) -> np.ndarray:
         return np.exp(-np.logaddexp(0, -x))
 
     # sigmoid(b) - sigmoid(a) = sigmoid(b) sigmoid(-a) (1 - exp(a - b)): no
-    # difference of two CDFs near 1 (which lost every P below 1e-16 in the
-    # upper tail), exact at the infinite ends.
-    p = sigmoid(upper) * sigmoid(-lower) * -np.expm1(lower - upper)
+    # difference of two CDFs near 1 (a difference keeps no P below 1e-16
+    # in the upper tail), exact at the infinite ends. Both ends one infinity
+    # (an infinite mean): an empty interval.
+    with np.errstate(invalid="ignore"):  # inf - inf, replaced
+        width = np.where(lower == upper, 0.0, lower - upper)
+    p = sigmoid(upper) * sigmoid(-lower) * -np.expm1(width)
     return (p * weights[..., None, :]).sum(-1)
 
 

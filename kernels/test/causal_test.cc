@@ -158,8 +158,8 @@ TEST_P(CausalVariant, UpdateIsTheStepsUpdate) {
 
 // A denominator below 1 / FLT_MAX (here 2e-40, a subnormal, with eps 0)
 // still gives the finite quotient: one position, so y = (phi_q . phi_k) v /
-// (phi_q . phi_k) = v, to the few digits subnormals keep. A reciprocal of
-// the denominator overflowed to inf (and 0 * inf to NaN).
+// (phi_q . phi_k) = v, to the few digits subnormals keep (a reciprocal of
+// the denominator would be inf, and 0 * inf NaN).
 TEST_P(CausalVariant, TinyDenominatorGivesTheQuotient) {
   TARN_TABLE_OR_SKIP(k, GetParam());
   constexpr size_t C = 2, dv = 5;

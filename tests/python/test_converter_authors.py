@@ -121,8 +121,9 @@ def test_levels_of_one_wide_component_are_its_cdf_differences():
 
 def test_levels_far_in_the_upper_tail_keep_their_digits():
     """P of a level many scales above the mean (1e-14 and 1e-18 here): exact
-    to 1e-10 relative against 60-digit decimal arithmetic. A difference of
-    two CDFs near 1 lost every P below 1e-16 there."""
+    to 1e-10 relative against 60-digit decimal arithmetic (a difference of
+    two CDFs near 1 keeps none of these digits); an infinite mean puts all
+    of P on the end level."""
     import decimal
 
     decimal.getcontext().prec = 60
@@ -138,3 +139,6 @@ def test_levels_far_in_the_upper_tail_keep_their_digits():
         upper = (decimal.Decimal(2 * k + 1) / 255 - 1 - decimal.Decimal(mean)) / scale
         exact = float(sigmoid(upper) - sigmoid(lower))
         assert p[k] == pytest.approx(exact, rel=1e-10, abs=0), k
+    for mean, end in ((np.inf, -1), (-np.inf, 0)):
+        p = logistic_mixture_levels(np.array([0.0, mean, raw]), 4)
+        assert p[end] == 1 and np.count_nonzero(p) == 1, p
