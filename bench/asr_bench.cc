@@ -24,12 +24,13 @@
 //     share its time, so this is the cost of a step, not the wait for one;
 //   - per-call latency: the wall time of each AcceptWaveform() call, a
 //     chunk's wait for its results (the steps its audio completes, run in
-//     one pass): mean, p50, p99, max;
-//   - with --transcripts (file<TAB>transcript, by WAV file name, as
-//     examples/asr/samples/transcripts.tsv): each result against the
-//     transcript of the utterance whose turn it is (result k, utterance k),
-//     as exact matches and word errors; a split or lost utterance shows as
-//     errors from there on;
+//     one pass): mean, p50, p99, max, beside the target's share of a chunk;
+//   - with --transcripts (a header line, then file<TAB>transcript by WAV
+//     file name, as examples/asr/samples/transcripts.tsv): each result
+//     against the transcript of the utterance whose turn it is (result k,
+//     utterance k), as exact matches and word errors; a split or lost
+//     utterance shows as errors from there on; one cut by the stream's end
+//     is not scored;
 //   - the model alone on as many steps' frames (at most 20,000 steps) of
 //     random features, back to back after the stream, by CPU time: in
 //     passes of one chunk's frames (Session::PrefillFrames), as the
@@ -183,6 +184,8 @@ class Stream {
   }
 
   uint64_t utterances() const { return utterances_; }
+  // Whether the stream stopped inside an utterance (its end not yet fed).
+  bool inside_utterance() const { return in_clip_ && position_ > 0; }
 
  private:
   void NextClip() {
@@ -220,7 +223,8 @@ int main(int argc, char** argv) {
   app.add_option("--words", words_path, "word list for the beam search")
       ->check(CLI::ExistingFile);
   app.add_option("--transcripts", transcripts_path,
-                 "file<TAB>transcript per WAV file name: score the results")
+                 "a header line, then file<TAB>transcript per WAV file name: "
+                 "score the results")
       ->check(CLI::ExistingFile);
   app.add_option("--beam", beam, "beam width (0: greedy)")
       ->check(CLI::Range(0, 256));
@@ -288,7 +292,8 @@ int main(int argc, char** argv) {
   Stream stream(&clips, rate);
   tarn::RecognitionResult result;
   uint64_t fed = 0, next_rss = static_cast<uint64_t>(60) * rate, words = 0,
-           recognised = 0, exact = 0, word_edits = 0, reference_words = 0;
+           recognised = 0, scored = 0, exact = 0, word_edits = 0,
+           reference_words = 0;
   tarn::LatencyHistogram call_latency;
   std::vector<std::string> heard;
   // Result k against the transcript of utterance k.
@@ -302,6 +307,7 @@ int main(int argc, char** argv) {
     word_edits += edits;
     reference_words += reference.size();
     exact += edits == 0 ? 1 : 0;
+    ++scored;
   };
   std::vector<std::pair<double, long>> rss;  // (audio minute, kB)
   double cpu = 0;
@@ -332,7 +338,8 @@ int main(int argc, char** argv) {
   const tarn::RecognitionResult last = recognizer->FinalResult();
   cpu += ThreadCpuSeconds() - cpu_start;
   if (!last.words.empty()) {
-    score(last);
+    // An utterance cut by the stream's end is counted, not scored.
+    if (!stream.inside_utterance()) score(last);
     ++recognised;
   }
   const double wall =
@@ -432,16 +439,18 @@ int main(int argc, char** argv) {
       s.step_p50_us, s.step_p99_us, s.step_max_us, target * step_us);
   std::printf(
       "per call (%d ms of audio, %llu calls; the wait for a chunk's results): "
-      "mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us\n",
+      "mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f us; target %.1f us\n",
       chunk_ms, static_cast<unsigned long long>(call_latency.count()),
       call_latency.mean() / 1e3, call_latency.Quantile(0.5) / 1e3,
-      call_latency.Quantile(0.99) / 1e3, call_latency.max() / 1e3);
+      call_latency.Quantile(0.99) / 1e3, call_latency.max() / 1e3,
+      target * chunk_ms * 1e3);
   if (!references.empty()) {
     std::printf(
-        "transcripts: %llu of %llu results exact; word errors %llu of %llu "
+        "transcripts: %llu of %llu scored results exact; word errors %llu of "
+        "%llu "
         "reference words (WER %.2f %%)\n",
         static_cast<unsigned long long>(exact),
-        static_cast<unsigned long long>(recognised),
+        static_cast<unsigned long long>(scored),
         static_cast<unsigned long long>(word_edits),
         static_cast<unsigned long long>(reference_words),
         100.0 * static_cast<double>(word_edits) /
