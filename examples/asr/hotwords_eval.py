@@ -14,9 +14,9 @@ klatt4 john belinda) and flite slt, alternately; with `--voices dev`, by
 training voices (tune --boost there, never on held-out voices). Set `with`:
 one phrase of the hotword file, with 0-3 random words before and after it.
 Set `without`: 2-8 random words in which no phrase of the file occurs.
-Neither holds a word sequence the model was trained on: an utterance whose
-words are a transcript of the corpus's `train` split (--manifest, as
-make_corpus.py wrote it) is drawn again. Each file is named by a hash of its
+Neither holds a transcript of a training utterance: an utterance whose
+words are one of the corpus's `train` split (--manifest, as make_corpus.py
+wrote it) is drawn again (train.py's joined pairs are not checked). Each file is named by a hash of its
 words and settings, so files of another --count, --seed or --hotwords in the
 same --out are never read as this run's.
 WER = word edits / reference words, summed over a set.

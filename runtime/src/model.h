@@ -111,7 +111,9 @@ struct ScratchLayout {
   // [rows][output_size] a batch's outputs of the sessions that stepped,
   // before each goes to its session's row (a frame model that stacks: some
   // sessions may not step, and their rows are not written). Last, so that
-  // a batch's other regions are where a session's are; batches only.
+  // a batch's other regions are where the engine's plan puts them (its
+  // team may be smaller than the threads the block was planned for: its
+  // dense region then ends sooner); batches only.
   size_t outputs;
   size_t total;
 };

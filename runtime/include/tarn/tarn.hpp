@@ -181,6 +181,10 @@ struct ModelConfig {
 // How a .tarn file stores a tensor's elements (its converter's --dtype for
 // the matrices; vectors, norms and int8 scales stay f32).
 enum class DType { kF32, kF16, kI8, kBf16 };
+inline constexpr DType kDTypes[] = {DType::kF32, DType::kF16, DType::kI8,
+                                    DType::kBf16};
+// f32, f16, i8, bf16: the converter's --dtype names.
+const char* Name(DType dtype);
 
 // A file's schema version: a reader refuses a major it does not know and
 // reads any minor of one it does (schema/tarn.fbs, its version log).
@@ -188,10 +192,6 @@ struct SchemaVersion {
   uint32_t major = 0;
   uint32_t minor = 0;
 };
-inline constexpr DType kDTypes[] = {DType::kF32, DType::kF16, DType::kI8,
-                                    DType::kBf16};
-// f32, f16, i8, bf16: the converter's --dtype names.
-const char* Name(DType dtype);
 
 // How dense layers with int8 weights compute (docs/decisions.md, "int8
 // weights").

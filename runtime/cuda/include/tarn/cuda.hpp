@@ -63,9 +63,9 @@ int DeviceCount();
 Status CheckDevice(int device);
 
 struct DeviceOptions {
-  // Every call of a DeviceModel or BatchSession made for this device makes
-  // it the calling thread's current CUDA device (cudaSetDevice) and leaves
-  // it so.
+  // A call of a DeviceModel or BatchSession made for this device that
+  // reaches the GPU makes it the calling thread's current CUDA device
+  // (cudaSetDevice) and leaves it so.
   int device = 0;
   // Let cuBLAS use TF32 tensor cores for the dense layers (Ampere and later):
   // faster, about 1e-3 relative error instead of float's 1e-7.
