@@ -180,18 +180,30 @@ Status WordTrie::Build(const LabelSet& set,
     is_word[node] = 1;
   }
   if (word_count_ == 0) return Invalid("the word list holds no words");
-  edge_begin_.assign(children.size() + 1, 0);
-  edge_label_.clear();
-  edge_child_.clear();
-  for (size_t n = 0; n < children.size(); ++n) {
-    for (const auto& [label, child] : children[n]) {
-      edge_label_.push_back(label);
-      edge_child_.push_back(child);
-    }
-    edge_begin_[n + 1] = static_cast<uint32_t>(edge_label_.size());
-  }
+  edges_.Build(children);
   is_word_ = std::move(is_word);
   return Status::Ok();
+}
+
+void EdgeLists::Build(const std::vector<std::map<int32_t, int32_t>>& children) {
+  begin_.assign(children.size() + 1, 0);
+  label_.clear();
+  child_.clear();
+  for (size_t n = 0; n < children.size(); ++n) {
+    for (const auto& [label, child] : children[n]) {
+      label_.push_back(label);
+      child_.push_back(child);
+    }
+    begin_[n + 1] = static_cast<uint32_t>(label_.size());
+  }
+}
+
+int32_t EdgeLists::Child(int32_t node, int32_t label) const {
+  const int32_t* begin = label_.data() + begin_[node];
+  const int32_t* end = label_.data() + begin_[node + 1];
+  const int32_t* it = std::lower_bound(begin, end, label);
+  if (it == end || *it != label) return -1;
+  return child_[it - label_.data()];
 }
 
 Status ContextGraph::Build(const LabelSet& set,
@@ -257,25 +269,18 @@ Status ContextGraph::Build(const LabelSet& set,
   // Breadth first, so that a state's failure state (shallower) is done:
   // the failure state of a child of s along c is Next(fail(s), c).
   const size_t states = children.size();
-  vocab_ = set.labels.size();
-  next_.assign(states * vocab_, 0);
+  edges_.Build(children);
+  children.clear();
+  children.shrink_to_fit();
+  fail_.assign(states, 0);
   reached_.assign(states, 0.0);
   at_risk_.assign(states, 0.0);
-  std::vector<int32_t> fail(states, 0);
   std::vector<int32_t> queue(1, 0);
   for (size_t q = 0; q < queue.size(); ++q) {
     const int32_t s = queue[q];
-    for (size_t c = 0; c < vocab_; ++c) {
-      const auto it = children[s].find(static_cast<int32_t>(c));
-      int32_t& to = next_[static_cast<size_t>(s) * vocab_ + c];
-      if (it == children[s].end()) {
-        to = s == 0 ? 0 : next_[static_cast<size_t>(fail[s]) * vocab_ + c];
-        continue;
-      }
-      const int32_t child = it->second;
-      to = child;
-      fail[child] =
-          s == 0 ? 0 : next_[static_cast<size_t>(fail[s]) * vocab_ + c];
+    for (uint32_t e = edges_.begin(s); e < edges_.begin(s + 1); ++e) {
+      const int32_t child = edges_.child(e);
+      fail_[child] = s == 0 ? 0 : Next(fail_[s], edges_.label(e));
       reached_[child] = at_risk_[s] + edge_boost[child];
       at_risk_[child] = complete[child] ? 0.0 : reached_[child];
       queue.push_back(child);
@@ -284,14 +289,6 @@ Status ContextGraph::Build(const LabelSet& set,
   separator_ = separator;
   start_ = Next(0, separator);
   return Status::Ok();
-}
-
-int32_t WordTrie::Child(int32_t node, int32_t label) const {
-  const int32_t* begin = edge_label_.data() + edge_begin_[node];
-  const int32_t* end = edge_label_.data() + edge_begin_[node + 1];
-  const int32_t* it = std::lower_bound(begin, end, label);
-  if (it == end || *it != label) return -1;
-  return edge_child_[it - edge_label_.data()];
 }
 
 double LogAdd(double a, double b) {

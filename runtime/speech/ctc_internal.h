@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,28 +23,49 @@ struct LabelSet {
 
 Status MakeLabelSet(const std::vector<std::string>& labels, LabelSet* set);
 
-// A trie over the spellings of a word list, in label ids, stored as sorted
-// edge lists. Node 0 is the root (the start of a word).
+// A prefix tree's edges, as one sorted list per node: a few bytes an edge,
+// however many labels there are.
+class EdgeLists {
+ public:
+  // children[node]: label -> child.
+  void Build(const std::vector<std::map<int32_t, int32_t>>& children);
+  // The child of `node` along `label`, or -1.
+  int32_t Child(int32_t node, int32_t label) const;
+  // Edges [begin(node), begin(node + 1)): their labels and children.
+  uint32_t begin(int32_t node) const { return begin_[node]; }
+  int32_t label(uint32_t edge) const { return label_[edge]; }
+  int32_t child(uint32_t edge) const { return child_[edge]; }
+
+ private:
+  std::vector<uint32_t> begin_;  // [nodes + 1]
+  std::vector<int32_t> label_;   // [edges], sorted within a node
+  std::vector<int32_t> child_;   // [edges]
+};
+
+// A trie over the spellings of a word list, in label ids. Node 0 is the
+// root (the start of a word).
 class WordTrie {
  public:
   // Fails naming the first word the labels cannot spell.
   Status Build(const LabelSet& set, const std::vector<std::string>& words);
   // The child of `node` along `label`, or -1.
-  int32_t Child(int32_t node, int32_t label) const;
+  int32_t Child(int32_t node, int32_t label) const {
+    return edges_.Child(node, label);
+  }
   bool IsWord(int32_t node) const { return is_word_[node] != 0; }
   size_t size() const { return is_word_.size(); }
   size_t word_count() const { return word_count_; }
 
  private:
-  std::vector<uint32_t> edge_begin_;  // [nodes + 1]
-  std::vector<int32_t> edge_label_;   // [edges], sorted within a node
-  std::vector<int32_t> edge_child_;   // [edges]
-  std::vector<uint8_t> is_word_;      // [nodes]
+  EdgeLists edges_;
+  std::vector<uint8_t> is_word_;  // [nodes]
   size_t word_count_ = 0;
 };
 
-// The hotwords' Aho-Corasick automaton (tarn/ctc.hpp, Hotwords), as a dense
-// transition table. A hypothesis's bonus is the sum of the gains of the
+// The hotwords' Aho-Corasick automaton (tarn/ctc.hpp, Hotwords): the
+// phrases' prefix tree and each state's failure state (its longest proper
+// suffix that is a state), so its memory grows with the phrases' labels,
+// not with the label set. A hypothesis's bonus is the sum of the gains of the
 // transitions its labels took; Gain() of a transition is the new state's
 // bonus since the last completed phrase on its path, minus the old state's
 // bonus at risk, so a failed partial match gives its bonus back exactly and
@@ -56,9 +78,15 @@ class ContextGraph {
                float default_boost);
   // The state of the empty prefix: just after a (virtual) separator.
   int32_t start() const { return start_; }
-  // The state after `label` (not the blank) from `state`.
+  // The state after `label` (not the blank) from `state`: its child along
+  // the label, else its failure state's, and so on up to the root.
   int32_t Next(int32_t state, int32_t label) const {
-    return next_[static_cast<size_t>(state) * vocab_ + label];
+    for (;;) {
+      const int32_t child = edges_.Child(state, label);
+      if (child >= 0) return child;
+      if (state == 0) return 0;
+      state = fail_[state];
+    }
   }
   // The change of the bonus along state -> Next(state, label).
   double Gain(int32_t state, int32_t next) const {
@@ -74,10 +102,10 @@ class ContextGraph {
   size_t size() const { return at_risk_.size(); }
 
  private:
-  size_t vocab_ = 0;
   int32_t start_ = 0;
   int32_t separator_ = 0;
-  std::vector<int32_t> next_;  // [states * vocab]
+  EdgeLists edges_;
+  std::vector<int32_t> fail_;  // [states]
   // [states]: the boosts earned on the way to the state since the last
   // completed phrase on its path, its own label's included.
   std::vector<double> reached_;
