@@ -24,7 +24,6 @@ WER = word edits / reference words, summed over a set.
 
 import argparse
 import concurrent.futures
-import csv
 import hashlib
 import json
 import os
@@ -54,8 +53,7 @@ def contains(words, phrase):
 
 def training_transcripts(manifest):
     """The word sequences of the corpus's train split."""
-    with open(manifest, newline="") as f:
-        trained = {row["transcript"] for row in csv.DictReader(f, delimiter="\t") if row["split"] == "train"}
+    trained = {row["transcript"] for row in corpus.read_manifest(manifest).get("train", [])}
     if not trained:
         raise SystemExit(f"{manifest} lists no train split: make the whole corpus (run_recipe.sh's make_corpus.py)")
     return trained

@@ -334,6 +334,17 @@ def synthesise(job):
     return final
 
 
+def read_manifest(path):
+    """manifest.tsv as main() writes it: {split: [row dicts]}, in file order."""
+    rows = {}
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            rows.setdefault(row["split"], []).append(row)
+    return rows
+
+
 def settings_text(spec):
     return " ".join(f"{k}={v}" for k, v in spec.items() if k not in ("engine", "voice"))
 

@@ -67,6 +67,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # the repo root, for
 sys.path.insert(0, HERE)
 
 import features  # noqa: E402
+import make_corpus  # noqa: E402
 
 try:
     from converter.reference import LinearTransformer, ModelConfig
@@ -103,16 +104,6 @@ def log(*args):
 
 
 # -- data ---------------------------------------------------------------------------
-
-
-def read_manifest(data):
-    rows = {}
-    with open(os.path.join(data, "manifest.tsv")) as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            rows.setdefault(row["split"], []).append(row)
-    return rows
 
 
 def load_split(data, rows):
@@ -445,7 +436,7 @@ def main(argv=None):
     rng = random.Random(args.seed)
     start = time.time()
 
-    rows = read_manifest(args.data)
+    rows = make_corpus.read_manifest(os.path.join(args.data, "manifest.tsv"))
     splits = sorted({"train", "dev", *args.final_splits})
     missing = [split for split in splits if split not in rows]
     if missing:
