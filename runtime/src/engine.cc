@@ -473,7 +473,8 @@ void Engine::Advance(const Rows& rows) const {
 void Engine::Forward(const Rows& rows, float* outputs) {
   float* x = InputRow(0);
   Embed(rows, x);
-  const size_t members = TeamSize(threads_);
+  const CoreGrant grant(threads_);
+  const size_t members = grant.members();
   Barrier barrier(members);
   // One row and no convolution (whose ring is shared state): each member
   // keeps its own copy of the row, member 0 in the scratch.
@@ -490,7 +491,7 @@ void Engine::Forward(const Rows& rows, float* outputs) {
     }
     if (outputs != nullptr) Output(rows.count, x_own, outputs, team);
   };
-  RunTeam(threads_, [&](size_t member, size_t members) {
+  RunTeam(threads_, grant, [&](size_t member, size_t members) {
     Team team{member, members, &barrier};
     team.own_rows = own_rows;
     if (!own_rows || member == 0) {

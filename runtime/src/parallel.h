@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <utility>
 
 #if defined(__linux__)
 #include <sched.h>
@@ -119,7 +120,8 @@ class Barrier {
   // busy machine hands its core to another process for a whole time slice
   // (steps of 4, 8, 12 ms where 0.2 ms was due), where spinning keeps it
   // until the member waited for is scheduled. (A team never has more
-  // members than usable cores: session.cc's pool is made that small.)
+  // members than usable cores: session.cc's pool is made that small, and
+  // CoreGrant keeps the teams running at once within them together.)
   static constexpr uint32_t kSpins = 1u << 17;
 
   static void Pause() {
@@ -142,19 +144,60 @@ inline size_t TeamSize(pthreadpool_t threads) {
   return threads != nullptr ? pthreadpool_get_threads_count(threads) : 1;
 }
 
-// Calls fn(member, members) once for each member in [0, members) where
-// members is the pool's thread count (1, on the caller, without a pool),
-// all at the same time: members may wait for each other at a Barrier of
-// `members`. Relies on pthreadpool giving each thread its own item first
-// (a thread takes another's item only after finishing its own), so with as
-// many items as threads every item runs on its own thread.
+// The cores a team may use while it runs, taken from one count shared by
+// every session and batch of the process: a team gets the cores no other
+// running team holds (at least its caller's), up to its pool's threads.
+// Sessions stepped at once on their own threads thus split the cores
+// instead of each running a full team: two 2-thread sessions on 2 cores
+// each run on one, where two teams of 2 took 5 to 20 times as long a step
+// (each member waits at every barrier for one without a core). The bits do
+// not depend on the team's size.
+class CoreGrant {
+ public:
+  explicit CoreGrant(pthreadpool_t threads) : wanted_(TeamSize(threads)) {
+    const size_t held = InUse().fetch_add(wanted_, std::memory_order_relaxed);
+    const size_t cores = UsableCores();
+    others_running_ = held > 0;
+    members_ = std::clamp(cores > held ? cores - held : 0, size_t{1}, wanted_);
+    if (members_ < wanted_) {
+      InUse().fetch_sub(wanted_ - members_, std::memory_order_relaxed);
+    }
+  }
+  ~CoreGrant() { InUse().fetch_sub(members_, std::memory_order_relaxed); }
+  CoreGrant(const CoreGrant&) = delete;
+  CoreGrant& operator=(const CoreGrant&) = delete;
+
+  size_t members() const { return members_; }
+  // Whether other teams held cores when this one started: its pool's
+  // threads then sleep as soon as they are done, instead of spinning for
+  // the next call on cores the others need.
+  bool others_running() const { return others_running_; }
+
+ private:
+  static std::atomic<size_t>& InUse() {
+    static std::atomic<size_t> in_use{0};
+    return in_use;
+  }
+  const size_t wanted_;
+  size_t members_;
+  bool others_running_;
+};
+
+// Calls fn(member, members) once for each member in [0, members), members
+// being the cores `grant` holds (1 runs fn on the caller), all at the same
+// time: members may wait for each other at a Barrier of `members`. Relies
+// on pthreadpool giving each thread its own item first (a thread takes
+// another's item only after finishing its own, and a member finishes only
+// after all have started), so with at most as many items as threads every
+// item runs on its own thread.
 template <typename Fn>
-void RunTeam(pthreadpool_t threads, Fn&& fn) {
-  const size_t members = TeamSize(threads);
+void RunTeam(pthreadpool_t threads, const CoreGrant& grant, Fn&& fn) {
+  const size_t members = grant.members();
   if (members <= 1) {
     fn(size_t{0}, size_t{1});
     return;
   }
+  assert(members <= TeamSize(threads));
   struct Context {
     Fn* fn;
     size_t members;
@@ -168,8 +211,16 @@ void RunTeam(pthreadpool_t threads, Fn&& fn) {
         (*c.fn)(member, c.members);
         HappensBefore(raw);
       },
-      &context, members, /*flags=*/0);
+      &context, members,
+      grant.others_running() ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0);
   HappensAfter(&context);
+}
+
+// RunTeam over the cores free when it starts.
+template <typename Fn>
+void RunTeam(pthreadpool_t threads, Fn&& fn) {
+  const CoreGrant grant(threads);
+  RunTeam(threads, grant, std::forward<Fn>(fn));
 }
 
 }  // namespace tarn

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "api_testing.h"
 #include "test_models.h"
@@ -131,6 +132,54 @@ TEST_P(ThreadsTest, MoreThreadsThanCoresGiveTheSameBits) {
   const Results batch_clamped = Batch(*model, 5);
   EXPECT_TRUE(SameBits(batch_clamped.outputs, batch_one.outputs));
   EXPECT_TRUE(SameBits(batch_clamped.state, batch_one.state));
+}
+
+// Sessions of 2 threads each, stepped at once on their own threads, share
+// 2 cores: each call's team runs on the cores free when it starts, 1 or 2,
+// changing from call to call, and every session gets the bits of 1 thread.
+TEST_P(ThreadsTest, SessionsSteppedAtOnceShareTheCores) {
+  const ForcedCores forced(2);
+  std::unique_ptr<Model> model = LoadGolden(GetParam());
+  ASSERT_TRUE(model);
+  const Results one = StepAndPrefill(*model, 1);
+  constexpr int kSessions = 3;
+  Results runs[kSessions];
+  std::vector<std::thread> callers;
+  for (Results& run : runs) {
+    callers.emplace_back([&] { run = StepAndPrefill(*model, 2); });
+  }
+  for (std::thread& caller : callers) caller.join();
+  for (const Results& run : runs) {
+    EXPECT_TRUE(SameBits(run.outputs, one.outputs));
+    EXPECT_TRUE(SameBits(run.state, one.state));
+  }
+}
+
+// A team gets the cores no other running team holds, at least its caller's.
+TEST(CoreGrant, TakesTheCoresOtherTeamsLeave) {
+  const ForcedCores forced(3);
+  pthreadpool_t three = pthreadpool_create(3), two = pthreadpool_create(2);
+  ASSERT_NE(three, nullptr);
+  ASSERT_NE(two, nullptr);
+  {
+    const CoreGrant first(two);
+    EXPECT_EQ(first.members(), 2u);
+    EXPECT_FALSE(first.others_running());
+    const CoreGrant second(three);
+    EXPECT_EQ(second.members(), 1u);
+    EXPECT_TRUE(second.others_running());
+    const CoreGrant alone(nullptr);  // a session without a pool: its caller
+    EXPECT_EQ(alone.members(), 1u);
+  }
+  {
+    const CoreGrant one(nullptr);
+    const CoreGrant rest(three);
+    EXPECT_EQ(rest.members(), 2u);
+  }
+  const CoreGrant all(three);
+  EXPECT_EQ(all.members(), 3u);
+  pthreadpool_destroy(three);
+  pthreadpool_destroy(two);
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, ThreadsTest,

@@ -224,9 +224,11 @@ inline constexpr uint32_t kMaxBatchStreams = 4096;
 struct SessionOptions {
   // Threads for the dense layers (a pthreadpool owned by the session): at
   // most one per core this process may use (its affinity mask); more run as
-  // that many, with the same bits. The threads of sessions stepping at the
-  // same time should together not exceed the cores: a team member that
-  // loses its core stalls the others at the step's next barrier.
+  // that many, with the same bits. Sessions and batches stepping at the
+  // same time share the cores: each call runs on those no other call of
+  // the process holds when it starts (at least its caller's). Threads of
+  // other processes are not counted; a member that loses its core to one
+  // stalls the others at the step's next barrier.
   int num_threads = 1;
   // Most positions a Prefill*() or Encode*() chunk holds, in [1,
   // kMaxPrefillChunk]. The session's scratch is sized for this many rows of
