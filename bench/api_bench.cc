@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   size_t tokens = 1024, steps = 256;
   int reps = 5, threads = 1;
   bool int8_dot = false;
+  std::string json_path;
   std::vector<uint32_t> chunks = {16, 32, 64, 128, 256};
   std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32};  // the first: 1
   app.add_option("model", path, "a causal token model (.tarn)")->required();
@@ -106,6 +107,9 @@ int main(int argc, char** argv) {
   app.add_option("--batches", batches, "batch sizes B");
   app.add_flag("--int8-dot", int8_dot,
                "int8 models: quantise activations, integer dot products");
+  app.add_option("--json", json_path,
+                 "also write the figures to this file (bench/batch_peers.py "
+                 "reads it)");
   CLI11_PARSE(app, argc, argv);
 
   std::unique_ptr<tarn::Model> model;
@@ -355,6 +359,34 @@ int main(int argc, char** argv) {
         100 * work_ms / std::max(work_ms, floor_ms[k]),
         dot ? "the int8 peak" : "peak",
         100 * std::max(work_ms, floor_ms[k]) / (batches[k] / per_ms));
+  }
+  if (!json_path.empty()) {
+    // Times in ms of CPU: the fastest run and the median one.
+    FILE* json = std::fopen(json_path.c_str(), "w");
+    if (json == nullptr) {
+      std::fprintf(stderr, "error: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    std::fprintf(json,
+                 "{\"fma_peak_gflops\": %.3f, \"threads\": %d, "
+                 "\"flop_per_step\": %.0f, \"flop_per_prefill_token\": %.0f,\n"
+                 " \"tokens\": %zu, \"step_ms\": %.6f,\n \"prefill\": [",
+                 peak, threads, 2 * macs, 2 * layer_macs, tokens, step_ms);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      std::fprintf(json, "%s{\"chunk\": %u, \"ms\": %.6f, \"median_ms\": %.6f}",
+                   i > 0 ? ", " : "", chunks[i], prefill_times[1 + i].cpu_ms,
+                   prefill_times[1 + i].median_cpu_ms);
+    }
+    std::fprintf(json, "],\n \"steps\": %zu, \"batches\": [", steps);
+    for (size_t k = 0; k < batches.size(); ++k) {
+      std::fprintf(json,
+                   "%s{\"streams\": %u, \"batch_step_ms\": %.6f, "
+                   "\"median_batch_step_ms\": %.6f, \"floor_ms\": %.6f}",
+                   k > 0 ? ", " : "", batches[k], batch_times[k].cpu_ms / steps,
+                   batch_times[k].median_cpu_ms / steps, floor_ms[k]);
+    }
+    std::fprintf(json, "]}\n");
+    std::fclose(json);
   }
   return 0;
 }
