@@ -145,10 +145,8 @@ class Speller {
 Status WordTrie::Build(const LabelSet& set,
                        const std::vector<std::string>& words) {
   const Speller speller(set);
-  std::vector<std::map<int32_t, int32_t>> children(1);
-  std::vector<uint8_t> is_word(1, 0);
+  Spellings spellings;
   std::vector<int32_t> spelled;
-  word_count_ = 0;
   for (const std::string& raw : words) {
     std::string word = Trim(raw);
     if (word.empty()) continue;
@@ -166,36 +164,75 @@ Status WordTrie::Build(const LabelSet& set,
                      "the model's labels (no label for " +
                      Quoted(missing) + " at byte " + std::to_string(at) + ")");
     }
-    int32_t node = 0;
-    for (const int32_t label : spelled) {
-      auto [it, added] =
-          children[node].emplace(label, static_cast<int32_t>(children.size()));
-      if (added) {
-        children.emplace_back();
-        is_word.push_back(0);
-      }
-      node = it->second;
-    }
-    if (!is_word[node]) ++word_count_;
-    is_word[node] = 1;
+    if (!spelled.empty()) spellings.Add(spelled);
   }
-  if (word_count_ == 0) return Invalid("the word list holds no words");
-  edges_.Build(children);
-  is_word_ = std::move(is_word);
+  if (spellings.size() == 0) return Invalid("the word list holds no words");
+  const std::vector<int32_t> node = edges_.Build(spellings);
+  is_word_.assign(edges_.nodes(), 0);
+  word_count_ = 0;
+  for (size_t i = 0; i < spellings.size(); ++i) {
+    uint8_t& is_word = is_word_[node[spellings.begin[i + 1] - 1]];
+    word_count_ += is_word == 0;
+    is_word = 1;
+  }
   return Status::Ok();
 }
 
-void EdgeLists::Build(const std::vector<std::map<int32_t, int32_t>>& children) {
-  begin_.assign(children.size() + 1, 0);
-  label_.clear();
-  child_.clear();
-  for (size_t n = 0; n < children.size(); ++n) {
-    for (const auto& [label, child] : children[n]) {
-      label_.push_back(label);
-      child_.push_back(child);
+std::vector<int32_t> EdgeLists::Build(const Spellings& spellings) {
+  const size_t count = spellings.size();
+  auto first = [&](size_t i) {
+    return spellings.labels.begin() + spellings.begin[i];
+  };
+  auto last = [&](size_t i) {
+    return spellings.labels.begin() + spellings.begin[i + 1];
+  };
+  std::vector<uint32_t> order(count);
+  for (size_t i = 0; i < count; ++i) order[i] = static_cast<uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::lexicographical_compare(first(a), last(a), first(b), last(b));
+  });
+  // In sorted order a node's children appear in increasing label order,
+  // each when the first sequence through it does; the nodes on the
+  // previous sequence's path are shared up to the common prefix.
+  struct Edge {
+    int32_t parent, label, child;
+  };
+  std::vector<Edge> edges;
+  std::vector<int32_t> node(spellings.labels.size());
+  std::vector<int32_t> path;  // the previous sequence's nodes
+  int32_t nodes = 1;
+  for (size_t n = 0; n < count; ++n) {
+    const size_t i = order[n];
+    const auto begin = first(i), end = last(i);
+    const size_t length = static_cast<size_t>(end - begin);
+    size_t shared = 0;
+    if (n > 0) {
+      const auto previous = first(order[n - 1]);
+      while (shared < path.size() && shared < length &&
+             previous[shared] == begin[shared]) {
+        ++shared;
+      }
     }
-    begin_[n + 1] = static_cast<uint32_t>(label_.size());
+    path.resize(shared);
+    for (size_t k = shared; k < length; ++k) {
+      edges.push_back({k == 0 ? 0 : path[k - 1], begin[k], nodes});
+      path.push_back(nodes++);
+    }
+    std::copy(path.begin(), path.end(), node.begin() + spellings.begin[i]);
   }
+  // Grouped by parent, stably: each node's labels stay sorted.
+  begin_.assign(static_cast<size_t>(nodes) + 1, 0);
+  for (const Edge& e : edges) ++begin_[e.parent + 1];
+  for (size_t n = 1; n < begin_.size(); ++n) begin_[n] += begin_[n - 1];
+  label_.resize(edges.size());
+  child_.resize(edges.size());
+  std::vector<uint32_t> next(begin_.begin(), begin_.end() - 1);
+  for (const Edge& e : edges) {
+    const uint32_t at = next[e.parent]++;
+    label_[at] = e.label;
+    child_[at] = e.child;
+  }
+  return node;
 }
 
 int32_t EdgeLists::Child(int32_t node, int32_t label) const {
@@ -215,10 +252,10 @@ Status ContextGraph::Build(const LabelSet& set,
   }
   const Speller speller(set);
   const int32_t separator = set.separator;
-  // The prefix tree: state 0 is the root, before any separator.
-  std::vector<std::map<int32_t, int32_t>> children(1);
-  std::vector<double> edge_boost(1, 0.0);  // [states] of the label into it
-  std::vector<uint8_t> complete(1, 0);     // [states]
+  // The prefix tree: state 0 is the root, before any separator; each
+  // phrase is spelled from a separator (the start of a word) to one.
+  Spellings spellings;
+  std::vector<double> boosts;  // [phrases]
   std::vector<int32_t> spelled;
   for (size_t i = 0; i < hotwords.size(); ++i) {
     const CtcHotword& hotword = hotwords[i];
@@ -228,7 +265,6 @@ Status ContextGraph::Build(const LabelSet& set,
       return Invalid(name + ": its boost " + std::to_string(hotword.boost) +
                      " is not a positive number");
     }
-    const double boost = hotword.boost > 0 ? hotword.boost : default_boost;
     spelled.assign(1, separator);
     size_t start = 0;
     const char* space = " \t\r\n\f\v";
@@ -251,27 +287,22 @@ Status ContextGraph::Build(const LabelSet& set,
       start = end;
     }
     if (spelled.size() == 1) return Invalid(name + " is empty");
-    int32_t state = 0;
-    for (size_t k = 0; k < spelled.size(); ++k) {
-      auto [it, added] = children[state].emplace(
-          spelled[k], static_cast<int32_t>(children.size()));
-      if (added) {
-        children.emplace_back();
-        edge_boost.push_back(0.0);
-        complete.push_back(0);
-      }
-      state = it->second;
-      // The leading separator earns nothing: it is no part of the phrase.
-      if (k > 0) edge_boost[state] = std::max(edge_boost[state], boost);
+    spellings.Add(spelled);
+    boosts.push_back(hotword.boost > 0 ? hotword.boost : default_boost);
+  }
+  const std::vector<int32_t> node = edges_.Build(spellings);
+  const size_t states = edges_.nodes();
+  std::vector<double> edge_boost(states, 0.0);  // of the label into a state
+  std::vector<uint8_t> complete(states, 0);
+  for (size_t i = 0; i < spellings.size(); ++i) {
+    // The leading separator earns nothing: it is no part of the phrase.
+    for (size_t k = spellings.begin[i] + 1; k < spellings.begin[i + 1]; ++k) {
+      edge_boost[node[k]] = std::max(edge_boost[node[k]], boosts[i]);
     }
-    complete[state] = 1;
+    complete[node[spellings.begin[i + 1] - 1]] = 1;
   }
   // Breadth first, so that a state's failure state (shallower) is done:
   // the failure state of a child of s along c is Next(fail(s), c).
-  const size_t states = children.size();
-  edges_.Build(children);
-  children.clear();
-  children.shrink_to_fit();
   fail_.assign(states, 0);
   reached_.assign(states, 0.0);
   at_risk_.assign(states, 0.0);

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,12 +22,27 @@ struct LabelSet {
 
 Status MakeLabelSet(const std::vector<std::string>& labels, LabelSet* set);
 
+// Label sequences one after another: sequence i is
+// labels[begin[i], begin[i + 1]).
+struct Spellings {
+  std::vector<int32_t> labels;
+  std::vector<size_t> begin{0};
+  void Add(const std::vector<int32_t>& spelling) {
+    labels.insert(labels.end(), spelling.begin(), spelling.end());
+    begin.push_back(labels.size());
+  }
+  size_t size() const { return begin.size() - 1; }
+};
+
 // A prefix tree's edges, as one sorted list per node: a few bytes an edge,
 // however many labels there are.
 class EdgeLists {
  public:
-  // children[node]: label -> child.
-  void Build(const std::vector<std::map<int32_t, int32_t>>& children);
+  // The prefix tree of `spellings`, node 0 its root, built from the
+  // sequences sorted (no per-node map: 12 bytes an edge while it builds).
+  // Returns, for each label of spellings.labels, the node it leads to.
+  std::vector<int32_t> Build(const Spellings& spellings);
+  size_t nodes() const { return begin_.size() - 1; }
   // The child of `node` along `label`, or -1.
   int32_t Child(int32_t node, int32_t label) const;
   // Edges [begin(node), begin(node + 1)): their labels and children.
