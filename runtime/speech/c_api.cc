@@ -62,7 +62,7 @@ const tarn_recognition_result* Hold(tarn_recognizer* handle,
 
 extern "C" {
 
-tarn_recognizer_options tarn_recognizer_options_default(void) {
+void tarn_recognizer_options_init(tarn_recognizer_options* out, size_t size) {
   const tarn::RecognizerOptions cpp;
   tarn_recognizer_options options{};
   options.struct_size = sizeof(tarn_recognizer_options);
@@ -80,7 +80,7 @@ tarn_recognizer_options tarn_recognizer_options_default(void) {
   options.hotword_boost = cpp.hotword_boost;
   options.final_silence_ms = cpp.final_silence_ms;
   options.warp = cpp.warp;
-  return options;
+  tarn::c_api::InitOptions(options, out, size);
 }
 
 tarn_status tarn_recognizer_create(const tarn_model* model,

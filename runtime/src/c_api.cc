@@ -162,12 +162,15 @@ void tarn_log_set(tarn_log_callback callback, void* user_data) {
 
 // --- Model -------------------------------------------------------------------
 
-tarn_load_options tarn_load_options_default(void) {
+void tarn_load_options_init(tarn_load_options* options, size_t size) {
   const tarn::LoadOptions cpp;
-  return tarn_load_options{sizeof(tarn_load_options), cpp.verify_checksum,
-                           cpp.int8_compute == tarn::Int8Compute::kExact
-                               ? TARN_INT8_EXACT
-                               : TARN_INT8_INTEGER_DOT};
+  tarn_load_options defaults{};
+  defaults.struct_size = sizeof defaults;
+  defaults.verify_checksum = cpp.verify_checksum;
+  defaults.int8_compute = cpp.int8_compute == tarn::Int8Compute::kExact
+                              ? TARN_INT8_EXACT
+                              : TARN_INT8_INTEGER_DOT;
+  tarn::c_api::InitOptions(defaults, options, size);
 }
 
 tarn_status tarn_model_load(const char* path, tarn_model** model) {
@@ -265,10 +268,13 @@ size_t tarn_model_snapshot_bytes(const tarn_model* model) {
 
 // --- Session -----------------------------------------------------------------
 
-tarn_session_options tarn_session_options_default(void) {
+void tarn_session_options_init(tarn_session_options* options, size_t size) {
   const tarn::SessionOptions cpp;
-  return tarn_session_options{sizeof(tarn_session_options), cpp.num_threads,
-                              cpp.max_prefill_chunk};
+  tarn_session_options defaults{};
+  defaults.struct_size = sizeof defaults;
+  defaults.num_threads = cpp.num_threads;
+  defaults.max_prefill_chunk = cpp.max_prefill_chunk;
+  tarn::c_api::InitOptions(defaults, options, size);
 }
 
 size_t tarn_model_session_bytes(const tarn_model* model,
@@ -409,10 +415,13 @@ tarn_status tarn_session_clone(const tarn_session* session,
 
 // --- Batch -------------------------------------------------------------------
 
-tarn_batch_options tarn_batch_options_default(void) {
+void tarn_batch_options_init(tarn_batch_options* options, size_t size) {
   const tarn::BatchOptions cpp;
-  return tarn_batch_options{sizeof(tarn_batch_options), cpp.max_streams,
-                            cpp.num_threads};
+  tarn_batch_options defaults{};
+  defaults.struct_size = sizeof defaults;
+  defaults.max_streams = cpp.max_streams;
+  defaults.num_threads = cpp.num_threads;
+  tarn::c_api::InitOptions(defaults, options, size);
 }
 
 size_t tarn_model_batch_bytes(const tarn_model* model,

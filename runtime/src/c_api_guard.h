@@ -44,11 +44,32 @@ inline Status Null(const char* what) {
 #define TARN_OPTIONS_END(type, field) \
   (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
 
+// No options struct is larger: a struct_size above this was not set by a
+// _default() function.
+constexpr size_t kMaxOptionsBytes = 4096;
+
+// The X_options_init() functions (tarn.h): the `size` bytes at `out` (the
+// caller's struct, of its tarn.h) get the library's defaults as far as they
+// reach, zeros past them, and struct_size `size`.
+template <typename Options>
+void InitOptions(const Options& defaults, void* out, size_t size) {
+  static_assert(offsetof(Options, struct_size) == 0,
+                "options start with struct_size");
+  if (out == nullptr || size < sizeof(size_t) || size > kMaxOptionsBytes) {
+    return;
+  }
+  std::memset(out, 0, size);
+  std::memcpy(out, &defaults, std::min(size, sizeof(Options)));
+  std::memcpy(out, &size, sizeof size);
+}
+
 // Reads a C options struct that starts with `size_t struct_size` (tarn.h,
 // Options): the fields that fit in struct_size over the defaults `*out`
 // holds. Refuses a struct_size below the struct's first version
-// (first_bytes), and a larger struct that sets fields past the ones this
-// library knows (known_bytes). `given` null: the defaults as they are.
+// (first_bytes) or above kMaxOptionsBytes, and a larger struct that sets
+// fields past the ones this library knows (known_bytes; the bytes between
+// them and sizeof(Options) are this struct's own padding, unread).
+// `given` null: the defaults as they are.
 template <typename Options>
 Status ReadOptions(const Options* given, size_t first_bytes, size_t known_bytes,
                    const char* name, Options* out) {
@@ -56,15 +77,16 @@ Status ReadOptions(const Options* given, size_t first_bytes, size_t known_bytes,
                 "options start with struct_size");
   if (given == nullptr) return Status::Ok();
   const size_t size = given->struct_size;
-  if (size < first_bytes) {
+  if (size < first_bytes || size > kMaxOptionsBytes) {
     return Status(StatusCode::kInvalidArgument,
                   std::string(name) + ".struct_size is " +
                       std::to_string(size) + "; it must be at least " +
-                      std::to_string(first_bytes) + ": start from " + name +
-                      "_default()");
+                      std::to_string(first_bytes) + " and at most " +
+                      std::to_string(kMaxOptionsBytes) + ": start from " +
+                      name + "_default()");
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(given);
-  for (size_t i = known_bytes; i < size; ++i) {
+  for (size_t i = std::max(known_bytes, sizeof(Options)); i < size; ++i) {
     if (bytes[i] != 0) {
       return Status(StatusCode::kUnsupported,
                     std::string(name) + " sets fields this tarn does not " +

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -374,6 +375,59 @@ TEST(RecognizerCApi, OptionsOfEveryStructSize) {
         << tarn_last_error();
     EXPECT_EQ(recognizer, nullptr);
   }
+}
+
+// tarn_recognizer_options_init() writes only the bytes it is given: a
+// program built against the first version's speech.h (a struct ending at
+// beam_prune) gets that struct, with nothing written past it.
+TEST(RecognizerCApi, InitWritesOnlyTheCallersStruct) {
+  const size_t first =
+      offsetof(tarn_recognizer_options, beam_prune) + sizeof(float);
+  unsigned char memory[sizeof(tarn_recognizer_options) + 64];
+  std::memset(memory, 0xa5, sizeof memory);
+  auto* options = reinterpret_cast<tarn_recognizer_options*>(memory);
+  tarn_recognizer_options_init(options, first);
+  EXPECT_EQ(options->struct_size, first);
+  const tarn_recognizer_options defaults = tarn_recognizer_options_default();
+  EXPECT_EQ(options->beam_width, defaults.beam_width);
+  EXPECT_EQ(options->beam_prune, defaults.beam_prune);
+  for (size_t i = first; i < sizeof memory; ++i) {
+    ASSERT_EQ(memory[i], 0xa5) << "byte " << i << " written";
+  }
+  // Nothing for sizes it cannot hold.
+  std::memset(memory, 0xa5, sizeof memory);
+  tarn_recognizer_options_init(options, 4);
+  tarn_recognizer_options_init(options, 4097);
+  tarn_recognizer_options_init(nullptr, sizeof(tarn_recognizer_options));
+  for (size_t i = 0; i < sizeof memory; ++i) ASSERT_EQ(memory[i], 0xa5);
+}
+
+// Padding after the last field is the struct's own, never read: a struct
+// that was not zeroed, with every field set, is taken; a struct_size no
+// _default() sets is refused.
+TEST(RecognizerCApi, OptionsPaddingIsNotAField) {
+  Loaded speech;
+  ASSERT_NO_FATAL_FAILURE(Load(kAsrModel, &speech));
+  const tarn_recognizer_options defaults = tarn_recognizer_options_default();
+  const size_t end = offsetof(tarn_recognizer_options, warp) + sizeof(float);
+  alignas(tarn_recognizer_options) unsigned char
+      memory[sizeof(tarn_recognizer_options)];
+  std::memset(memory, 0x5a, sizeof memory);
+  std::memcpy(memory, &defaults, end);
+  auto* options = reinterpret_cast<tarn_recognizer_options*>(memory);
+  tarn_recognizer* recognizer = nullptr;
+  ASSERT_EQ(tarn_recognizer_create(speech.model, 16000, options, &recognizer),
+            TARN_STATUS_OK)
+      << tarn_last_error();
+  tarn_recognizer_free(recognizer);
+  recognizer = nullptr;
+  options->struct_size = 1 << 20;
+  EXPECT_EQ(tarn_recognizer_create(speech.model, 16000, options, &recognizer),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tarn_last_error()).find("at most 4096"),
+            std::string::npos)
+      << tarn_last_error();
+  EXPECT_EQ(recognizer, nullptr);
 }
 
 // Hotwords on the bundled samples (a small fixed set): "the home" at boost

@@ -70,12 +70,15 @@
  * Options. Option structs (tarn_load_options, tarn_session_options,
  * tarn_batch_options, and the speech library's in tarn/speech.h) start with
  * struct_size, which their _default() function sets: start from it and change
- * the fields you need. Fields are only ever added at the end, and the library
- * reads the fields that fit in struct_size, the defaults for the rest: a
- * program built against an older tarn.h keeps working with a newer library. The
- * library refuses a struct_size of 0 or below the struct's first version
- * (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h that sets
- * fields the library does not know (TARN_STATUS_UNSUPPORTED).
+ * the fields you need. Fields are only ever added at the end, each version
+ * larger than the last, and the library reads the fields that fit in
+ * struct_size, the defaults for the rest: a program built against an older
+ * tarn.h keeps working with a newer library. The _default() functions are
+ * inline, so that they build the struct of the header the program was built
+ * with (over the library's _init(), which fills the bytes it is given). The
+ * library refuses a struct_size of 0, below the struct's first version, or
+ * above 4096 (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h
+ * that sets fields the library does not know (TARN_STATUS_UNSUPPORTED).
  *
  * Sizes. Buffers of floats are given with their size in floats; buffers of
  * bytes in bytes. Outputs are written row by row: one row of
@@ -200,8 +203,18 @@ typedef struct tarn_load_options {
   int32_t int8_compute;
 } tarn_load_options;
 
+/* Fills the `size` bytes at `options` (size: sizeof *options, in the
+ * caller's tarn.h) with the defaults, fields this library does not know
+ * zeroed, and sets struct_size to `size`. Does nothing for NULL or a size
+ * below struct_size's own or above 4096. */
+void tarn_load_options_init(tarn_load_options* options, size_t size);
+
 /* verify_checksum true, int8_compute TARN_INT8_EXACT; struct_size set. */
-tarn_load_options tarn_load_options_default(void);
+static inline tarn_load_options tarn_load_options_default(void) {
+  tarn_load_options options;
+  tarn_load_options_init(&options, sizeof options);
+  return options;
+}
 
 /* tarn_model_load and tarn_model_load_from_buffer with options (NULL: the
  * defaults, as those two use). */
@@ -258,8 +271,15 @@ typedef struct tarn_session_options {
   uint32_t max_prefill_chunk;
 } tarn_session_options;
 
+/* As tarn_load_options_init(), for tarn_session_options. */
+void tarn_session_options_init(tarn_session_options* options, size_t size);
+
 /* num_threads 1, max_prefill_chunk 64; struct_size set. */
-tarn_session_options tarn_session_options_default(void);
+static inline tarn_session_options tarn_session_options_default(void) {
+  tarn_session_options options;
+  tarn_session_options_init(&options, sizeof options);
+  return options;
+}
 
 /* Bytes of one session's block for these options (NULL: the defaults); 0
  * for invalid options. An arena for tarn_session_create_in_arena() must hold
@@ -361,8 +381,15 @@ typedef struct tarn_batch_options {
   int32_t num_threads;
 } tarn_batch_options;
 
+/* As tarn_load_options_init(), for tarn_batch_options. */
+void tarn_batch_options_init(tarn_batch_options* options, size_t size);
+
 /* max_streams 16, num_threads 1; struct_size set. */
-tarn_batch_options tarn_batch_options_default(void);
+static inline tarn_batch_options tarn_batch_options_default(void) {
+  tarn_batch_options options;
+  tarn_batch_options_init(&options, sizeof options);
+  return options;
+}
 /* Bytes of one batch's block (options NULL: the defaults); 0 if invalid. */
 size_t tarn_model_batch_bytes(const tarn_model* model,
                               const tarn_batch_options* options);

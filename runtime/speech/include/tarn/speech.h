@@ -107,10 +107,18 @@ typedef struct tarn_recognition_result {
   double end;
 } tarn_recognition_result;
 
+/* As tarn_load_options_init() (tarn/tarn.h), for tarn_recognizer_options. */
+void tarn_recognizer_options_init(tarn_recognizer_options* options,
+                                  size_t size);
+
 /* Greedy, endpoints after 500 ms, utterances at most 30 s, a restart after
  * 2 s without speech, one thread, beam_prune 20, no hotwords (boost 1),
  * 300 ms of final silence, the model's warp (0); struct_size set. */
-tarn_recognizer_options tarn_recognizer_options_default(void);
+static inline tarn_recognizer_options tarn_recognizer_options_default(void) {
+  tarn_recognizer_options options;
+  tarn_recognizer_options_init(&options, sizeof options);
+  return options;
+}
 
 /* A new recognizer for audio at `sample_rate` Hz, which must be the model's
  * (tarn_recognizer_sample_rate(); nothing is resampled); options NULL: the
