@@ -122,8 +122,9 @@ nb::object AudioDict(const tarn::Model& model) {
 class PyModel {
  public:
   // int8: "exact" or "dot" (tarn::Int8Compute::kExact, kIntegerDot).
-  PyModel(const std::string& path, const std::string& int8,
-          bool verify_checksum) {
+  // path: the file system's bytes (os.fsencode), any name open() takes.
+  PyModel(nb::bytes path_bytes, const std::string& int8, bool verify_checksum) {
+    const std::string path(path_bytes.c_str(), path_bytes.size());
     tarn::LoadOptions options;
     options.verify_checksum = verify_checksum;
     if (int8 == "dot") {
@@ -167,8 +168,8 @@ class PyModel {
   std::string path_;
 };
 
-// Holds an object's lock for one call: two threads using one session or
-// recognizer at once get an error instead of a data race.
+// Holds an object's lock for one call: two threads using one session,
+// batch or recognizer at once get an error instead of a data race.
 class Exclusive {
  public:
   Exclusive(std::mutex& busy, const char* what)
@@ -300,27 +301,43 @@ class PySession {
     return steps;
   }
 
+  // These copy the whole state (megabytes for a large model): the GIL is
+  // released while they do.
   void Reset() {
-    Exclusive use(busy_, "session");
-    session_->Reset();
+    Run(busy_, "session", [&] {
+      session_->Reset();
+      return tarn::Status::Ok();
+    });
   }
 
+  // Written straight into a new bytes object, which no other thread can
+  // see until it is returned.
   nb::bytes Snapshot() {
     Exclusive use(busy_, "session");
-    std::string buffer(model_->snapshot_bytes(), '\0');
-    Check(session_->Snapshot(buffer.data(), buffer.size()));
-    return nb::bytes(buffer.data(), buffer.size());
+    const size_t size = model_->snapshot_bytes();
+    PyObject* bytes = PyBytes_FromStringAndSize(nullptr, size);
+    if (bytes == nullptr) throw nb::python_error();
+    nb::bytes owned = nb::steal<nb::bytes>(bytes);
+    char* data = PyBytes_AS_STRING(bytes);
+    tarn::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = session_->Snapshot(data, size);
+    }
+    Check(status);
+    return owned;
   }
 
+  // Bytes are immutable: read without the GIL, and without a copy.
   void Restore(nb::bytes snapshot) {
-    Exclusive use(busy_, "session");
-    Check(session_->Restore(snapshot.c_str(), snapshot.size()));
+    Run(busy_, "session", [&] {
+      return session_->Restore(snapshot.c_str(), snapshot.size());
+    });
   }
 
   PySession* Clone() {
-    Exclusive use(busy_, "session");
     std::unique_ptr<tarn::Session> clone;
-    Check(session_->Clone(&clone));
+    Run(busy_, "session", [&] { return session_->Clone(&clone); });
     return new PySession(model_, std::move(clone));
   }
 
@@ -370,6 +387,7 @@ class PyBatch {
 
   void StepTokens(std::vector<PySession*> sessions, Array<const int32_t> tokens,
                   Array<float> out) {
+    Exclusive use(busy_, "session batch");
     if (tokens.size() != sessions.size()) {
       Fail(tarn::StatusCode::kInvalidArgument,
            "StepTokens: " + std::to_string(sessions.size()) + " sessions but " +
@@ -388,6 +406,7 @@ class PyBatch {
 
   std::vector<bool> StepFrames(std::vector<PySession*> sessions,
                                Array<const float> frames, Array<float> out) {
+    Exclusive use(busy_, "session batch");
     const size_t frame = model_->frame_size();
     if (frames.size() != sessions.size() * frame) {
       Fail(tarn::StatusCode::kInvalidArgument,
@@ -445,6 +464,8 @@ class PyBatch {
 
   std::shared_ptr<const tarn::Model> model_;
   std::unique_ptr<tarn::SessionBatch> batch_;
+  // Its scratch is shared by every call: one thread at a time.
+  mutable std::mutex busy_;
 };
 
 nb::dict ResultDict(const tarn::RecognitionResult& r) {
@@ -610,7 +631,7 @@ NB_MODULE(_tarn, m) {
   });
 
   nb::class_<PyModel>(m, "Model")
-      .def(nb::init<const std::string&, const std::string&, bool>(), "path"_a,
+      .def(nb::init<nb::bytes, const std::string&, bool>(), "path"_a,
            "int8"_a, "verify_checksum"_a)
       .def("close", &PyModel::Close)
       .def_prop_ro("closed", &PyModel::closed)

@@ -70,6 +70,8 @@ def _output(out: Optional[np.ndarray], shape: Tuple[int, ...], what: str) -> np.
         raise InvalidArgumentError(f"{what}: out must be a C-contiguous float32 numpy array")
     if not out.flags.writeable:
         raise InvalidArgumentError(f"{what}: out is read-only")
+    if out.shape != tuple(shape):
+        raise InvalidArgumentError(f"{what}: out has shape {out.shape}; it must be {tuple(shape)}")
     return out
 
 
@@ -138,12 +140,17 @@ class Model:
     """
 
     def __init__(self, path: PathLike, *, int8: str = "exact", verify_checksum: bool = True):
-        self._native = _call(_tarn.Model, os.fspath(path), int8, bool(verify_checksum))
+        self._path = os.fspath(path)
+        # The file system's bytes, so that any name open() takes loads.
+        native_path = os.fsencode(self._path)
+        if b"\0" in native_path:
+            raise InvalidArgumentError(f"the model path {self._path!r} holds a NUL character")
+        self._native = _call(_tarn.Model, native_path, int8, bool(verify_checksum))
         self._config: Optional[ModelConfig] = None
 
     @property
     def path(self) -> str:
-        return self._native.path
+        return self._path
 
     @property
     def closed(self) -> bool:
@@ -427,9 +434,32 @@ def _hotword_list(hotwords) -> List[Tuple[str, float]]:
         raise InvalidArgumentError("hotwords: give a list of phrases (or a dict phrase -> boost), not one string")
     items = hotwords.items() if isinstance(hotwords, dict) else hotwords
     out = []
-    for item in items:
-        phrase, boost = (item, None) if isinstance(item, str) else item
-        out.append((str(phrase), 0.0 if boost is None else float(boost)))
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            phrase, boost = item, None
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+            phrase, boost = item
+        else:
+            raise InvalidArgumentError(f"hotwords[{i}] is {item!r}: give a phrase or a (phrase, boost) pair")
+        try:
+            out.append((phrase, 0.0 if boost is None else float(boost)))
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"hotwords[{i}]: the boost of {phrase!r} is {boost!r}, not a number") from None
+    return out
+
+
+def _word_list(words) -> List[str]:
+    """The words of a word list, each a str; None: no list."""
+    if words is None:
+        return []
+    if isinstance(words, (str, bytes)):
+        raise InvalidArgumentError("words: give a list of words, not one string")
+    out = list(words)
+    for i, word in enumerate(out):
+        if not isinstance(word, str):
+            raise InvalidArgumentError(f"words[{i}] is a {type(word).__name__}, not a str")
+    if not out:
+        raise InvalidArgumentError("words: the list is empty (leave words out for no list)")
     return out
 
 
@@ -475,7 +505,7 @@ class Recognizer:
         final_silence_ms: int = 300,
         warp: float = 0.0,
     ):
-        words = [str(w) for w in words] if words is not None else []
+        words = _word_list(words)
         phrases = _hotword_list(hotwords)
         if (words or phrases) and beam in (0, 1):
             what = "words" if words else "hotwords"

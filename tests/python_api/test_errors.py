@@ -1,7 +1,9 @@
 """Every bad input raises tarn.Error (the subclass for its status code)
 carrying the runtime's message; nothing crashes the interpreter."""
 
+import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -243,3 +245,71 @@ def test_warp_estimator(token_model):
         tarn.WarpEstimator(model, candidates=[0.1])
     with pytest.raises(tarn.InvalidArgumentError, match="tokens"):
         tarn.WarpEstimator(token_model)
+
+
+def test_one_batch_in_two_threads_is_an_error_not_wrong_outputs(models):
+    """A batch's scratch serves one call at a time: a second thread gets
+    tarn.Error, and every call that ran gave the outputs of stepping alone."""
+    model = tarn.Model(models["tokens"])
+    batch = tarn.SessionBatch(model, max_streams=4)
+    outputs, errors = [[], []], []
+
+    def work(k):
+        sessions = [model.session() for _ in range(4)]
+        tokens = np.arange(4, dtype=np.int32) + 10 * k
+        try:
+            for _ in range(300):
+                outputs[k].append(batch.step_tokens(sessions, tokens).copy())
+        except tarn.Error as e:
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all("session batch is in use by another thread" in e for e in errors)
+    for k in range(2):
+        alone = [model.session() for _ in range(4)]
+        tokens = np.arange(4, dtype=np.int32) + 10 * k
+        for got in outputs[k]:
+            expected = np.stack([s.step_token(int(t)) for s, t in zip(alone, tokens)])
+            assert np.array_equal(got, expected)
+
+
+def test_out_of_another_shape(token_model):
+    session = token_model.session()
+    n = token_model.output_size
+    with pytest.raises(tarn.InvalidArgumentError, match=r"out has shape \(3, %d\)" % n):
+        session.step_token(1, out=np.zeros((3, n), np.float32))
+    with pytest.raises(tarn.InvalidArgumentError, match="out has shape"):
+        tarn.SessionBatch(token_model, 2).step_tokens([session, token_model.session()], [1, 2], out=np.zeros((n, 2), np.float32))
+    assert session.position == 0
+
+
+def test_word_lists_and_hotwords_of_the_wrong_kind():
+    model = tarn.Model(SPEECH_MODEL)
+    with pytest.raises(tarn.InvalidArgumentError, match="not one string"):
+        tarn.Recognizer(model, words="the on six is")
+    with pytest.raises(tarn.InvalidArgumentError, match=r"words\[1\] is a NoneType"):
+        tarn.Recognizer(model, words=["six", None])
+    with pytest.raises(tarn.InvalidArgumentError, match="empty"):
+        tarn.Recognizer(model, words=[])
+    with pytest.raises(tarn.InvalidArgumentError, match=r"hotwords\[0\] is \('six',\)"):
+        tarn.Recognizer(model, hotwords=[("six",)])
+    with pytest.raises(tarn.InvalidArgumentError, match="the boost of 'six' is 'x'"):
+        tarn.Recognizer(model, hotwords=[("six", "x")])
+    with pytest.raises(tarn.InvalidArgumentError, match=r"hotwords\[0\] is 6"):
+        tarn.Recognizer(model, hotwords=[6])
+
+
+def test_model_paths(models, tmp_path):
+    with pytest.raises(tarn.InvalidArgumentError, match="NUL"):
+        tarn.Model(str(models["tokens"]) + "\0.bak")
+    # A name that is not UTF-8 (legal on Linux) loads as open() reads it.
+    odd = tmp_path / os.fsdecode(b"model-\xff.tarn")
+    odd.write_bytes(Path(models["tokens"]).read_bytes())
+    model = tarn.Model(odd)
+    assert model.path == str(odd)
+    assert model.session().step_token(1).shape == (model.output_size,)
+    assert tarn.Model(os.fsencode(odd)).output_size == model.output_size
