@@ -330,9 +330,8 @@ class PySession {
 
   // Bytes are immutable: read without the GIL, and without a copy.
   void Restore(nb::bytes snapshot) {
-    Run(busy_, "session", [&] {
-      return session_->Restore(snapshot.c_str(), snapshot.size());
-    });
+    Run(busy_, "session",
+        [&] { return session_->Restore(snapshot.c_str(), snapshot.size()); });
   }
 
   PySession* Clone() {
@@ -631,8 +630,8 @@ NB_MODULE(_tarn, m) {
   });
 
   nb::class_<PyModel>(m, "Model")
-      .def(nb::init<nb::bytes, const std::string&, bool>(), "path"_a,
-           "int8"_a, "verify_checksum"_a)
+      .def(nb::init<nb::bytes, const std::string&, bool>(), "path"_a, "int8"_a,
+           "verify_checksum"_a)
       .def("close", &PyModel::Close)
       .def_prop_ro("closed", &PyModel::closed)
       .def_prop_ro("path", &PyModel::path)
