@@ -129,6 +129,11 @@ Status CheckOutputs(const float* outputs, size_t size, size_t rows,
   // Nothing to write needs no buffer (an empty vector's data() is null).
   if (rows == 0 || (outputs == nullptr && !required)) return Status::Ok();
   const size_t have = outputs ? size : 0;
+  if (width > 0 && rows > SIZE_MAX / width) {
+    return InvalidArgument(std::to_string(rows) + " steps of " +
+                           std::to_string(width) +
+                           " outputs overflow a size_t");
+  }
   if (outputs != nullptr && size >= rows * width) return Status::Ok();
   if (rows == 1) {
     return InvalidArgument("output buffer holds " + std::to_string(have) +
@@ -164,6 +169,10 @@ Status CheckFrames(const ModelConfig& c, const float* frames, size_t count) {
   }
   if (frames == nullptr && count > 0) return InvalidArgument("frames is null");
   const size_t width = c.input_dim;
+  if (width > 0 && count > SIZE_MAX / width) {
+    return InvalidArgument(std::to_string(count) + " frames of " +
+                           std::to_string(width) + " values overflow a size_t");
+  }
   for (size_t i = 0; i < count * width; ++i) {
     if (!std::isfinite(frames[i])) {
       std::string where = count > 1 ? "frame " + std::to_string(i / width) +

@@ -374,6 +374,21 @@ TEST(CApiBadInput, FrameOfWrongSize) {
               HasSubstr("frame holds 4 floats; the model's frames have 3"));
 }
 
+// A count whose floats overflow a size_t is refused before anything is read
+// (it wrapped to a handful, and the frames past them were read unchecked).
+TEST(CApiBadInput, CountsThatOverflow) {
+  Model model = Load(kFrames);
+  Session session = Open(model.get());
+  float frames[3] = {};
+  size_t steps = 0;
+  const size_t wraps = SIZE_MAX / 3 + 1;  // x 3 frame values wraps to 2
+  EXPECT_EQ(tarn_session_prefill_frames(session.get(), frames, wraps, nullptr,
+                                        0, &steps),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(LastError(), HasSubstr("overflow"));
+  EXPECT_EQ(tarn_session_position(session.get()), 0u);
+}
+
 TEST(CApiBadInput, PrefillOutputsTooSmall) {
   Model model = Load(kTokens);
   Session session = Open(model.get());
