@@ -35,18 +35,29 @@ uint64_t MsToSteps(uint32_t ms, double step_seconds) {
 
 constexpr size_t kPcmBlock = 1024;
 
-// Refuses a call with a sample that is not finite, naming the first (and,
-// for a warp estimator, its utterance), before anything of it is consumed.
+// Float samples are in [-1, 1); beyond this they are not audio of that
+// scale at all (16-bit PCM passed as floats reaches 32767), where a clipped
+// or amplified signal stays within a few units.
+constexpr float kMaxSample = 64;
+
+// Refuses a call with a sample that is not finite or beyond kMaxSample,
+// naming the first (and, for a warp estimator, its utterance), before
+// anything of it is consumed.
 Status CheckSamples(const float* samples, size_t count,
                     const uint64_t* utterance = nullptr) {
   if (samples == nullptr && count > 0) return Refuse("samples is null");
   for (size_t i = 0; i < count; ++i) {
-    if (std::isfinite(samples[i])) continue;
-    return Refuse((utterance != nullptr
-                       ? "utterance " + std::to_string(*utterance) + ": "
-                       : std::string()) +
-                  "sample " + std::to_string(i) + " of this call is " +
-                  std::to_string(samples[i]) + "; nothing was consumed");
+    if (std::fabs(samples[i]) <= kMaxSample) continue;  // false for NaN
+    return Refuse(
+        (utterance != nullptr ? "utterance " + std::to_string(*utterance) + ": "
+                              : std::string()) +
+        "sample " + std::to_string(i) + " of this call is " +
+        std::to_string(samples[i]) +
+        (std::isfinite(samples[i])
+             ? ": float samples are in [-1, 1) (16-bit PCM divided by "
+               "32768, or given as int16)"
+             : "") +
+        "; nothing was consumed");
   }
   return Status::Ok();
 }

@@ -562,6 +562,23 @@ TEST(Recognizer, RefusesNonFiniteSamplesConsumingNothing) {
   EXPECT_EQ(recognizer->stats().samples, 0u);
 }
 
+// 16-bit PCM passed as floats (not divided by 32768) is refused by name;
+// a clipped or amplified signal a few units high is taken.
+TEST(Recognizer, RefusesSamplesFarOutsideTheirRange) {
+  auto model = LoadModel("hamming.tarn");
+  auto recognizer = Make(*model, RecognizerOptions());
+  std::vector<float> audio(1000, 2.5f);
+  EXPECT_TRUE(recognizer->AcceptWaveform(audio.data(), audio.size()).ok());
+  audio[700] = 1200.0f;
+  Status status = recognizer->AcceptWaveform(audio.data(), audio.size());
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("sample 700 of this call is 1200"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("[-1, 1)"), std::string::npos);
+  EXPECT_EQ(recognizer->stats().samples, 1000u);
+}
+
 // A long stream: the same two utterances 150 times (about 11.5 minutes).
 // Every utterance comes out, times keep counting, nothing accumulates.
 TEST(Recognizer, LongStreamKeepsGoing) {

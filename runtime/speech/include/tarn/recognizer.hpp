@@ -155,7 +155,8 @@ class Recognizer {
 
   // Feeds audio at sample_rate(), mono: floats in [-1, 1), or 16-bit PCM
   // (divided by 32768). Any number of samples per call. Fails for samples
-  // that are not finite (the state is then as before the offending frame).
+  // that are not finite or beyond +-64 (16-bit PCM passed as floats),
+  // consuming nothing.
   Status AcceptWaveform(const float* samples, size_t count);
   Status AcceptWaveform(const int16_t* samples, size_t count);
 
@@ -255,9 +256,10 @@ class WarpEstimator {
   WarpEstimator& operator=(const WarpEstimator&) = delete;
 
   // More of the current utterance, at the model's sample rate: floats in
-  // [-1, 1), or 16-bit PCM. A call with a non-finite sample is refused and
-  // consumes nothing. (Should the model ever refuse a pass of frames, the
-  // call that stepped it says so and those frames are dropped.)
+  // [-1, 1), or 16-bit PCM. A call with a sample that is not finite or
+  // beyond +-64 is refused and consumes nothing. (Should the model ever refuse
+  // a pass of frames, the call that stepped it says so and those frames are
+  // dropped.)
   Status AcceptWaveform(const float* samples, size_t count);
   Status AcceptWaveform(const int16_t* samples, size_t count);
   // The samples after this start another utterance, from a fresh state. It

@@ -132,8 +132,8 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
 void tarn_recognizer_free(tarn_recognizer* recognizer);
 
 /* Feeds `count` mono samples, any number per call: floats in [-1, 1), or
- * 16-bit PCM. Fails for a sample that is not finite, naming it; the
- * recognizer is then as before the frame that holds it. */
+ * 16-bit PCM. Fails for a sample that is not finite or beyond +-64 (16-bit
+ * PCM passed as floats), naming it and consuming nothing. */
 tarn_status tarn_recognizer_accept_float(tarn_recognizer* recognizer,
                                          const float* samples, size_t count);
 tarn_status tarn_recognizer_accept_int16(tarn_recognizer* recognizer,
@@ -193,7 +193,8 @@ tarn_status tarn_warp_estimator_create(const tarn_model* model,
                                        tarn_warp_estimator** estimator);
 void tarn_warp_estimator_free(tarn_warp_estimator* estimator);
 /* More of the current utterance, at the model's rate: floats in [-1, 1), or
- * 16-bit PCM. Fails for a sample that is not finite, consuming nothing. */
+ * 16-bit PCM. Fails for a sample that is not finite or beyond +-64,
+ * consuming nothing. */
 tarn_status tarn_warp_estimator_accept_float(tarn_warp_estimator* estimator,
                                              const float* samples,
                                              size_t count);
