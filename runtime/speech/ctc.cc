@@ -246,9 +246,10 @@ int32_t EdgeLists::Child(int32_t node, int32_t label) const {
 Status ContextGraph::Build(const LabelSet& set,
                            const std::vector<CtcHotword>& hotwords,
                            float default_boost) {
-  if (!std::isfinite(default_boost) || !(default_boost > 0)) {
+  if (!(default_boost > 0 && default_boost <= kMaxHotwordBoost)) {
     return Invalid("the hotword boost " + std::to_string(default_boost) +
-                   " is not a positive number");
+                   " is not a positive number of at most " +
+                   std::to_string(kMaxHotwordBoost) + " nats per label");
   }
   const Speller speller(set);
   const int32_t separator = set.separator;
@@ -261,9 +262,10 @@ Status ContextGraph::Build(const LabelSet& set,
     const CtcHotword& hotword = hotwords[i];
     const std::string name =
         "hotword " + std::to_string(i) + " (\"" + hotword.phrase + "\")";
-    if (!std::isfinite(hotword.boost) || hotword.boost < 0) {
+    if (!(hotword.boost >= 0 && hotword.boost <= kMaxHotwordBoost)) {
       return Invalid(name + ": its boost " + std::to_string(hotword.boost) +
-                     " is not a positive number");
+                     " is not a positive number of at most " +
+                     std::to_string(kMaxHotwordBoost) + " nats per label");
     }
     spelled.assign(1, separator);
     size_t start = 0;

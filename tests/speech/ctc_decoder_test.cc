@@ -710,7 +710,18 @@ TEST(CtcHotwords, RefusesWhatItCannotDo) {
   EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
   options.hotword_boost = INFINITY;
   EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+  // Boosts past kMaxHotwordBoost (1e20 swamped the beam's sums: an
+  // unfinished match then kept its bonus).
+  options.hotword_boost = kMaxHotwordBoost;
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotword_boost = 1e20f;
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_NE(s.message().find("at most 100"), std::string::npos) << s.message();
   options.hotword_boost = 1;
+  options.hotwords = {{"on", 101.0f}};
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_NE(s.message().find("hotword 0"), std::string::npos) << s.message();
+  options.hotwords = {{"on", 0}};
   EXPECT_FALSE(  // no separator
       CtcDecoder::Create({"<blank>", "o", "n"}, options, &decoder).ok());
   options.hotwords = {{"Turn  ON", 0}};  // lowered, spaces collapsed

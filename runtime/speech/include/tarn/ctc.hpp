@@ -79,6 +79,10 @@ namespace tarn {
 inline constexpr uint32_t kMaxCtcBeamWidth = 256;
 // The boost per label of a hotword that names none, in nats.
 inline constexpr float kDefaultHotwordBoost = 1.0f;
+// The largest boost per label, in nats: far beyond any useful one (a label's
+// log-probabilities span a few tens of nats), and far from where the beam
+// search's sums would lose the log-probabilities beside the bonus.
+inline constexpr float kMaxHotwordBoost = 100.0f;
 
 struct CtcHotword {
   // Words separated by spaces (runs of white space count as one), spelled
@@ -105,7 +109,7 @@ struct CtcDecoderOptions {
   // Beam search only: phrases to favour (see Hotwords above); with or
   // without a word list.
   std::vector<CtcHotword> hotwords;
-  // The boost of the hotwords that give none: finite and positive.
+  // The boost of the hotwords that give none: in (0, kMaxHotwordBoost].
   float hotword_boost = kDefaultHotwordBoost;
 };
 
@@ -128,8 +132,8 @@ class CtcDecoder {
   // Fails for fewer than 2 labels, a beam width above kMaxCtcBeamWidth, a
   // word list or hotwords with greedy decoding or without a separator
   // label, a word or hotword that the labels cannot spell (the message names
-  // it and the character), an empty hotword, or a boost that is negative or
-  // not finite.
+  // it and the character), an empty hotword, or a boost that is negative,
+  // not finite or above kMaxHotwordBoost.
   static Status Create(const std::vector<std::string>& labels,
                        const CtcDecoderOptions& options,
                        std::unique_ptr<CtcDecoder>* decoder);
