@@ -18,8 +18,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -160,6 +162,38 @@ std::string TruncationMessage(SNDFILE* file, const std::string& path) {
          std::to_string(present) + " are present";
 }
 
+// libsndfile reads a WAV whose data chunk declares 0 bytes (a streaming
+// writer's placeholder, never filled in) as no audio, whatever follows;
+// a message naming the bytes that follow, or "" for none.
+std::string ZeroSizedDataMessage(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char riff[12];
+  if (!in.read(riff, sizeof riff) || std::memcmp(riff, "RIFF", 4) != 0 ||
+      std::memcmp(riff + 8, "WAVE", 4) != 0) {
+    return "";
+  }
+  std::error_code ignored;
+  const uintmax_t length = std::filesystem::file_size(path, ignored);
+  uint64_t at = 12;
+  unsigned char chunk[8];
+  while (in.seekg(static_cast<std::streamoff>(at)) &&
+         in.read(reinterpret_cast<char*>(chunk), sizeof chunk)) {
+    const uint32_t size = chunk[4] | chunk[5] << 8 | chunk[6] << 16 |
+                          static_cast<uint32_t>(chunk[7]) << 24;
+    if (std::memcmp(chunk, "data", 4) == 0) {
+      const uint64_t follow = length > at + 8 ? length - at - 8 : 0;
+      if (size != 0 || follow == 0) return "";
+      return path + ": its data chunk declares 0 bytes of audio but " +
+             std::to_string(follow) +
+             " follow (a WAV written as a stream, its sizes never filled "
+             "in); rewrite its header, e.g. sox --ignore-length " +
+             path + " OUT.wav";
+    }
+    at += 8 + uint64_t{size} + (size & 1);
+  }
+  return "";
+}
+
 std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
                              bool quiet) {
   path_ = path;
@@ -194,6 +228,10 @@ std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
   }
   const std::string truncated = TruncationMessage(file_, path);
   if (!truncated.empty()) return truncated;
+  if (info_.frames == 0) {
+    const std::string placeholder = ZeroSizedDataMessage(path);
+    if (!placeholder.empty()) return placeholder;
+  }
   if (info_.channels < 1) return path + ": it has no channels";
   if (static_cast<uint32_t>(info_.samplerate) != sample_rate) {
     return path + " is sampled at " + std::to_string(info_.samplerate) +

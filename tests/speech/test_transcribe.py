@@ -143,6 +143,13 @@ def test_transcribe_outputs_inputs_and_options():
     error_case("ADPCM WAV", [energy, FIXTURES / "adpcm.wav"], "not supported", "ADPCM")
     error_case("truncated WAV", [energy, FIXTURES / "truncated.wav"], "truncated")
     error_case("header-only WAV", [energy, FIXTURES / "header_only.wav"], "truncated")
+    # A streaming writer's placeholder size 0 (libsndfile reads no audio).
+    placeholder = bytearray((FIXTURES / "speech.wav").read_bytes())
+    at = placeholder.index(b"data")
+    placeholder[at + 4 : at + 8] = bytes(4)
+    (FIXTURES / "zero_size.wav").write_bytes(placeholder)
+    error_case("WAV whose data chunk declares 0 bytes", [energy, FIXTURES / "zero_size.wav"],
+               "declares 0 bytes of audio but", "sox --ignore-length")
     error_case("garbage", [energy, FIXTURES / "garbage.wav"], "cannot read it as audio")
     error_case("missing file", [energy, FIXTURES / "no-such.wav"], "cannot read it as audio")
     error_case("model without a front end", [FIXTURES / "noaudio.tarn", speech], "no audio front end")
