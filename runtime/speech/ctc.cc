@@ -483,6 +483,16 @@ Status CtcDecoder::Create(const std::vector<std::string>& labels,
     *decoder = ctc::MakeGreedyDecoder(std::move(set), options);
     return Status::Ok();
   }
+  const size_t bytes = ctc::BeamDecoderBytes(options, set.labels.size());
+  if (bytes > kMaxCtcDecoderBytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a beam of " + std::to_string(options.beam_width) + " over " +
+                      std::to_string(options.max_labels) + " labels needs " +
+                      std::to_string(bytes >> 20) +
+                      " MiB of decoder memory; at most " +
+                      std::to_string(kMaxCtcDecoderBytes >> 20) +
+                      " MiB: a narrower beam or shorter utterances");
+  }
   std::unique_ptr<ctc::WordTrie> trie;
   if (!options.words.empty()) {
     if (set.separator < 0) {

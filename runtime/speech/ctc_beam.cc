@@ -57,6 +57,9 @@ uint64_t ExtendHash(uint64_t hash, int32_t label) {
 
 class BeamDecoder final : public CtcDecoder {
  public:
+  // The memory these options need, all of it allocated by the constructor.
+  static size_t Bytes(const CtcDecoderOptions& options, size_t vocab);
+
   BeamDecoder(LabelSet set, std::unique_ptr<WordTrie> trie,
               std::unique_ptr<ContextGraph> context,
               const CtcDecoderOptions& options)
@@ -405,7 +408,20 @@ void BeamDecoder::Result(bool final, CtcHypothesis* hypothesis) const {
            end - first, LogAdd(e.pb, e.pnb), hypothesis);
 }
 
+size_t BeamDecoder::Bytes(const CtcDecoderOptions& options, size_t vocab) {
+  const size_t width = options.beam_width;
+  const size_t capacity = 1 + width * (size_t{options.max_labels} + 2);
+  return capacity * (sizeof(Node) + sizeof(int32_t)) +
+         width * vocab * (sizeof(Candidate) + 2 * sizeof(int32_t)) +
+         2 * width * sizeof(Entry) + vocab * sizeof(double) +
+         size_t{options.max_labels} * (sizeof(int32_t) + sizeof(uint64_t));
+}
+
 }  // namespace
+
+size_t BeamDecoderBytes(const CtcDecoderOptions& options, size_t vocab) {
+  return BeamDecoder::Bytes(options, vocab);
+}
 
 std::unique_ptr<CtcDecoder> MakeBeamDecoder(
     LabelSet set, std::unique_ptr<WordTrie> trie,

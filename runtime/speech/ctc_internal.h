@@ -141,6 +141,8 @@ void Assemble(const LabelSet& set, const int32_t* labels, const uint64_t* steps,
 
 std::unique_ptr<CtcDecoder> MakeGreedyDecoder(LabelSet set,
                                               const CtcDecoderOptions& options);
+// The memory a beam decoder of these options over `vocab` labels holds.
+size_t BeamDecoderBytes(const CtcDecoderOptions& options, size_t vocab);
 // `context` null: no hotwords.
 std::unique_ptr<CtcDecoder> MakeBeamDecoder(
     LabelSet set, std::unique_ptr<WordTrie> trie,

@@ -726,6 +726,17 @@ TEST(CtcHotwords, RefusesWhatItCannotDo) {
       CtcDecoder::Create({"<blank>", "o", "n"}, options, &decoder).ok());
   options.hotwords = {{"Turn  ON", 0}};  // lowered, spaces collapsed
   EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  // A beam whose prefix tree would not fit kMaxCtcDecoderBytes is refused
+  // by name (256 x 2^24 labels needed 206 GB and threw std::bad_alloc).
+  options.beam_width = kMaxCtcBeamWidth;
+  options.max_labels = 1u << 24;
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("a beam of 256 over 16777216 labels needs"),
+            std::string::npos)
+      << s.message();
+  options.max_labels = 4096;
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
 }
 
 }  // namespace

@@ -77,6 +77,9 @@
 namespace tarn {
 
 inline constexpr uint32_t kMaxCtcBeamWidth = 256;
+// The most memory a decoder may hold: its prefix tree grows with the beam
+// width times max_labels (48 bytes a node), all of it allocated up front.
+inline constexpr size_t kMaxCtcDecoderBytes = size_t{1} << 30;
 // The boost per label of a hotword that names none, in nats.
 inline constexpr float kDefaultHotwordBoost = 1.0f;
 // The largest boost per label, in nats: far beyond any useful one (a label's
@@ -132,8 +135,9 @@ class CtcDecoder {
   // Fails for fewer than 2 labels, a beam width above kMaxCtcBeamWidth, a
   // word list or hotwords with greedy decoding or without a separator
   // label, a word or hotword that the labels cannot spell (the message names
-  // it and the character), an empty hotword, or a boost that is negative,
-  // not finite or above kMaxHotwordBoost.
+  // it and the character), an empty hotword, a boost that is negative,
+  // not finite or above kMaxHotwordBoost, or a beam search that would need
+  // more than kMaxCtcDecoderBytes.
   static Status Create(const std::vector<std::string>& labels,
                        const CtcDecoderOptions& options,
                        std::unique_ptr<CtcDecoder>* decoder);
