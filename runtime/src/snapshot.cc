@@ -2,6 +2,7 @@
 
 #include "snapshot.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -14,11 +15,16 @@ namespace tarn {
 SnapshotTarget MakeSnapshotTarget(uint64_t model_identity,
                                   uint32_t layout_version, size_t state_bytes,
                                   const ModelConfig& c) {
-  return SnapshotTarget{model_identity, layout_version, state_bytes,
+  return SnapshotTarget{model_identity,
+                        layout_version,
+                        state_bytes,
                         c.conv_kernel > 1 ? c.conv_kernel - 1 : size_t{1},
                         c.position == Position::kLearned
                             ? uint64_t{c.max_positions}
-                            : std::numeric_limits<uint64_t>::max()};
+                            : std::numeric_limits<uint64_t>::max(),
+                        c.input_kind == InputKind::kFrames,
+                        c.stack_window,
+                        c.stack_hop};
 }
 
 SnapshotHeader MakeSnapshotHeader(const SnapshotTarget& target,
@@ -113,13 +119,42 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
   }
   const size_t expected = kSnapshotHeaderBytes + target.state_bytes;
   if (header->header_bytes != kSnapshotHeaderBytes ||
-      header->state_bytes != target.state_bytes || size != expected ||
-      header->conv_oldest >= target.conv_past) {
+      header->state_bytes != target.state_bytes) {
     return Status(StatusCode::kInvalidArgument,
-                  "snapshot is damaged: " + std::to_string(size) +
-                      " bytes holding " + std::to_string(header->state_bytes) +
-                      " bytes of state; this model's snapshots take " +
-                      std::to_string(expected));
+                  "snapshot is damaged: its header says " +
+                      std::to_string(header->header_bytes) + " + " +
+                      std::to_string(header->state_bytes) +
+                      " bytes; this model's snapshots are " +
+                      std::to_string(kSnapshotHeaderBytes) + " + " +
+                      std::to_string(target.state_bytes));
+  }
+  if (size != expected) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot size is " + std::to_string(size) +
+                      " bytes; this model's snapshots are " +
+                      std::to_string(expected) +
+                      " (give the snapshot's bytes, no more and no fewer)");
+  }
+  if (header->conv_oldest >= target.conv_past) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: its convolution ring index " +
+                      std::to_string(header->conv_oldest) +
+                      " is out of range; the ring holds " +
+                      std::to_string(target.conv_past));
+  }
+  const uint64_t window = target.stack_window, hop = target.stack_hop;
+  const uint64_t seen = header->frames_seen;
+  const uint64_t steps = !target.frames  ? header->position
+                         : seen < window ? 0
+                                         : (seen - window) / hop + 1;
+  if ((!target.frames && seen != 0) || steps != header->position) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "snapshot is damaged: it is at step " +
+            std::to_string(header->position) + " after " +
+            std::to_string(seen) + " frames, which " +
+            (target.frames ? "take " + std::to_string(steps) + " steps"
+                           : std::string("a token model never sees")));
   }
   if (header->position > target.max_position) {
     return Status(StatusCode::kInvalidArgument,
@@ -133,6 +168,21 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
           Checksum(static_cast<const uint8_t*>(snapshot), target.state_bytes)) {
     return Status(StatusCode::kInvalidArgument,
                   "snapshot is damaged: its bytes do not match its checksum");
+  }
+  if (header->checksum == 0) {
+    // Unsealed: at least every value of the state must be a number.
+    const auto* state =
+        static_cast<const uint8_t*>(snapshot) + kSnapshotHeaderBytes;
+    for (size_t i = 0; i < target.state_bytes / sizeof(float); ++i) {
+      float value;
+      std::memcpy(&value, state + i * sizeof value, sizeof value);
+      if (!std::isfinite(value)) {
+        return Status(StatusCode::kInvalidArgument,
+                      "snapshot is damaged: value " + std::to_string(i) +
+                          " of its state is " + std::to_string(value) +
+                          " (it has no checksum; every value must be finite)");
+      }
+    }
   }
   return Status::Ok();
 }

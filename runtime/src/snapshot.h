@@ -52,6 +52,11 @@ struct SnapshotTarget {
   // The most steps a stream can have taken: a learned position table's
   // size, else UINT64_MAX.
   uint64_t max_position;
+  // Frame models: the steps a stream takes after f frames are
+  // f < stack_window ? 0 : (f - stack_window) / stack_hop + 1. Token models
+  // (frames false) see no frames.
+  bool frames;
+  uint32_t stack_window, stack_hop;
 };
 
 // The target of a model of config `c` whose state takes `state_bytes`.
@@ -73,7 +78,9 @@ Status CheckSnapshotBuffer(const void* buffer, size_t size, size_t state_bytes);
 
 // Reads and checks the header of `snapshot` (`size` bytes) against
 // `target`: magic, byte order, layout version, model identity, sizes, the
-// position, and the checksum over the header and the state.
+// position and frame count, and the checksum over the header and the state
+// (a snapshot without one, from before tarn sealed them: every value of
+// its state finite).
 // On success the state follows at kSnapshotHeaderBytes.
 Status ReadSnapshotHeader(const void* snapshot, size_t size,
                           const SnapshotTarget& target, SnapshotHeader* header);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 #include "api_testing.h"
 #include "test_models.h"
@@ -120,12 +121,24 @@ TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
   magic[0] = 'X';
   refused(magic, StatusCode::kInvalidArgument, "not a tarn snapshot");
   std::vector<uint8_t> truncated(snapshot.begin(), snapshot.end() - 4);
-  refused(truncated, StatusCode::kInvalidArgument, "snapshot is damaged");
+  refused(truncated, StatusCode::kInvalidArgument,
+          "snapshot size is " + std::to_string(snapshot.size() - 4) +
+              " bytes; this model's snapshots are " +
+              std::to_string(snapshot.size()));
   refused({}, StatusCode::kInvalidArgument, "shorter than a snapshot header");
   std::vector<uint8_t> ring = snapshot;
   const uint32_t oldest = 6;  // the ring holds conv_kernel - 1 = 6
   std::memcpy(ring.data() + 48, &oldest, sizeof oldest);
-  refused(ring, StatusCode::kInvalidArgument, "snapshot is damaged");
+  refused(ring, StatusCode::kInvalidArgument,
+          "convolution ring index 6 is out of range; the ring holds 6");
+  // A frame model's step count follows from its frames (speech: windows of
+  // 9 frames, hop 3): 2 steps cannot follow 4 frames.
+  std::vector<uint8_t> counters = snapshot;
+  const uint64_t steps = 2, frames = 4;
+  std::memcpy(counters.data() + 32, &steps, sizeof steps);
+  std::memcpy(counters.data() + 40, &frames, sizeof frames);
+  refused(counters, StatusCode::kInvalidArgument,
+          "it is at step 2 after 4 frames, which take");
 
   Status status = session->Snapshot(snapshot.data(), snapshot.size() - 1);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
@@ -170,6 +183,18 @@ TEST(Snapshot, DamagedBytesOrPositionAreRefused) {
   std::vector<uint8_t> far_position = unsealed;
   std::memcpy(far_position.data() + kPosition, &far, sizeof far);
   refused(far_position, "past the model's learned positions");
+
+  // Unchecked, but every value of the state must be a number; and a token
+  // model's stream has seen no frames.
+  std::vector<uint8_t> not_a_number = unsealed;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(not_a_number.data() + kHeader + 8 * sizeof(float), &nan,
+              sizeof nan);
+  refused(not_a_number, "value 8 of its state is nan");
+  std::vector<uint8_t> frames = unsealed;
+  const uint64_t seen = 5;
+  std::memcpy(frames.data() + 40, &seen, sizeof seen);
+  refused(frames, "a token model never sees");
 
   Status status = fresh->Restore(unsealed.data(), unsealed.size());
   ASSERT_TRUE(status.ok()) << status.message();
