@@ -94,17 +94,43 @@ def list_audio(source: str, ext: str) -> List[str]:
         return [source]
     base = source.rsplit("/", 1)[0] if _is_uri(source) else os.path.dirname(os.path.abspath(source))
     with fs.open_input_stream(inner) as f:
-        lines = f.read().decode("utf-8").splitlines()
+        data = f.read()
+    try:
+        lines = data.decode("utf-8-sig").splitlines()  # a byte order mark is not text
+    except UnicodeDecodeError as e:
+        raise SystemExit(f"{source}: not UTF-8 text (byte {e.start}); save the manifest as UTF-8") from None
+    if source.lower().endswith(".json") and data.lstrip().startswith(b"["):
+        lines = []  # a JSON array of {"path": ...}: one entry per line below
+        try:
+            entries = json.loads(data.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise SystemExit(f"{source}: not a JSON array of objects: {e}") from None
+        for entry in entries:
+            lines.append(json.dumps(entry))
     paths = []
-    for n, line in enumerate(lines):
+    first = True  # the first line that is not blank or a comment may be a header
+    for n, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
             continue
         if source.lower().endswith((".jsonl", ".json")):
-            path = json.loads(line)["path"]
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{source}:{n}: not a JSON object per line ({e.msg}); a .json(l) manifest holds one "
+                                 '{"path": ...} per line') from None
+            path = entry.get("path") if isinstance(entry, dict) else None
+            if not isinstance(path, str) or not path:
+                raise SystemExit(f'{source}:{n}: a line without a "path" string: {line.strip()[:80]}')
         else:
             path = line.split("\t")[0].strip()
-            if n == 0 and path == "path":
+            if first and path == "path":
+                first = False
                 continue  # a header
+        first = False
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SystemExit(f"{source}:{n}: the path {path!r} cannot be a file name") from None
         paths.append(_join(base, path))
     return paths
 
@@ -174,7 +200,7 @@ class Transcriber:
             fs, inner = _filesystem(path)
             with fs.open_input_stream(inner) as f:
                 data = f.read()
-        except (OSError, pa.ArrowException) as e:
+        except (OSError, ValueError, pa.ArrowException) as e:  # ValueError: a name no file system takes
             row["error"] = f"{path}: cannot read it: {e}"
             return row
         try:
@@ -252,6 +278,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.out.endswith((".jsonl", ".parquet")):
         parser.error("--out must end in .jsonl or .parquet")
+    for name in ("workers", "batch_size", "num_cpus"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if not 10 <= args.chunk_ms <= 100:
+        parser.error(f"--chunk-ms must be in [10, 100], as tarn transcribe's, not {args.chunk_ms}")
 
     import ray
 

@@ -145,3 +145,34 @@ def test_manifest_forms(tmp_path):
     assert transcribe_ray.list_audio(str(tmp_path / "list.jsonl"), ".wav") == [
         str(tmp_path / "a.wav"), "s3://bucket/x.wav"
     ]
+
+
+def test_manifests_a_user_may_well_have(tmp_path):
+    """A byte order mark, a header after a comment, a JSON array; and clear
+    refusals, naming file and line, of what cannot be read."""
+    wav = str(tmp_path / "a.wav")
+    (tmp_path / "bom.tsv").write_text("path\tlabel\na.wav\tx\n", encoding="utf-8-sig")
+    assert transcribe_ray.list_audio(str(tmp_path / "bom.tsv"), ".wav") == [wav]
+    (tmp_path / "comment.tsv").write_text("# corpus v2\npath\na.wav\n")
+    assert transcribe_ray.list_audio(str(tmp_path / "comment.tsv"), ".wav") == [wav]
+    (tmp_path / "array.json").write_text('[{"path": "a.wav"}]\n')
+    assert transcribe_ray.list_audio(str(tmp_path / "array.json"), ".wav") == [wav]
+    for name, data, message in [
+        ("nokey.jsonl", b'{"path": "a.wav"}\n{"file": "x.wav"}\n', 'nokey.jsonl:2: a line without a "path"'),
+        ("null.jsonl", b'{"path": null}\n', 'null.jsonl:1: a line without a "path"'),
+        ("broken.jsonl", b'{"path": \n', "broken.jsonl:1: not a JSON object per line"),
+        ("latin1.tsv", "path\ncaf\u00e9.wav\n".encode("latin-1"), "latin1.tsv: not UTF-8 text"),
+        ("surrogate.jsonl", b'{"path": "\\ud800.wav"}\n', "surrogate.jsonl:1: the path"),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SystemExit, match=message):
+            transcribe_ray.list_audio(str(tmp_path / name), ".wav")
+
+
+def test_numeric_options_are_checked_before_ray_starts(tmp_path, capsys):
+    for extra, message in [(["--workers", "0"], "--workers must be at least 1"),
+                           (["--batch-size", "0"], "--batch-size must be at least 1"),
+                           (["--chunk-ms", "5"], "--chunk-ms must be in")]:
+        with pytest.raises(SystemExit):
+            transcribe_ray.main(["model.tarn", str(tmp_path), "--out", str(tmp_path / "rows.jsonl"), *extra])
+        assert message in capsys.readouterr().err
