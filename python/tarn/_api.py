@@ -38,6 +38,8 @@ def _array(value, dtype, what: str, ndim: Optional[int] = None) -> np.ndarray:
         if value.dtype.kind == "f" and np.dtype(dtype).kind == "f":
             value = value.astype(dtype)
     array = value
+    if array.dtype != dtype and array.dtype.newbyteorder("=") == np.dtype(dtype):
+        array = array.astype(dtype)  # the other byte order: the same values
     if array.dtype != dtype:
         if array.size == 0 and array.dtype == np.float64:
             array = array.astype(dtype)  # np.asarray([]) is float64
@@ -51,6 +53,19 @@ def _array(value, dtype, what: str, ndim: Optional[int] = None) -> np.ndarray:
     if ndim is not None and array.ndim != ndim:
         raise InvalidArgumentError(f"{what}: expected {ndim} dimension(s), got shape {array.shape}")
     return np.ascontiguousarray(array)
+
+
+def _model_native(model, what: str):
+    if not isinstance(model, Model):
+        raise InvalidArgumentError(f"{what}: model is a {type(model).__name__}, not a tarn.Model")
+    return model._native
+
+
+def _counts(what: str, **values) -> None:
+    """Refuses, by name, an option that is not an int >= 0."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InvalidArgumentError(f"{what}: {name} is {value!r}; it must be an int >= 0")
 
 
 def _natives(sessions, what: str) -> list:
@@ -255,8 +270,10 @@ class Session:
     """
 
     def __init__(self, model: Model, num_threads: int = 1, max_prefill_chunk: int = 64):
+        native = _model_native(model, "Session")
+        _counts("Session", num_threads=num_threads, max_prefill_chunk=max_prefill_chunk)
         self._model = model
-        self._native = _call(_tarn.Session, model._native, num_threads, max_prefill_chunk)
+        self._native = _call(_tarn.Session, native, num_threads, max_prefill_chunk)
         # Kept: a session outlives its model's close().
         self._config = model.config
         self._output_size = model.output_size
@@ -363,8 +380,10 @@ class SessionBatch:
     bit that of stepping the session alone."""
 
     def __init__(self, model: Model, max_streams: int = 16, num_threads: int = 1):
+        native = _model_native(model, "SessionBatch")
+        _counts("SessionBatch", max_streams=max_streams, num_threads=num_threads)
         self._model = model
-        self._native = _call(_tarn.SessionBatch, model._native, max_streams, num_threads)
+        self._native = _call(_tarn.SessionBatch, native, max_streams, num_threads)
         self._output_size = model.output_size
         self._frame_size = model.frame_size
 
@@ -505,6 +524,10 @@ class Recognizer:
         final_silence_ms: int = 300,
         warp: float = 0.0,
     ):
+        native = _model_native(model, "Recognizer")
+        _counts("Recognizer", endpoint_ms=endpoint_ms, max_utterance_ms=max_utterance_ms,
+                reset_after_silence_ms=reset_after_silence_ms, threads=threads, final_silence_ms=final_silence_ms,
+                **({} if beam is None else {"beam": beam}))
         words = _word_list(words)
         phrases = _hotword_list(hotwords)
         if (words or phrases) and beam in (0, 1):
@@ -517,7 +540,7 @@ class Recognizer:
         self._model = model
         self._native = _call(
             _tarn.Recognizer,
-            model._native,
+            native,
             beam,
             words,
             endpoint_ms,
@@ -616,8 +639,9 @@ class WarpEstimator:
             # The runtime's defaults, float32, by their shortest decimals (0.85).
             candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
         self._candidates = [float(c) for c in candidates]
+        native = _model_native(model, "WarpEstimator")
         self._model = model
-        self._native = _call(_tarn.WarpEstimator, model._native, self._candidates)
+        self._native = _call(_tarn.WarpEstimator, native, self._candidates)
 
     def accept(self, samples) -> None:
         """More of the current utterance, mono at the model's sample rate:

@@ -313,3 +313,20 @@ def test_model_paths(models, tmp_path):
     assert model.path == str(odd)
     assert model.session().step_token(1).shape == (model.output_size,)
     assert tarn.Model(os.fsencode(odd)).output_size == model.output_size
+
+
+def test_arguments_of_the_wrong_kind_are_named(token_model, frame_model):
+    for make, what in [(lambda: tarn.Session(None), "Session"), (lambda: tarn.SessionBatch("x"), "SessionBatch"),
+                       (lambda: tarn.Recognizer(None), "Recognizer"), (lambda: tarn.WarpEstimator(None), "WarpEstimator")]:
+        with pytest.raises(tarn.InvalidArgumentError, match=f"{what}: model is a"):
+            make()
+    model = tarn.Model(SPEECH_MODEL)
+    for option in ("endpoint_ms", "max_utterance_ms", "beam", "threads", "final_silence_ms"):
+        with pytest.raises(tarn.InvalidArgumentError, match=f"{option} is -1; it must be an int >= 0"):
+            tarn.Recognizer(model, **{option: -1})
+    with pytest.raises(tarn.InvalidArgumentError, match="max_prefill_chunk is -2"):
+        token_model.session(max_prefill_chunk=-2)
+    # The other byte order holds the same values: taken as they are.
+    frame = np.arange(frame_model.frame_size, dtype=">f4") / 7
+    native = frame.astype(np.float32)
+    assert np.array_equal(frame_model.session().step_frame(frame), frame_model.session().step_frame(native))
