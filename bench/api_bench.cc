@@ -99,9 +99,12 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> chunks = {16, 32, 64, 128, 256};
   std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32};  // the first: 1
   app.add_option("model", path, "a causal token model (.tarn)")->required();
-  app.add_option("--tokens", tokens, "prefill length N");
-  app.add_option("--steps", steps, "steps per stream in the batch test");
-  app.add_option("--reps", reps, "runs per figure (the fastest counts)");
+  app.add_option("--tokens", tokens, "prefill length N")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "steps per stream in the batch test")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps, "runs per figure (the fastest counts)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "threads for the dense layers");
   app.add_option("--chunks", chunks, "prefill chunk sizes");
   app.add_option("--batches", batches, "batch sizes B");

@@ -99,14 +99,13 @@ def list_audio(source: str, ext: str) -> List[str]:
         lines = data.decode("utf-8-sig").splitlines()  # a byte order mark is not text
     except UnicodeDecodeError as e:
         raise SystemExit(f"{source}: not UTF-8 text (byte {e.start}); save the manifest as UTF-8") from None
-    if source.lower().endswith(".json") and data.lstrip().startswith(b"["):
-        lines = []  # a JSON array of {"path": ...}: one entry per line below
+    if source.lower().endswith(".json") and "\n".join(lines).lstrip().startswith("["):
+        # A JSON array of {"path": ...}: one entry per line below.
         try:
-            entries = json.loads(data.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            entries = json.loads("\n".join(lines))
+        except json.JSONDecodeError as e:
             raise SystemExit(f"{source}: not a JSON array of objects: {e}") from None
-        for entry in entries:
-            lines.append(json.dumps(entry))
+        lines = [json.dumps(entry) for entry in entries]
     paths = []
     first = True  # the first line that is not blank or a comment may be a header
     for n, line in enumerate(lines, 1):

@@ -328,10 +328,12 @@ class PySession {
     return owned;
   }
 
-  // Bytes are immutable: read without the GIL, and without a copy.
+  // Bytes are immutable: read without the GIL (their address and size
+  // taken with it), and without a copy.
   void Restore(nb::bytes snapshot) {
-    Run(busy_, "session",
-        [&] { return session_->Restore(snapshot.c_str(), snapshot.size()); });
+    const char* data = snapshot.c_str();
+    const size_t size = snapshot.size();
+    Run(busy_, "session", [&] { return session_->Restore(data, size); });
   }
 
   PySession* Clone() {

@@ -162,9 +162,35 @@ std::string TruncationMessage(SNDFILE* file, const std::string& path) {
          std::to_string(present) + " are present";
 }
 
+// Little-endian 32 bits.
+uint32_t Le32(const unsigned char* p) {
+  return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Whether bytes [at, length) of `in` are whole RIFF chunks (an id of 4
+// printable characters and a size that ends within the file), as a
+// finished file's chunks after its data chunk are; audio is not.
+bool WholeChunks(std::ifstream& in, uint64_t at, uint64_t length) {
+  unsigned char chunk[8];
+  while (at < length) {
+    if (!in.seekg(static_cast<std::streamoff>(at)) ||
+        !in.read(reinterpret_cast<char*>(chunk), sizeof chunk)) {
+      return false;
+    }
+    for (int i = 0; i < 4; ++i) {
+      if (chunk[i] < 0x20 || chunk[i] > 0x7e) return false;
+    }
+    at += 8 + uint64_t{Le32(chunk + 4)};
+    if (at > length) return false;
+    if (at < length && (at & 1)) ++at;  // a pad byte
+  }
+  return true;
+}
+
 // libsndfile reads a WAV whose data chunk declares 0 bytes (a streaming
 // writer's placeholder, never filled in) as no audio, whatever follows;
-// a message naming the bytes that follow, or "" for none.
+// a message naming the bytes that follow, or "" when none do or they are
+// whole chunks (a finished file of no audio).
 std::string ZeroSizedDataMessage(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char riff[12];
@@ -173,16 +199,17 @@ std::string ZeroSizedDataMessage(const std::string& path) {
     return "";
   }
   std::error_code ignored;
-  const uintmax_t length = std::filesystem::file_size(path, ignored);
+  const uint64_t length = std::filesystem::file_size(path, ignored);
   uint64_t at = 12;
   unsigned char chunk[8];
   while (in.seekg(static_cast<std::streamoff>(at)) &&
          in.read(reinterpret_cast<char*>(chunk), sizeof chunk)) {
-    const uint32_t size = chunk[4] | chunk[5] << 8 | chunk[6] << 16 |
-                          static_cast<uint32_t>(chunk[7]) << 24;
+    const uint32_t size = Le32(chunk + 4);
     if (std::memcmp(chunk, "data", 4) == 0) {
       const uint64_t follow = length > at + 8 ? length - at - 8 : 0;
-      if (size != 0 || follow == 0) return "";
+      if (size != 0 || follow == 0 || WholeChunks(in, at + 8, length)) {
+        return "";
+      }
       return path + ": its data chunk declares 0 bytes of audio but " +
              std::to_string(follow) +
              " follow (a WAV written as a stream, its sizes never filled "

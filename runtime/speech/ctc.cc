@@ -485,13 +485,15 @@ Status CtcDecoder::Create(const std::vector<std::string>& labels,
   }
   const size_t bytes = ctc::BeamDecoderBytes(options, set.labels.size());
   if (bytes > kMaxCtcDecoderBytes) {
-    return Status(StatusCode::kInvalidArgument,
-                  "a beam of " + std::to_string(options.beam_width) + " over " +
-                      std::to_string(options.max_labels) + " labels needs " +
-                      std::to_string(bytes >> 20) +
-                      " MiB of decoder memory; at most " +
-                      std::to_string(kMaxCtcDecoderBytes >> 20) +
-                      " MiB: a narrower beam or shorter utterances");
+    return Status(
+        StatusCode::kInvalidArgument,
+        "a beam of " + std::to_string(options.beam_width) + " over " +
+            std::to_string(set.labels.size()) + " labels with max_labels " +
+            std::to_string(options.max_labels) + " needs " +
+            std::to_string(bytes >> 20) + " MiB of decoder memory; at most " +
+            std::to_string(kMaxCtcDecoderBytes >> 20) +
+            " MiB: a narrower beam, or a smaller max_labels "
+            "(shorter utterances)");
   }
   std::unique_ptr<ctc::WordTrie> trie;
   if (!options.words.empty()) {

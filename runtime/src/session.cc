@@ -381,7 +381,11 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
     engine_.Embed(Rows{rows, &self_, true, o}, x.get() + o * d);
   }
   engine_.Encode(n, stream_, x.get(), phi_q.get(), outputs);
-  if (frame_input) *steps = n;
+  if (frame_input) {
+    // The counters a snapshot checks: n steps after `count` frames.
+    stream_.frames_seen = count;
+    *steps = n;
+  }
   return Status::Ok();
 }
 

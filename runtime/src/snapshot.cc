@@ -163,6 +163,13 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
                       ", past the model's learned positions (" +
                       std::to_string(target.max_position) + ")");
   }
+  // No stream takes 2^62 steps (146,000 years at a step a microsecond);
+  // past that, stepping would wrap the counter.
+  if (header->position > (uint64_t{1} << 62)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: it is at step " +
+                      std::to_string(header->position) + ", past 2^62");
+  }
   if (header->checksum != 0 &&
       header->checksum !=
           Checksum(static_cast<const uint8_t*>(snapshot), target.state_bytes)) {

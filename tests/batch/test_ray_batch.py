@@ -157,6 +157,8 @@ def test_manifests_a_user_may_well_have(tmp_path):
     assert transcribe_ray.list_audio(str(tmp_path / "comment.tsv"), ".wav") == [wav]
     (tmp_path / "array.json").write_text('[{"path": "a.wav"}]\n')
     assert transcribe_ray.list_audio(str(tmp_path / "array.json"), ".wav") == [wav]
+    (tmp_path / "bom.json").write_text('[{"path": "a.wav"},\n {"path": "a.wav"}]\n', encoding="utf-8-sig")
+    assert transcribe_ray.list_audio(str(tmp_path / "bom.json"), ".wav") == [wav, wav]
     for name, data, message in [
         ("nokey.jsonl", b'{"path": "a.wav"}\n{"file": "x.wav"}\n', 'nokey.jsonl:2: a line without a "path"'),
         ("null.jsonl", b'{"path": null}\n', 'null.jsonl:1: a line without a "path"'),

@@ -202,6 +202,46 @@ TEST(Snapshot, DamagedBytesOrPositionAreRefused) {
   EXPECT_EQ(actual, expected);
 }
 
+// Without a position table, a step count no stream reaches (stepping on
+// would wrap it) is refused, even unchecked.
+TEST(Snapshot, StepCountThatWouldWrapIsRefused) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  const uint64_t last = ~uint64_t{0}, no_checksum = 0;
+  std::memcpy(snapshot.data() + 32, &last, sizeof last);
+  std::memcpy(snapshot.data() + 56, &no_checksum, sizeof no_checksum);
+  const Status status = session->Restore(snapshot.data(), snapshot.size());
+  EXPECT_NE(status.message().find("past 2^62"), std::string::npos)
+      << status.message();
+}
+
+// A bidirectional frame model's session after EncodeFrames: its counters
+// (steps after the frames encoded) restore as they were.
+TEST(Snapshot, AfterEncodingFramesRestores) {
+  std::unique_ptr<Model> model = LoadGolden("bidirectional_speech");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  const Inputs inputs(*model, 20);
+  size_t steps = 0;
+  std::vector<float> outputs(session->StepsForFrames(inputs.count) *
+                             model->output_size());
+  ASSERT_TRUE(session
+                  ->EncodeFrames(inputs.frames.data(), inputs.count,
+                                 outputs.data(), outputs.size(), &steps)
+                  .ok());
+  ASSERT_GT(steps, 0u);
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  const Status status = session->Restore(snapshot.data(), snapshot.size());
+  EXPECT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(session->position(), steps);
+}
+
 TEST(Snapshot, ResetIsANewSession) {
   std::unique_ptr<Model> model = LoadGolden("speech");
   ASSERT_TRUE(model);

@@ -150,6 +150,13 @@ def test_transcribe_outputs_inputs_and_options():
     (FIXTURES / "zero_size.wav").write_bytes(placeholder)
     error_case("WAV whose data chunk declares 0 bytes", [energy, FIXTURES / "zero_size.wav"],
                "declares 0 bytes of audio but", "sox --ignore-length")
+    # A finished file (its RIFF size its length) that holds no audio, a LIST
+    # chunk after its data chunk: an empty transcript.
+    empty = bytes(placeholder[: at + 8]) + b"LIST" + (4).to_bytes(4, "little") + b"INFO"
+    empty = empty[:4] + (len(empty) - 8).to_bytes(4, "little") + empty[8:]
+    (FIXTURES / "empty_list.wav").write_bytes(empty)
+    r = transcribe(energy, FIXTURES / "empty_list.wav", "-q")
+    check("a finished WAV of no audio: an empty transcript", r.returncode == 0 and stdout(r) == "\n", r.stderr.decode())
     error_case("garbage", [energy, FIXTURES / "garbage.wav"], "cannot read it as audio")
     error_case("missing file", [energy, FIXTURES / "no-such.wav"], "cannot read it as audio")
     error_case("model without a front end", [FIXTURES / "noaudio.tarn", speech], "no audio front end")

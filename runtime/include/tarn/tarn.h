@@ -75,7 +75,9 @@
  * struct_size, the defaults for the rest: a program built against an older
  * tarn.h keeps working with a newer library. The _default() functions are
  * inline, so that they build the struct of the header the program was built
- * with (over the library's _init(), which fills the bytes it is given). The
+ * with (over the library's _init(), which fills the bytes it is given);
+ * objects compiled against a tarn.h from before they were (when the library
+ * returned its own struct by value) fail to link and must be rebuilt. The
  * library refuses a struct_size of 0, below the struct's first version, or
  * above 4096 (TARN_STATUS_INVALID_ARGUMENT), and a struct from a newer tarn.h
  * that sets fields the library does not know (TARN_STATUS_UNSUPPORTED).

@@ -77,9 +77,10 @@
 namespace tarn {
 
 inline constexpr uint32_t kMaxCtcBeamWidth = 256;
-// The most memory a decoder may hold: its prefix tree grows with the beam
-// width times max_labels (48 bytes a node), all of it allocated up front.
-inline constexpr size_t kMaxCtcDecoderBytes = size_t{1} << 30;
+// The most memory a decoder may hold, all of it allocated up front: a
+// prefix tree of beam width x max_labels nodes (52 bytes each) and beam
+// width x labels candidates (about 80 bytes each).
+inline constexpr size_t kMaxCtcDecoderBytes = size_t{4} << 30;
 // The boost per label of a hotword that names none, in nats.
 inline constexpr float kDefaultHotwordBoost = 1.0f;
 // The largest boost per label, in nats: far beyond any useful one (a label's
