@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import List, Mapping, Optional, Union
 
@@ -62,9 +63,20 @@ def convert_file(
     audio = load_json(audio, "audio front end")
     if labels is not None and not isinstance(labels, (list, tuple)):
         labels = read_labels(labels)
+    if _same_file(checkpoint_path, out_path):
+        raise ConversionError(f"the output {out_path} is the checkpoint itself; write the .tarn elsewhere")
     model_config, tensors = ARCHITECTURES[arch](load_checkpoint(checkpoint_path), config)
-    meta = {"source": str(checkpoint_path), "arch": arch, **(metadata or {})}
+    # The file system's name, shown as text even where it is not UTF-8.
+    source = os.fsencode(checkpoint_path).decode("utf-8", "backslashreplace")
+    meta = {"source": source, "arch": arch, **(metadata or {})}
     return Converted(model_config, write_tarn(out_path, model_config, tensors, dtype, labels, audio, meta))
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def load_json(value, what: str):
@@ -90,7 +102,7 @@ def read_labels(path) -> List[str]:
     """One label per line, kept verbatim (a label may be a space), or a JSON
     list of strings when the file name ends in .json."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte order mark is not a label
     except (OSError, UnicodeDecodeError) as e:
         raise ConversionError(f"cannot read labels {path}: {e}") from e
     if str(path).endswith(".json"):

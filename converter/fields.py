@@ -126,7 +126,7 @@ def normalise_audio(audio: dict) -> dict:
     for key, value in audio.items():
         kind = AUDIO_FIELDS[key]
         if kind == "enum":
-            if value not in ENUMS[key][1]:
+            if not isinstance(value, str) or value not in ENUMS[key][1]:
                 raise ConversionError(f"audio {key} must be one of {sorted(ENUMS[key][1])}, got {value!r}")
             out[key] = value
         elif kind == "floats":

@@ -7,6 +7,7 @@ XXH64 (seed 0) over all buffers' bytes, concatenated in buffer order.
 
 import datetime
 import os
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
@@ -159,26 +160,54 @@ def write_tarn(
     if audio is not None:
         audio = normalise_audio(audio)
         check_audio_fits(audio, config)
+    # The caller's entries win (a fixed "date" makes a build reproducible).
     meta = {"converter_version": CONVERTER_VERSION, "date": _now()}
-    meta.update({str(k): str(v) for k, v in (metadata or {}).items()})
+    for key, value in (metadata or {}).items():
+        key, value = str(key), str(value)
+        for text in (key, value):
+            _check_utf8(text, f"metadata {key!r}")
+        meta[key] = value
 
     blob, checksum = _build(config, stored, labels, audio, meta, dense_layout == "blocked")
     path = Path(path)
     if not path.name or path.name in (".", ".."):
         raise ConversionError(f"cannot write {str(path)!r}: it names no file")
-    # Beside the file, under a short name (one derived from a long file name
-    # could exceed the file system's limit), renamed over it once complete.
-    tmp = path.with_name(f".tarn-{os.getpid()}.tmp")
+    # Beside the file, under a short name of its own (one derived from a long
+    # file name could exceed the file system's limit; one per process would
+    # be shared by two conversions in one process), renamed over it once
+    # complete; removed however the write ends short (Ctrl-C included).
+    tmp = None
     try:
-        tmp.write_bytes(blob)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tarn-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+        tmp = None
     except OSError as e:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         raise ConversionError(f"cannot write {path}: {e}") from e
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
     return checksum
+
+
+def _umask() -> int:
+    """The process's umask (mkstemp makes files 0600; a .tarn is written as
+    open() would make it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _check_utf8(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConversionError(f"{what}: {text!r} is not valid text (not UTF-8)") from None
 
 
 def _check_finite(name: str, array: np.ndarray) -> None:
@@ -203,11 +232,22 @@ def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _check_labels(labels, config: ModelConfig):
     if labels is None:
         return None
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
+        raise ConversionError(f"labels must be a list of strings, not a {type(labels).__name__}")
     labels = list(labels)
     if not all(isinstance(label, str) for label in labels):
         raise ConversionError("labels must be strings")
     if len(labels) != config.output_dim:
         raise ConversionError(f"{len(labels)} labels given, but the model's output_dim is {config.output_dim}")
+    seen = {}
+    for i, label in enumerate(labels):
+        _check_utf8(label, f"label {i}")
+        # The labels the runtime gives a meaning (the CTC blank, the word
+        # separator) must each be one output; other labels may repeat (a
+        # vocabulary padded with one filler).
+        if label in ("<blank>", " ") and label in seen:
+            raise ConversionError(f"labels {seen[label]} and {i} are both {label!r}: the runtime needs one of it")
+        seen.setdefault(label, i)
     return labels
 
 

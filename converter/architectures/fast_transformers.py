@@ -176,7 +176,7 @@ def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
     if spec.get("feature_dim", n_dims) != n_dims:
         raise ConversionError(f"favor feature_dim = {spec['feature_dim']} but n_dims = {n_dims}")
     expected = [d_key, n_dims // 2]
-    if "omega_shape" in spec and list(spec["omega_shape"]) != expected:
+    if "omega_shape" in spec and (not isinstance(spec["omega_shape"], (list, tuple)) or list(spec["omega_shape"]) != expected):
         raise ConversionError(f"favor omega_shape {spec['omega_shape']} is not [query_dimensions, n_dims/2] = {expected}")
     temp = spec.get("softmax_temp")
     return {
@@ -188,6 +188,6 @@ def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
 
 
 def _choice(key, value, choices):
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise ConversionError(f"{key} must be one of {sorted(choices)}, got {value!r}")
     return choices[value]

@@ -108,6 +108,8 @@ def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
         )
     outputs = t["predictor.weight"].shape[0]
     mixtures = config.get("mixtures", outputs // 3)
+    if isinstance(mixtures, bool) or not isinstance(mixtures, int) or mixtures < 1:
+        raise ConversionError(f"mixtures must be a positive int, got {mixtures!r}")
     if outputs != 3 * mixtures:
         raise ConversionError(f"tensor predictor.weight: {outputs} rows, expected 3 x mixtures = {3 * mixtures}")
 

@@ -81,6 +81,8 @@ def convert(
 
             if config is None:
                 raise ConversionError("convert: a state_dict needs its config")
+            if hasattr(config, "to_dict"):  # a ModelConfig (the package's, or the repository's converter's)
+                config = config.to_dict()
             config = dict(config) if isinstance(config, Mapping) else load_json(config, "config")
             return convert_state_dict(checkpoint, config, out_path, dtype, labels, load_json(audio, "audio"), metadata)
         from .converter.convert import convert_file

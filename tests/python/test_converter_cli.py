@@ -157,3 +157,24 @@ def test_inspect_into_a_reader_that_stops_early(tmp_path, small_config, small_st
         stderr = process.stderr.read().decode()
         assert process.wait() in (0, 141)
         assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+
+
+def test_mistakes_a_user_makes_are_one_line_errors(tmp_path, small_config, small_state_dict):
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, checkpoint)
+    result = run_cli("convert", checkpoint, checkpoint)
+    assert result.returncode == 1 and "is the checkpoint itself" in result.stderr, result.stderr
+    assert checkpoint.read_bytes()[:2] == b"PK"  # still the checkpoint
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"l{i}\n" for i in range(small_config.output_dim)), encoding="utf-8-sig")
+    result = run_cli("convert", checkpoint, tmp_path / "m.tarn", "--labels", labels)
+    assert result.returncode == 0, result.stderr
+    assert read_tarn(tmp_path / "m.tarn").labels[0] == "l0"  # the byte order mark is not part of it
+    directory = FAST_TRANSFORMERS_DATA / "causal_relu"
+    if (directory / "model.pt").is_file():
+        for config, message in [('{"attention_type": "causal-linear", "feature_map": ["elu"]}', "feature_map must be one of"),
+                                ('{"attention_type": ["causal-linear"]}', "attention_type must be one of")]:
+            result = run_cli("convert", directory / "model.pt", tmp_path / "ft.tarn", "--arch", "fast-transformers",
+                             "--n-heads", "4", "--config", config)
+            assert result.returncode == 1 and message in result.stderr, result.stderr
+            assert "Traceback" not in result.stderr

@@ -466,3 +466,37 @@ def test_reference_model_runs_from_the_file(tmp_path, small_config, small_model)
     tokens = torch.arange(12) % small_config.vocab_size
     with torch.no_grad():
         torch.testing.assert_close(again(tokens[None]), small_model(tokens[None]), rtol=0, atol=0)
+
+
+def test_labels_the_runtime_could_not_tell_apart_are_an_error(tmp_path, small_config, small_state_dict):
+    labels = [f"l{i}" for i in range(small_config.output_dim)]
+    labels[3] = labels[7] = "<blank>"
+    with pytest.raises(ConversionError, match="labels 3 and 7 are both '<blank>'"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", labels=labels)
+    labels[3] = labels[7] = "<pad>"  # a filler may repeat
+    convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", labels=labels)
+    labels[0] = "\udcff"  # a lone surrogate: not text the file can hold
+    with pytest.raises(ConversionError, match="label 0"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", labels=labels)
+    with pytest.raises(ConversionError, match="metadata 'note'"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", metadata={"note": "\udcff"})
+
+
+def test_conversions_in_one_process_write_their_own_files(tmp_path, small_config, small_state_dict):
+    """Two conversions at once into one directory, each its own temporary
+    (one name per process was shared: one file got the other's weights)."""
+    import threading
+
+    checksums = {}
+
+    def convert(dtype):
+        checksums[dtype] = convert_state_dict(small_state_dict, small_config, tmp_path / f"m_{dtype}.tarn", dtype=dtype)
+
+    threads = [threading.Thread(target=convert, args=(dtype,)) for dtype in ("f32", "f16", "bf16", "i8")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m_bf16.tarn", "m_f16.tarn", "m_f32.tarn", "m_i8.tarn"]
+    for dtype, checksum in checksums.items():
+        assert read_tarn(tmp_path / f"m_{dtype}.tarn").weight_checksum == checksum.weight_checksum

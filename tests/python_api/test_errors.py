@@ -330,3 +330,14 @@ def test_arguments_of_the_wrong_kind_are_named(token_model, frame_model):
     frame = np.arange(frame_model.frame_size, dtype=">f4") / 7
     native = frame.astype(np.float32)
     assert np.array_equal(frame_model.session().step_frame(frame), frame_model.session().step_frame(native))
+
+
+def test_convert_takes_a_model_config(tmp_path):
+    """tarn.convert(state_dict, out, config=ModelConfig(...)): the config as
+    the converter's own functions take it (it was read as a file name)."""
+    from converter.reference import ModelConfig
+    from tests.goldens import build_model
+
+    config = ModelConfig(d_model=16, num_layers=1, num_heads=2, d_key=8, d_value=8, d_ff=32, vocab_size=10, output_dim=10)
+    tarn.convert(build_model(config, 0).state_dict(), tmp_path / "m.tarn", config=config)
+    assert tarn.Model(tmp_path / "m.tarn").config.d_model == 16
