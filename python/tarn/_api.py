@@ -688,13 +688,29 @@ _WAVE_PCM, _WAVE_FLOAT, _WAVE_EXTENSIBLE = 1, 3, 0xFFFE
 _WAVE_ENCODINGS = {2: "MS ADPCM", 6: "A-Law", 7: "U-Law", 0x11: "IMA ADPCM", 0x55: "MPEG layer 3"}
 
 
+def _whole_chunks(data: bytes, at: int) -> bool:
+    """Whether data[at:] is whole RIFF chunks (4 printable characters and a
+    size that ends within the data), as a finished file's chunks after its
+    data chunk are; audio is not."""
+    while at < len(data):
+        if at + 8 > len(data) or not all(0x20 <= c <= 0x7E for c in data[at : at + 4]):
+            return False
+        at += 8 + int.from_bytes(data[at + 4 : at + 8], "little")
+        if at > len(data):
+            return False
+        if at < len(data) and at & 1:
+            at += 1
+    return True
+
+
 def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the file") -> np.ndarray:
     """A WAV file's bytes as float32 mono samples, as `tarn transcribe`
     (libsndfile) reads them: integer PCM of 8 to 32 bits scaled to [-1, 1),
     float samples as they are, channels averaged; the extensible header;
-    a data chunk whose size a streaming writer left as a placeholder (0 or
-    ~0) read to the end. Refuses, naming `name`: not a WAV file, truncated,
-    another encoding, another rate than `sample_rate`."""
+    a data chunk whose size a streaming writer left as ~0 read to the end.
+    Refuses, naming `name`: not a WAV file, truncated, a data chunk that
+    declares 0 bytes with audio after it (libsndfile reads none), another
+    encoding, another rate than `sample_rate`."""
     def refuse(what: str) -> InvalidArgumentError:
         return InvalidArgumentError(f"{name}: {what}")
 
@@ -711,7 +727,12 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
         elif kind == b"data":
             if fmt is None:
                 raise refuse("cannot read it as audio: its data chunk comes before its fmt chunk")
-            end = len(data) if size == 0 or size >= 0xFFFFFFF0 else body + size
+            if size == 0 and body < len(data) and not _whole_chunks(data, body):
+                raise refuse(
+                    f"its data chunk declares 0 bytes of audio but {len(data) - body} follow (a WAV written as a "
+                    "stream, its sizes never filled in); rewrite its header, e.g. sox --ignore-length IN OUT.wav"
+                )
+            end = len(data) if size >= 0xFFFFFFF0 else body + size
             if end > len(data):
                 raise refuse(
                     f"the file is truncated: its data chunk declares {size} bytes of audio "

@@ -315,7 +315,9 @@ int Generate(const GenerateOptions& o) {
   if (!status.ok()) return Fail(status.message());
   const size_t pixels = size_t{image.height} * image.width;
 
-  status = CheckWritable(o.out_path);
+  status = CheckOutputsApart({o.out_path}, {{"the model", o.model_path},
+                                            {"the images", o.complete_path}});
+  if (status.ok()) status = CheckWritable(o.out_path);
   if (!status.ok()) return Fail(status.message());
   std::vector<Stream> streams;
   if (o.complete_path.empty()) {

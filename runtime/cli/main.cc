@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -171,6 +173,9 @@ int Run(const std::string& model_path, const std::string& input_path,
     output_files.push_back(state_dir + "/state_S.npy");
     output_files.push_back(state_dir + "/state_z.npy");
   }
+  status = CheckOutputsApart(
+      output_files, {{"the model", model_path}, {"the input", input_path}});
+  if (!status.ok()) return Fail(status);
   for (const std::string& path : output_files) {
     status = CheckWritable(path);
     if (!status.ok()) return Fail(status);
@@ -504,7 +509,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   tarn::cli::AddThreadsOption(run, &threads);
   run->add_option("--prefill", prefill,
-                  "feed the first N tokens or frames as one prefill");
+                  "feed the first N tokens or frames as one prefill")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 40));
   run->add_option("--log-probs", log_probs_path,
                   ".npy output [steps, levels]: log P(level) of each step's "
                   "distribution (logistic-mixture models)");
@@ -529,11 +535,31 @@ int main(int argc, char** argv) {
   CLI::App* generate = tarn::cli::AddGenerate(&app, &generate_options);
 
   CLI11_PARSE(app, argc, argv);
-  if (*info) return tarn::cli::Info(model_path);
-  if (*transcribe) return tarn::cli::Transcribe(transcribe_options);
-  if (*adapt) return tarn::cli::Adapt(adapt_options);
-  if (*generate) return tarn::cli::Generate(generate_options);
-  return tarn::cli::Run(model_path, input_path, output_path, state_dir,
-                        log_probs_path, threads, prefill, encode->parsed(),
-                        int8_compute);
+  int code = 1;
+  try {
+    if (*info) {
+      code = tarn::cli::Info(model_path);
+    } else if (*transcribe) {
+      code = tarn::cli::Transcribe(transcribe_options);
+    } else if (*adapt) {
+      code = tarn::cli::Adapt(adapt_options);
+    } else if (*generate) {
+      code = tarn::cli::Generate(generate_options);
+    } else {
+      code = tarn::cli::Run(model_path, input_path, output_path, state_dir,
+                            log_probs_path, threads, prefill, encode->parsed(),
+                            int8_compute);
+    }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  }
+  // What was printed must have arrived (a full disk, a closed pipe).
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "error: cannot write the standard output: %s\n",
+                 std::strerror(errno));
+    return 1;
+  }
+  return code;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 namespace tarn::cli {
@@ -31,7 +32,11 @@ Status BeginOutput(const std::string& path, std::string* write_to) {
     *write_to = path + kPartial;
     return Status::Ok();
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (S_ISDIR(st.st_mode)) {
+    return Status(StatusCode::kIoError,
+                  "cannot write '" + path + "': it is a directory");
+  }
+  if (!S_ISREG(st.st_mode)) {  // a device or pipe: written in place
     *write_to = path;
     return Status::Ok();
   }
@@ -52,6 +57,41 @@ Status CheckWritable(const std::string& path) {
   if (file == nullptr) return CannotWrite(path);
   std::fclose(file);
   std::remove(written.c_str());
+  return Status::Ok();
+}
+
+Status CheckOutputsApart(
+    const std::vector<std::string>& outputs,
+    const std::vector<std::pair<std::string, std::string>>& inputs) {
+  // Files that exist are compared by identity (device and inode), so that
+  // another spelling or a link of the same file counts; outputs that do
+  // not exist yet by their absolute, normalised paths.
+  auto same = [](const std::string& a, const std::string& b) {
+    struct stat sa, sb;
+    if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0) {
+      return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+             S_ISREG(sa.st_mode);
+    }
+    std::error_code ignored;
+    return std::filesystem::weakly_canonical(a, ignored) ==
+           std::filesystem::weakly_canonical(b, ignored);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const auto& [what, path] : inputs) {
+      if (same(outputs[i], path)) {
+        return Status(StatusCode::kInvalidArgument,
+                      "the output '" + outputs[i] + "' is " + what +
+                          "; write it elsewhere");
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (same(outputs[i], outputs[j])) {
+        return Status(StatusCode::kInvalidArgument,
+                      "two outputs are the same file, '" + outputs[j] +
+                          "' and '" + outputs[i] + "'");
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -9,6 +9,8 @@
 #define TARN_RUNTIME_CLI_OUTPUT_FILE_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tarn/tarn.hpp"
 
@@ -22,6 +24,13 @@ Status BeginOutput(const std::string& path, std::string* write_to);
 // created and removed, so that a long computation does not end in "cannot
 // write".
 Status CheckWritable(const std::string& path);
+
+// Ok unless two of `outputs` are the same file, or one of them is one of
+// `inputs` (each a name and its path, e.g. {"the model", PATH}): writing
+// it would replace what the run reads, or another output.
+Status CheckOutputsApart(
+    const std::vector<std::string>& outputs,
+    const std::vector<std::pair<std::string, std::string>>& inputs);
 
 // Ends the writing of `path` into `written` (BeginOutput's): with `status`
 // ok, renames a partial file into place; otherwise (or if the rename fails)

@@ -565,12 +565,19 @@ int Adapt(const AdaptOptions& o) {
     std::string error = file.Open(path, audio.sample_rate, /*quiet=*/true);
     if (!error.empty()) return Fail(error);
     size_t count = 0;
+    uint64_t fed = 0;
     do {
       error = file.Read(block.data(), block.size(), &count);
       if (!error.empty()) return Fail(error);
       status = estimator->AcceptWaveform(block.data(), count);
-    } while (status.ok() && count > 0);
-    if (status.ok()) status = estimator->EndUtterance();
+      // The estimator counts within the call: say where the call began.
+      if (!status.ok()) {
+        return Fail(path + ", the block from sample " + std::to_string(fed) +
+                    ": " + status.message());
+      }
+      fed += count;
+    } while (count > 0);
+    status = estimator->EndUtterance();
     if (!status.ok()) return Fail(path + ": " + status.message());
   }
   WarpEstimate estimate;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <new>
 #include <sstream>
 #include <string>
@@ -16,6 +17,42 @@
 
 namespace tarn {
 namespace {
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or
+// code points past U+10FFFF): labels and metadata reach JSON and Python.
+bool ValidUtf8(const std::string& text) {
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t more = 0;
+    uint32_t code = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      more = 1, code = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      more = 2, code = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      more = 3, code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + more >= n) return false;  // cut short
+    for (size_t k = 1; k <= more; ++k) {
+      const unsigned char next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = code << 6 | (next & 0x3f);
+    }
+    if ((more == 2 && code < 0x800) || (more == 3 && code < 0x10000) ||
+        (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) {
+      return false;
+    }
+    i += more + 1;
+  }
+  return true;
+}
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 2;
@@ -613,6 +650,11 @@ Status Model::Impl::ReadConfig() {
     return Invalid("model has " + std::to_string(c.labels.size()) +
                    " labels for " + std::to_string(c.output_dim) + " outputs");
   }
+  for (size_t i = 0; i < c.labels.size(); ++i) {
+    if (!ValidUtf8(c.labels[i])) {
+      return Invalid("model label " + std::to_string(i) + " is not UTF-8 text");
+    }
+  }
   return Status::Ok();
 }
 
@@ -620,7 +662,18 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
   if (flat->tensors() == nullptr || flat->buffers() == nullptr) {
     return Invalid("model has no tensors");
   }
+  if (flat->metadata() != nullptr) {
+    for (const schema::KeyValue* kv : *flat->metadata()) {
+      const std::string key = kv->key() ? kv->key()->str() : "";
+      if (!ValidUtf8(key) || (kv->value() && !ValidUtf8(kv->value()->str()))) {
+        return Invalid("model metadata entry '" + key + "' is not UTF-8 text");
+      }
+    }
+  }
   const auto& buffers = *flat->buffers();
+  // The checksum covers the buffers, not which tensor names which: a
+  // damaged index pointing two tensors at one buffer is caught here.
+  std::map<uint32_t, std::string> buffer_owner;
   for (const schema::Tensor* t : *flat->tensors()) {
     const std::string name = t->name()->str();
     if (tensors.count(name))
@@ -676,6 +729,12 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
       return Invalid("tensor '" + name + "' refers to buffer " +
                      std::to_string(t->buffer()) + " of " +
                      std::to_string(buffers.size()));
+    }
+    const auto [owner, first_use] = buffer_owner.emplace(t->buffer(), name);
+    if (!first_use) {
+      return Invalid("tensors '" + owner->second + "' and '" + name +
+                     "' share buffer " + std::to_string(t->buffer()) +
+                     "; each tensor has its own");
     }
     const auto* data = buffers[t->buffer()]->data();
     if (data->size() != view.bytes) {

@@ -511,3 +511,35 @@ def test_generate_draws_pixels_from_the_mixture(tmp_path):
     chi2 = float(((observed - expected) ** 2 / expected).sum())
     print(f"tarn generate, 4,096 first pixels: chi-square {chi2:.1f} on 15 degrees of freedom")
     assert chi2 < 50  # P(chi2_15 > 50) = 1e-5
+
+
+@pytest.mark.any_kernels
+def test_outputs_that_would_replace_what_the_run_reads(tmp_path):
+    """A directory, the model, the input, or one output twice is refused
+    before anything is written; a full standard output is an error."""
+    golden = GOLDENS / "tokens"
+    model = tmp_path / "model.tarn"
+    model.write_bytes((golden / "model.tarn").read_bytes())
+    inputs = tmp_path / "input.npy"
+    inputs.write_bytes((golden / "input.npy").read_bytes())
+    (tmp_path / "dir").mkdir()
+    run = [TARN, "run", str(model), "--input", str(inputs), "--output"]
+    for output, message in [(tmp_path / "dir", "it is a directory"), (model, "is the model"), (inputs, "is the input")]:
+        result = subprocess.run([*run, str(output)], capture_output=True, text=True)
+        assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert model.read_bytes() == (golden / "model.tarn").read_bytes()
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([TARN, "info", str(model)], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 1 and "cannot write the standard output" in result.stderr
+
+
+@pytest.mark.any_kernels
+def test_labels_that_are_not_text_are_refused_at_load(tmp_path):
+    """A label reaches JSON and Python as text: one that is not UTF-8 is a
+    damaged model (tarn transcribe --json aborted on it)."""
+    data = bytearray((GOLDENS / "speech" / "model.tarn").read_bytes())
+    at = data.index(b"<blank>")
+    data[at] = 0xFF
+    (tmp_path / "model.tarn").write_bytes(bytes(data))
+    result = subprocess.run([TARN, "info", str(tmp_path / "model.tarn")], capture_output=True, text=True)
+    assert result.returncode == 1 and "is not UTF-8 text" in result.stderr, result.stderr

@@ -2,6 +2,7 @@
 on the same models and inputs."""
 
 import json
+import subprocess
 import wave
 
 import numpy as np
@@ -177,6 +178,16 @@ def test_wav_files_the_cli_reads_are_read_alike(tarn_bin, tmp_path):
         ], name
         assert round3(result.duration) == expected["duration"], name
     assert np.array_equal(tarn.read_wav(tmp_path / "streamed.wav"), tarn.read_wav(SAMPLES[0]))
+    # A data chunk that declares 0 bytes, audio after it: refused by both.
+    data = bytearray(SAMPLES[0].read_bytes())
+    at = data.index(b"data")
+    data[at + 4 : at + 8] = bytes(4)
+    (tmp_path / "zero.wav").write_bytes(bytes(data))
+    with pytest.raises(tarn.InvalidArgumentError, match="declares 0 bytes of audio but"):
+        tarn.read_wav(tmp_path / "zero.wav")
+    cli = subprocess.run([str(tarn_bin), "transcribe", "-q", str(SPEECH_MODEL), str(tmp_path / "zero.wav")],
+                         capture_output=True, text=True)
+    assert cli.returncode == 1 and "declares 0 bytes of audio but" in cli.stderr
 
 
 def test_transcribe_with_words_matches_cli(tarn_bin):
