@@ -7,7 +7,7 @@ XXH64 (seed 0) over all buffers' bytes, concatenated in buffer order.
 
 import datetime
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
@@ -178,10 +178,9 @@ def write_tarn(
     # complete; removed however the write ends short (Ctrl-C included).
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tarn-", suffix=".tmp")
+        fd, tmp = _create_temporary(path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
@@ -195,12 +194,17 @@ def write_tarn(
     return checksum
 
 
-def _umask() -> int:
-    """The process's umask (mkstemp makes files 0600; a .tarn is written as
-    open() would make it)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _create_temporary(directory: Path):
+    """A new file of a name of its own in `directory`, created as open()
+    creates files (mode 0666 less the umask and as the directory's default
+    ACL says; mkstemp's 0600 would need a chmod, and reading the umask
+    changes it for every thread)."""
+    while True:
+        name = directory / f".tarn-{secrets.token_hex(8)}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
 
 
 def _check_utf8(text: str, what: str) -> None:

@@ -695,6 +695,8 @@ def _whole_chunks(data: bytes, at: int) -> bool:
     while at < len(data):
         if at + 8 > len(data) or not all(0x20 <= c <= 0x7E for c in data[at : at + 4]):
             return False
+        if data[at : at + 4] == b"data":  # a second data chunk: libsndfile reads no such file
+            return False
         at += 8 + int.from_bytes(data[at + 4 : at + 8], "little")
         if at > len(data):
             return False
@@ -727,12 +729,16 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
         elif kind == b"data":
             if fmt is None:
                 raise refuse("cannot read it as audio: its data chunk comes before its fmt chunk")
-            if size == 0 and body < len(data) and not _whole_chunks(data, body):
+            # libsndfile reads to the end after a data size of ~0, and after
+            # 0 when the RIFF size is 8 (a file "not closed properly").
+            riff_size = int.from_bytes(data[4:8], "little")
+            streamed = size >= 0xFFFFFFF0 or (size == 0 and riff_size == 8 and len(data) > 44)
+            if size == 0 and not streamed and body < len(data) and not _whole_chunks(data, body):
                 raise refuse(
                     f"its data chunk declares 0 bytes of audio but {len(data) - body} follow (a WAV written as a "
                     "stream, its sizes never filled in); rewrite its header, e.g. sox --ignore-length IN OUT.wav"
                 )
-            end = len(data) if size >= 0xFFFFFFF0 else body + size
+            end = len(data) if streamed else body + size
             if end > len(data):
                 raise refuse(
                     f"the file is truncated: its data chunk declares {size} bytes of audio "

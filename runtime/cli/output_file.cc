@@ -67,14 +67,22 @@ Status CheckOutputsApart(
   // another spelling or a link of the same file counts; outputs that do
   // not exist yet by their absolute, normalised paths.
   auto same = [](const std::string& a, const std::string& b) {
+    if (a.empty() || b.empty()) return false;
     struct stat sa, sb;
     if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0) {
       return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
              S_ISREG(sa.st_mode);
     }
-    std::error_code ignored;
-    return std::filesystem::weakly_canonical(a, ignored) ==
-           std::filesystem::weakly_canonical(b, ignored);
+    // weakly_canonical keeps a relative path relative where its first part
+    // does not exist: made absolute first. Paths it cannot resolve (too
+    // long, a link loop) are not taken for the same file.
+    std::error_code error_a, error_b;
+    const auto canonical_a = std::filesystem::weakly_canonical(
+        std::filesystem::absolute(a, error_a), error_a);
+    const auto canonical_b = std::filesystem::weakly_canonical(
+        std::filesystem::absolute(b, error_b), error_b);
+    return !error_a && !error_b && !canonical_a.empty() &&
+           canonical_a == canonical_b;
   };
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (const auto& [what, path] : inputs) {

@@ -663,10 +663,14 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     return Invalid("model has no tensors");
   }
   if (flat->metadata() != nullptr) {
-    for (const schema::KeyValue* kv : *flat->metadata()) {
+    const auto& metadata = *flat->metadata();
+    for (uint32_t i = 0; i < metadata.size(); ++i) {
+      const schema::KeyValue* kv = metadata[i];
       const std::string key = kv->key() ? kv->key()->str() : "";
       if (!ValidUtf8(key) || (kv->value() && !ValidUtf8(kv->value()->str()))) {
-        return Invalid("model metadata entry '" + key + "' is not UTF-8 text");
+        // Named by its index: the key itself may be what is not text.
+        return Invalid("model metadata entry " + std::to_string(i) +
+                       " is not UTF-8 text");
       }
     }
   }

@@ -543,3 +543,15 @@ def test_labels_that_are_not_text_are_refused_at_load(tmp_path):
     (tmp_path / "model.tarn").write_bytes(bytes(data))
     result = subprocess.run([TARN, "info", str(tmp_path / "model.tarn")], capture_output=True, text=True)
     assert result.returncode == 1 and "is not UTF-8 text" in result.stderr, result.stderr
+
+
+@pytest.mark.any_kernels
+def test_two_spellings_of_one_new_output_are_one_file(tmp_path):
+    """A relative and an absolute path of one file that does not exist yet:
+    the log-probabilities would have replaced the outputs."""
+    model = GOLDENS / "concat_mixture" / "model.tarn"
+    result = subprocess.run([TARN, "run", str(model), "--input", str(GOLDENS / "concat_mixture" / "input.npy"),
+                             "--output", "o.npy", "--log-probs", str(tmp_path / "o.npy")],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 1 and "two outputs are the same file" in result.stderr, result.stderr
+    assert not (tmp_path / "o.npy").exists()
