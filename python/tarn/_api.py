@@ -395,7 +395,7 @@ class SessionBatch:
         """Steps sessions[i] with tokens[i]; returns outputs [n, output_size]."""
         natives = _natives(sessions, "step_tokens")
         tokens = _array(tokens, np.int32, "step_tokens", 1)
-        out = _output(out, (len(sessions), self._output_size), "step_tokens")
+        out = _output(out, (len(natives), self._output_size), "step_tokens")
         _call(self._native.step_tokens, natives, tokens, out)
         return out
 
@@ -410,7 +410,7 @@ class SessionBatch:
                 f"step_frames: frames are [{len(natives)}, {self._frame_size}] (a frame per session) for this model, "
                 f"got shape {frames.shape}"
             )
-        out = _output(out, (len(sessions), self._output_size), "step_frames")
+        out = _output(out, (len(natives), self._output_size), "step_frames")
         stepped = _call(self._native.step_frames, natives, frames, out)
         return out, np.array(stepped, dtype=bool)
 

@@ -222,8 +222,12 @@ int Run(const std::string& model_path, const std::string& input_path,
     for (size_t t = steps; t < tokens.size(); ++t) {
       status = session->StepToken(tokens[t], step.data(), width);
       if (!status.ok()) {
-        return Fail(Status(status.code(), "step " + std::to_string(steps) +
-                                              ": " + status.message()));
+        // Named by its step, unless the message already does so.
+        return Fail(status.message().rfind("step ", 0) == 0
+                        ? status
+                        : Status(status.code(), "step " +
+                                                    std::to_string(steps) +
+                                                    ": " + status.message()));
       }
       outputs.insert(outputs.end(), step.begin(), step.end());
       ++steps;
@@ -351,19 +355,22 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
                    "a word list, one word per line: the beam search only "
                    "forms these words")
       ->check(CLI::ExistingFile);
-  command
-      ->add_option("--hotwords", o.hotwords_path,
-                   "phrases the beam search favours without forbidding other "
-                   "words: one per line, e.g. `turn on the light`, "
-                   "optionally ending in ` :BOOST` (nats per label, e.g. "
-                   "`call home :3`); needs the beam search (default 8 with "
-                   "this); works with --words too")
-      ->check(CLI::ExistingFile);
+  CLI::Option* hotwords =
+      command
+          ->add_option(
+              "--hotwords", o.hotwords_path,
+              "phrases the beam search favours without forbidding other "
+              "words: one per line, e.g. `turn on the light`, "
+              "optionally ending in ` :BOOST` (nats per label, e.g. "
+              "`call home :3`); needs the beam search (default 8 with "
+              "this); works with --words too")
+          ->check(CLI::ExistingFile);
   command
       ->add_option("--hotword-boost", o.hotword_boost,
                    "the boost of the phrases of --hotwords that give none, "
-                   "in nats per label")
+                   "in nats per label (at most 100)")
       ->check(kFinitePositive)
+      ->needs(hotwords)
       ->capture_default_str();
   command->add_flag("--json", o.json,
                     "print a JSON object (text, words with start/end "
@@ -455,7 +462,8 @@ CLI::App* AddGenerate(CLI::App* app, GenerateOptions* options) {
   generate
       ->add_option("--count", o.count,
                    "images to draw, or (--complete) images to complete")
-      ->check(CLI::Range(1u, kMaxImages));
+      ->check(CLI::Range(1u, kMaxImages))
+      ->capture_default_str();
   generate
       ->add_option("--first", o.first,
                    "--complete: index of the first image to complete")
@@ -464,19 +472,27 @@ CLI::App* AddGenerate(CLI::App* app, GenerateOptions* options) {
       ->add_option("--per-image", o.per_image,
                    "--complete: completions of each image")
       ->check(CLI::Range(1u, 64u))
-      ->needs(complete);
+      ->needs(complete)
+      ->capture_default_str();
   generate
       ->add_option("--known-rows", o.known_rows,
                    "--complete: rows kept from each image (default: half)")
       ->check(CLI::Range(0, 1 << 16))
       ->needs(complete);
-  generate->add_option("--seed", o.seed, "random seed")->check(kSeed);
-  generate->add_option("--temperature", o.temperature,
-                       "divides the logits (> 0; < 1 sharper)");
-  generate->add_option("--top-k", o.top_k,
-                       "draw among the k most probable grey levels (0: all)");
+  generate->add_option("--seed", o.seed, "random seed")
+      ->check(kSeed)
+      ->capture_default_str();
+  generate
+      ->add_option("--temperature", o.temperature,
+                   "divides the logits (> 0; < 1 sharper)")
+      ->capture_default_str();
+  generate
+      ->add_option("--top-k", o.top_k,
+                   "draw among the k most probable grey levels (0: all)")
+      ->capture_default_str();
   generate->add_option("--scale", o.scale, "pixels per image pixel in the grid")
-      ->check(CLI::Range(1u, 16u));
+      ->check(CLI::Range(1u, 16u))
+      ->capture_default_str();
   AddThreadsOption(generate, &o.threads);
   AddInt8Option(generate, &o.int8_compute);
   generate->add_flag("--quiet", o.quiet, "no progress bar");

@@ -44,8 +44,9 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     return Bad(path, "not a .npy file");
   }
-  if (magic[6] < 1 || magic[6] > 3) {
-    return Bad(path, ".npy format version " + std::to_string(magic[6]) +
+  const unsigned version = static_cast<unsigned char>(magic[6]);
+  if (version < 1 || version > 3) {
+    return Bad(path, ".npy format version " + std::to_string(version) +
                          " is not 1, 2 or 3");
   }
   size_t header_length = 0;

@@ -555,3 +555,24 @@ def test_two_spellings_of_one_new_output_are_one_file(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 1 and "two outputs are the same file" in result.stderr, result.stderr
     assert not (tmp_path / "o.npy").exists()
+
+
+@pytest.mark.any_kernels
+def test_cli_messages_say_things_once(tmp_path):
+    """Past a learned position table the error names the step once; an .npy
+    version byte above 127 reads as itself; --hotword-boost needs --hotwords."""
+    golden = GOLDENS / "learned"
+    tokens = tmp_path / "long.npy"
+    np.save(tokens, np.zeros(600, np.int32))
+    result = subprocess.run([TARN, "run", str(golden / "model.tarn"), "--input", str(tokens), "--output",
+                             str(tmp_path / "o.npy")], capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.count("step 512") == 1, result.stderr
+    data = bytearray((GOLDENS / "tokens" / "input.npy").read_bytes())
+    data[6] = 0xFF
+    (tmp_path / "v.npy").write_bytes(bytes(data))
+    result = subprocess.run([TARN, "run", str(GOLDENS / "tokens" / "model.tarn"), "--input", str(tmp_path / "v.npy"),
+                             "--output", str(tmp_path / "o.npy")], capture_output=True, text=True)
+    assert "version 255" in result.stderr, result.stderr
+    result = subprocess.run([TARN, "transcribe", str(GOLDENS / "speech" / "model.tarn"), "-", "--hotword-boost", "2"],
+                            capture_output=True, text=True, input="")
+    assert result.returncode != 0 and "--hotword-boost requires --hotwords" in result.stderr, result.stderr
