@@ -76,8 +76,7 @@ bool Engine::EmbedToken(int32_t token, float* x) const {
 }
 
 size_t Engine::StepsAfter(uint64_t frames) const {
-  if (frames < c_.stack_window) return 0;
-  return (frames - c_.stack_window) / c_.stack_hop + 1;
+  return StepsAfterFrames(frames, c_.stack_window, c_.stack_hop);
 }
 
 bool Engine::PushFrame(Stream& stream, const float* frame, size_t r) {

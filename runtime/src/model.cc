@@ -677,7 +677,7 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
   const auto& buffers = *flat->buffers();
   // The checksum covers the buffers, not which tensor names which: a
   // damaged index pointing two tensors at one buffer is caught here.
-  std::map<uint32_t, std::string> buffer_owner;
+  std::vector<std::string> buffer_owner(buffers.size());  // "": unused
   for (const schema::Tensor* t : *flat->tensors()) {
     const std::string name = t->name()->str();
     if (tensors.count(name))
@@ -734,12 +734,13 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
                      std::to_string(t->buffer()) + " of " +
                      std::to_string(buffers.size()));
     }
-    const auto [owner, first_use] = buffer_owner.emplace(t->buffer(), name);
-    if (!first_use) {
-      return Invalid("tensors '" + owner->second + "' and '" + name +
+    std::string& owner = buffer_owner[t->buffer()];
+    if (!owner.empty()) {
+      return Invalid("tensors '" + owner + "' and '" + name +
                      "' share buffer " + std::to_string(t->buffer()) +
                      "; each tensor has its own");
     }
+    owner = name;
     const auto* data = buffers[t->buffer()]->data();
     if (data->size() != view.bytes) {
       return Invalid("tensor '" + name + "' " + ShapeString(view.shape) +

@@ -25,6 +25,13 @@
 
 namespace tarn {
 
+// The steps a frame stream has taken after `frames` frames: one per `hop`
+// frames once the first window of `window` frames is full.
+inline uint64_t StepsAfterFrames(uint64_t frames, uint32_t window,
+                                 uint32_t hop) {
+  return frames < window ? 0 : (frames - window) / hop + 1;
+}
+
 // A tensor of the file, used in place.
 struct TensorView {
   const void* data = nullptr;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "model.h"
 #include "xxhash.h"
 
 namespace tarn {
@@ -142,11 +143,11 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
                       " is out of range; the ring holds " +
                       std::to_string(target.conv_past));
   }
-  const uint64_t window = target.stack_window, hop = target.stack_hop;
   const uint64_t seen = header->frames_seen;
-  const uint64_t steps = !target.frames  ? header->position
-                         : seen < window ? 0
-                                         : (seen - window) / hop + 1;
+  const uint64_t steps =
+      target.frames
+          ? StepsAfterFrames(seen, target.stack_window, target.stack_hop)
+          : header->position;
   if ((!target.frames && seen != 0) || steps != header->position) {
     return Status(
         StatusCode::kInvalidArgument,

@@ -52,9 +52,8 @@ struct SnapshotTarget {
   // The most steps a stream can have taken: a learned position table's
   // size, else UINT64_MAX.
   uint64_t max_position;
-  // Frame models: the steps a stream takes after f frames are
-  // f < stack_window ? 0 : (f - stack_window) / stack_hop + 1. Token models
-  // (frames false) see no frames.
+  // Frame models: a stream's steps follow from its frames
+  // (StepsAfterFrames, model.h). Token models (frames false) see none.
   bool frames;
   uint32_t stack_window, stack_hop;
 };
