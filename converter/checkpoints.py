@@ -69,6 +69,7 @@ def load_torch(path: Path):
 
     With torch's weights_only unpickler where torch has one; otherwise, and
     for files that unpickler cannot parse, with read_torch_zip below."""
+    _check_torch_container(path)
     if _is_torchscript(path):
         # torch.load hands these to torch.jit.load, whatever weights_only says.
         raise ConversionError(f"{path} is a TorchScript archive, not a checkpoint; save model.state_dict() instead")
@@ -94,7 +95,45 @@ def load_torch(path: Path):
     except ConversionError:
         raise
     except Exception as e:  # a damaged or foreign file: say which, not where in torch
-        raise ConversionError(f"cannot read {path} as a PyTorch checkpoint: {e}") from None
+        raise ConversionError(f"cannot read {path} as a PyTorch checkpoint: {_exception_text(e)}") from None
+
+
+# torch.save's legacy format opens with a pickle of this magic number: as
+# LONG text when saved with pickle protocol 0 or 1 (any later protocol
+# starts with the PROTO opcode, 0x80, and the protocol's number).
+_LEGACY_MAGIC_TEXT = b"L119547037146038801333356"
+_PICKLE_PROTOCOLS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+def _check_torch_container(path: Path) -> None:
+    """Refuses, saying what it is not, a file that cannot be a checkpoint:
+    torch.save writes a zip archive (torch >= 1.6) or a pickle (before)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise ConversionError(f"cannot read {path}: {e}") from e
+    if not head:
+        raise ConversionError(f"{path}: empty file (0 bytes), not a PyTorch checkpoint")
+    if head.startswith(b"PK\x03\x04") or zipfile.is_zipfile(path):
+        return  # a damaged archive is reported by what reads it
+    if head[:2] in _PICKLE_PROTOCOLS or head.startswith(_LEGACY_MAGIC_TEXT[: len(head)]):
+        return
+    hint = "; it looks like a .safetensors file: give it that suffix" if head[8:10] == b'{"' else ""
+    raise ConversionError(
+        f"{path}: not a PyTorch checkpoint (neither a zip archive nor a pickle; it begins {head[:8]!r}){hint}"
+    )
+
+
+def _exception_text(e: Exception) -> str:
+    """What went wrong, also where the exception says it with no words (an
+    EOFError of no message, a KeyError of a pickle opcode)."""
+    text = str(e)
+    if isinstance(e, EOFError):
+        return f"the file ends early ({type(e).__name__}{': ' + text if text else ''})"
+    if not text:
+        return type(e).__name__
+    return f"{type(e).__name__} {text}" if isinstance(e, LookupError) else text
 
 
 def torch_has_weights_only(torch) -> bool:

@@ -3,9 +3,11 @@
 import json
 import os
 import pickle
+import struct
 import subprocess
 import sys
 import zipfile
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -81,6 +83,36 @@ def test_damaged_torch_file(tmp_path):
     path.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ConversionError, match="cannot read .*broken.pt"):
         load_checkpoint(path)
+
+
+def _png() -> bytes:
+    """A 1x1 grey PNG, chunk by chunk (signature, IHDR, IDAT, IEND)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"", r"empty file \(0 bytes\), not a PyTorch checkpoint"),
+        (_png(), r"not a PyTorch checkpoint \(neither a zip archive nor a pickle; it begins b'\\x89PNG"),
+        (b"step,loss\n1,0.5\n", r"not a PyTorch checkpoint \(neither a zip archive nor a pickle; it begins b'step,los'"),
+        (b"\x80\x02", r"cannot read .*as a PyTorch checkpoint: the file ends early"),
+    ],
+    ids=["empty", "png", "csv", "truncated_pickle"],
+)
+def test_a_file_that_is_not_a_checkpoint_says_what_it_is_not(tmp_path, content, says):
+    path = tmp_path / "model.pt"
+    path.write_bytes(content)
+    with pytest.raises(ConversionError, match=says) as error:
+        load_checkpoint(path)
+    message = str(error.value)
+    assert "\n" not in message and "legacy" not in message
+    assert not message.rstrip().endswith(":")
 
 
 def test_torchscript_archive_is_refused(tmp_path):
