@@ -22,7 +22,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .errors import ConversionError
+from .errors import ConversionError, as_path
 
 TORCH_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin")
 SAFETENSORS_SUFFIX = ".safetensors"
@@ -40,7 +40,7 @@ class Checkpoint:
 
 
 def load_checkpoint(path) -> Checkpoint:
-    path = Path(path)
+    path = as_path(path, "checkpoint")
     if not path.is_file():
         raise ConversionError(f"no such checkpoint file: {path}")
     suffix = path.suffix.lower()
@@ -270,14 +270,36 @@ def unwrap_checkpoint(obj, source: str) -> Checkpoint:
     state = next((obj[k] for k in STATE_DICT_KEYS if isinstance(obj.get(k), Mapping)), None)
     if state is None:
         state = {k: v for k, v in obj.items() if k != "config"}
+    state = strip_wrapper_prefixes(state_dict_arrays(state, f"{source}: "))
+    return Checkpoint(state, dict(config) if config else None)
+
+
+def state_dict_arrays(state, where: str = "") -> Dict[str, np.ndarray]:
+    """name -> array (to_numpy) of a state dict, after checking that it is a
+    mapping of names to tensors (torch or numpy): anything else is a
+    ConversionError naming the key, prefixed by `where`."""
+    if not isinstance(state, Mapping):
+        raise ConversionError(
+            f"{where}expected a state dict (a mapping of tensor names to tensors), got {type(state).__name__}"
+        )
     not_names = [k for k in state if not isinstance(k, str)]
     if not_names:
-        raise ConversionError(f"{source}: state dict keys that are not names: {', '.join(map(repr, not_names[:5]))}")
+        shown = ", ".join(f"{k!r} ({type(k).__name__})" for k in not_names[:5])
+        raise ConversionError(f"{where}state dict keys that are not names: {shown}; expected str keys such as 'head.weight'")
     not_tensors = sorted(k for k, v in state.items() if not _is_tensor(v))
     if not_tensors:
-        raise ConversionError(f"{source}: state dict entries that are not tensors: {', '.join(map(str, not_tensors))}")
-    state = strip_wrapper_prefixes(state)
-    return Checkpoint({name: to_numpy(t) for name, t in state.items()}, dict(config) if config else None)
+        kinds = ", ".join(type(state[k]).__name__ for k in not_tensors)
+        raise ConversionError(
+            f"{where}state dict entries that are not tensors: {', '.join(not_tensors)} "
+            f"(expected torch.Tensor or numpy.ndarray values, got {kinds})"
+        )
+    arrays = {}
+    for name, tensor in state.items():
+        try:
+            arrays[name] = to_numpy(tensor)
+        except (TypeError, RuntimeError, NotImplementedError) as e:  # sparse, meta, quantized tensors
+            raise ConversionError(f"{where}tensor {name}: cannot be read as an array of numbers ({e})") from None
+    return arrays
 
 
 def strip_wrapper_prefixes(state: Mapping) -> dict:

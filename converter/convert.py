@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import List, Mapping, Optional, Union
 
 from .architectures import ARCHITECTURES
-from .checkpoints import load_checkpoint, to_numpy
+from .checkpoints import load_checkpoint, state_dict_arrays
 from .errors import ConversionError
 from .fields import make_config
 from .config import ModelConfig
-from .writer import write_tarn
+from .writer import check_mapping, write_tarn
 
 
 @dataclasses.dataclass
@@ -34,7 +34,8 @@ def convert_state_dict(
     named as converter/reference.py names them) as a .tarn file (dense_layout:
     see write_tarn)."""
     config = make_config(config)
-    tensors = {name: to_numpy(t) for name, t in state_dict.items()}
+    tensors = state_dict_arrays(state_dict)
+    check_mapping(metadata, "metadata")
     meta = {"arch": "tarn", **(metadata or {})}
     return Converted(config, write_tarn(out_path, config, tensors, dtype, labels, audio, meta, dense_layout))
 
@@ -63,6 +64,7 @@ def convert_file(
     audio = load_json(audio, "audio front end")
     if labels is not None and not isinstance(labels, (list, tuple)):
         labels = read_labels(labels)
+    check_mapping(metadata, "metadata")
     if _same_file(checkpoint_path, out_path):
         raise ConversionError(f"the output {out_path} is the checkpoint itself; write the .tarn elsewhere")
     model_config, tensors = ARCHITECTURES[arch](load_checkpoint(checkpoint_path), config)

@@ -4,13 +4,12 @@ major version, each tensor's byte count, the checksum."""
 
 import dataclasses
 import math
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import xxhash
 
-from .errors import ConversionError
+from .errors import ConversionError, as_path
 from .fields import AUDIO_FIELDS, OLDEST_SCHEMA_MAJOR, SCHEMA_VERSION, camel, enum_name, model_fields
 from .config import ModelConfig
 from .schema_code import schema
@@ -36,7 +35,7 @@ class TarnFile:
 
 
 def read_tarn(path) -> TarnFile:
-    path = Path(path)
+    path = as_path(path, "model file")
     try:
         data = path.read_bytes()
     except OSError as e:

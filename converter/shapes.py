@@ -53,6 +53,13 @@ def expected_shapes(c: ModelConfig) -> Dict[str, Shape]:
 def check_tensors(tensors: Mapping[str, np.ndarray], config: ModelConfig) -> Dict[str, np.ndarray]:
     """The tensors in canonical order, after checking that they are exactly
     the ones the config implies, each with its shape and a float dtype."""
+    if not isinstance(tensors, Mapping):
+        raise ConversionError(f"expected the tensors as a mapping of names to numpy arrays, got {type(tensors).__name__}")
+    for name, array in tensors.items():
+        if not isinstance(name, str):
+            raise ConversionError(f"tensor key {name!r} ({type(name).__name__}) is not a name; expected str keys such as 'head.weight'")
+        if not isinstance(array, np.ndarray):
+            raise ConversionError(f"tensor {name}: expected a numpy array, got {type(array).__name__}")
     expected = expected_shapes(config)
     missing = [n for n in expected if n not in tensors]
     unknown = sorted(n for n in tensors if n not in expected)

@@ -15,7 +15,7 @@ import flatbuffers
 import numpy as np
 import xxhash
 
-from .errors import ConversionError
+from .errors import ConversionError, as_path
 from .fields import (
     AUDIO_FIELDS,
     SCHEMA_VERSION,
@@ -157,6 +157,8 @@ def write_tarn(
         else:
             stored[name] = _stored(name, array, storage)
     labels = _check_labels(labels, config)
+    check_mapping(audio, "audio front end")
+    check_mapping(metadata, "metadata")
     if audio is not None:
         audio = normalise_audio(audio)
         check_audio_fits(audio, config)
@@ -169,7 +171,7 @@ def write_tarn(
         meta[key] = value
 
     blob, checksum = _build(config, stored, labels, audio, meta, dense_layout == "blocked")
-    path = Path(path)
+    path = as_path(path, "output")
     if not path.name or path.name in (".", ".."):
         raise ConversionError(f"cannot write {str(path)!r}: it names no file")
     # Beside the file, under a short name of its own (one derived from a long
@@ -205,6 +207,12 @@ def _create_temporary(directory: Path):
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
         except FileExistsError:
             continue
+
+
+def check_mapping(value, what: str) -> None:
+    """None, or a dict of settings (audio) or of key -> value (metadata)."""
+    if value is not None and not isinstance(value, Mapping):
+        raise ConversionError(f"the {what} must be a dict, got {type(value).__name__}")
 
 
 def _check_utf8(text: str, what: str) -> None:

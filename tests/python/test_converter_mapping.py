@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from converter import ConversionError, convert_file, convert_state_dict, read_tarn
+from converter import ConversionError, convert_file, convert_state_dict, read_tarn, write_tarn
 from converter.architectures import fast_transformers
 from converter.checkpoints import Checkpoint
 from converter.reference import LinearTransformer, ModelConfig
 from converter.shapes import check_tensors
 
-from converter_testing import FAST_TRANSFORMERS_DATA, make_model
+from converter_testing import CONFIGS, FAST_TRANSFORMERS_DATA, make_model
 
 # -- the shape check -----------------------------------------------------------
 
@@ -55,6 +55,70 @@ def test_integer_tensor_is_an_error(tmp_path, small_config, small_state_dict):
     small_state_dict["head.bias"] = torch.zeros(40, dtype=torch.int64)
     with pytest.raises(ConversionError, match="tensor head.bias: expected a floating-point tensor, got int64"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+
+
+def _with_list_value(state_dict):
+    return {**state_dict, "head.bias": state_dict["head.bias"].tolist()}
+
+
+def _with_int_key(state_dict):
+    state_dict = dict(state_dict)
+    state_dict[3] = state_dict.pop("head.bias")
+    return state_dict
+
+
+def _with_sparse_value(state_dict):
+    return {**state_dict, "head.bias": state_dict["head.bias"].to_sparse()}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (_with_list_value, r"^state dict entries that are not tensors: head\.bias \(expected torch\.Tensor or numpy\.ndarray values, got list\)$"),
+        (_with_int_key, r"^state dict keys that are not names: 3 \(int\); expected str keys such as 'head\.weight'$"),
+        (_with_sparse_value, r"^tensor head\.bias: cannot be read as an array of numbers \(.*\)$"),
+        (lambda state_dict: make_model(CONFIGS["tokens_favor_conv"]), r"^expected a state dict \(a mapping of tensor names to tensors\), got LinearTransformer$"),
+    ],
+    ids=["list_value", "int_key", "sparse_value", "a_model"],
+)
+def test_library_calls_with_what_is_not_a_state_dict_raise_conversion_errors(tmp_path, small_config, small_state_dict, change, message):
+    """convert_state_dict, given a value that is not a tensor or a key that
+    is not a name, says which instead of an AttributeError or TypeError."""
+    with pytest.raises(ConversionError, match=message):
+        convert_state_dict(change(small_state_dict), small_config, tmp_path / "m.tarn")
+    assert not (tmp_path / "m.tarn").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (_with_list_value, r"^tensor head\.bias: expected a numpy array, got list$"),
+        (_with_int_key, r"^tensor key 3 \(int\) is not a name; expected str keys such as 'head\.weight'$"),
+        (lambda tensors: {**tensors, "head.bias": torch.from_numpy(tensors["head.bias"])}, r"^tensor head\.bias: expected a numpy array, got Tensor$"),
+        (lambda tensors: list(tensors.items()), r"^expected the tensors as a mapping of names to numpy arrays, got list$"),
+    ],
+    ids=["list_value", "int_key", "torch_value", "a_list_of_pairs"],
+)
+def test_write_tarn_with_what_is_not_arrays_by_name_raises_conversion_errors(tmp_path, small_config, small_state_dict, change, message):
+    tensors = {name: t.numpy() for name, t in small_state_dict.items()}
+    with pytest.raises(ConversionError, match=message):
+        write_tarn(tmp_path / "m.tarn", small_config, change(tensors))
+    assert not (tmp_path / "m.tarn").exists()
+
+
+@pytest.mark.parametrize(
+    "argument, value, message",
+    [
+        ("metadata", [("note", "x")], r"^the metadata must be a dict, got list$"),
+        ("audio", [16000], r"^the audio front end must be a dict, got list$"),
+        ("out_path", None, r"^the output must be a path \(str or os\.PathLike\), got NoneType$"),
+    ],
+)
+def test_library_arguments_of_another_kind_raise_conversion_errors(tmp_path, small_config, small_state_dict, argument, value, message):
+    arguments = dict(state_dict=small_state_dict, config=small_config, out_path=tmp_path / "m.tarn")
+    with pytest.raises(ConversionError, match=message):
+        convert_state_dict(**{**arguments, argument: value})
+    assert not (tmp_path / "m.tarn").exists()
 
 
 def test_invalid_config_is_a_conversion_error(tmp_path, small_config, small_state_dict):
