@@ -233,12 +233,48 @@ def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         out = to_bf16(array)
         if not np.all(np.isfinite(from_bf16(out))):
             raise ConversionError(f"tensor {name} overflows bf16 (max |x| = {np.abs(array).max():g}); use --dtype f32")
+        _check_underflow(name, array, (out & 0x7FFF) == 0, "bf16")
         return out.astype(BF16.newbyteorder("<"))
     with np.errstate(over="ignore"):  # detected just below, with a better message
         out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
     if not np.all(np.isfinite(out)):
         raise ConversionError(f"tensor {name} overflows {dtype.name} (max |x| = {np.abs(array).max():g}); use --dtype f32")
+    if dtype != array.dtype:
+        _check_underflow(name, array, out == 0, dtype.name)
     return out
+
+
+# A narrow dtype's rounding may flush a tensor's tiniest values to 0. That is
+# refused when it loses more than UNDERFLOW_SHARE of the tensor's nonzero
+# values or more than UNDERFLOW_NORM of its norm: a tensor trained at a scale
+# the dtype cannot hold (docs/decisions.md). An ordinary weight matrix loses
+# a few values in a million, whose norm is far below the rounding's own.
+UNDERFLOW_SHARE = 0.01
+UNDERFLOW_NORM = 1e-3
+
+
+def _check_underflow(name: str, array: np.ndarray, stored_zero: np.ndarray, kind: str) -> None:
+    vanished = stored_zero & (array != 0)
+    lost = int(np.count_nonzero(vanished))
+    if not lost:
+        return
+    nonzero = int(np.count_nonzero(array))
+    lost_values = array[vanished].astype(np.float64)  # squared in f64: f32 squares of 1e-40 are 0
+    lost_norm = float(np.sqrt(np.sum(lost_values * lost_values)))
+    largest = float(np.abs(array).max())
+    refused = lost > UNDERFLOW_SHARE * nonzero
+    # The tensor's norm is at least its largest value: computed in full (a
+    # float64 copy of the tensor) only where that bound leaves it open.
+    if refused or lost_norm / largest > UNDERFLOW_NORM:
+        flat = array.reshape(-1).astype(np.float64)
+        share = lost_norm / float(np.sqrt(np.dot(flat, flat)))
+        refused = refused or share > UNDERFLOW_NORM
+    if refused:
+        raise ConversionError(
+            f"tensor {name} underflows {kind}: {lost} of its {nonzero} nonzero values ({100 * lost / nonzero:.3g} %; "
+            f"{share:.3g} of its norm) become 0 (max |x| = {largest:g}, largest lost {np.abs(lost_values).max():g}); "
+            "use --dtype f32"
+        )
 
 
 def _check_labels(labels, config: ModelConfig):

@@ -264,6 +264,60 @@ def test_bf16_overflow_is_an_error(tmp_path, small_config, small_state_dict):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="bf16")
 
 
+@pytest.mark.parametrize(
+    "dtype, scale, narrow, kind",
+    [
+        ("f16", 1e-8, torch.float16, "float16"),  # the reviewer's embedding, below f16's 6e-8
+        ("bf16", 1e-41, torch.bfloat16, "bf16"),  # f32 subnormals, below bf16's 9.2e-41
+        ("i8", 1e-8, torch.float16, "float16"),  # i8 files keep embeddings in f16
+    ],
+)
+def test_values_flushed_to_zero_are_an_error(tmp_path, small_config, small_state_dict, dtype, scale, narrow, kind):
+    embedding = small_state_dict["token_embedding.weight"] * scale
+    small_state_dict["token_embedding.weight"] = embedding
+    nonzero = int((embedding != 0).sum())
+    lost = int(((embedding != 0) & (embedding.to(narrow) == 0)).sum())
+    assert lost > nonzero / 100  # torch's own rounding flushes most of them
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype=dtype)
+    message = str(error.value)
+    assert message.startswith(f"tensor token_embedding.weight underflows {kind}: {lost} of its {nonzero} nonzero values")
+    assert f"max |x| = {float(embedding.abs().max()):g}" in message and message.endswith("use --dtype f32")
+    assert "\n" not in message
+    assert not (tmp_path / "m.tarn").exists()
+
+
+def test_values_flushed_to_zero_that_hold_the_norm_are_an_error(tmp_path, small_config, small_state_dict):
+    """Under 1 % of the values, but more than 1e-3 of the norm: a matrix at
+    f16's subnormal scale (1e-6 is 17 steps of 2^-24) with 10 values below
+    half a step, 2^-25."""
+    weight = torch.full((48, 32), 1e-6)
+    weight.view(-1)[::150] = 2.5e-8  # 11 values
+    small_state_dict["layers.0.linear1.weight"] = weight
+    w = weight.double().numpy()
+    lost = np.abs(w) < 2.0**-25
+    share = np.sqrt((w[lost] ** 2).sum() / (w**2).sum())
+    assert lost.sum() == 11 and 11 / w.size < 0.01 and share > 1e-3
+    assert int((weight.half() == 0).sum()) == 11  # torch's rounding agrees
+    with pytest.raises(ConversionError, match=rf"layers\.0\.linear1\.weight underflows float16: 11 of its 1536 nonzero values \(0\.716 %; {share:.3g} of its norm\)"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="f16")
+
+
+@pytest.mark.parametrize("dtype, tiny, narrow", [("f16", 1e-9, torch.float16), ("bf16", 1e-42, torch.bfloat16)])
+def test_a_few_tiny_weights_flushed_to_zero_are_not_flagged(tmp_path, small_config, small_state_dict, dtype, tiny, narrow):
+    """3 of an embedding's 1,280 values (0.23 %) below the dtype's least:
+    they become 0 as torch's rounding makes them, and the file is written."""
+    embedding = small_state_dict["token_embedding.weight"]
+    embedding.view(-1)[[7, 500, 1100]] = torch.tensor([tiny, -tiny, tiny])
+    assert int(((embedding != 0) & (embedding.to(narrow) == 0)).sum()) == 3
+    path = tmp_path / "m.tarn"
+    convert_state_dict(small_state_dict, small_config, path, dtype=dtype)
+    rounded = embedding.to(narrow)
+    expected = rounded.numpy() if narrow == torch.float16 else rounded.view(torch.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(read_tarn(path).tensors["token_embedding.weight"], expected)
+    assert not rounded.float().view(-1)[[7, 500, 1100]].any()
+
+
 def test_i8_stores_dense_weights_with_a_scale_per_row(tmp_path, small_config, small_state_dict):
     small_state_dict["layers.0.linear1.weight"][5] = 0  # an all-zero row
     path = tmp_path / "model.tarn"
