@@ -183,6 +183,8 @@ def write_tarn(
         fd, tmp = _create_temporary(path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
+        blob = None  # the read-back holds the file's bytes instead
+        _check_read_back(tmp, path, config, stored, labels, audio, meta, checksum, dense_layout == "blocked")
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
@@ -194,6 +196,60 @@ def write_tarn(
             except OSError:
                 pass
     return checksum
+
+
+def _check_read_back(tmp: Path, path: Path, config, stored, labels, audio, meta, checksum: int, blocked: bool) -> None:
+    """Reads the written temporary back with the converter's own reader and
+    refuses it (it is then never renamed into place) unless it holds what
+    was meant: the config, every tensor's dtype, shape, layout and bytes,
+    the labels, audio front end, metadata and checksum."""
+    from .reader import read_tarn  # the reader imports this module
+
+    def refuse(problem: str):
+        raise ConversionError(f"read-back check of {path} failed: {problem}; the file was not written")
+
+    try:
+        f = read_tarn(tmp)
+    except ConversionError as e:
+        refuse(str(e).replace(f"{tmp}: ", "", 1))
+    if f.schema_version != SCHEMA_VERSION:
+        refuse(f"schema version {f.schema_version} reads back, {SCHEMA_VERSION} written")
+    for name, _ in model_fields():
+        written, read = getattr(config, name), getattr(f.config, name)
+        if not _same_value(written, read):
+            refuse(f"config {name} reads back as {read!r}, written {written!r}")
+    if list(f.tensors) != list(stored):
+        refuse(f"the tensors read back are {', '.join(f.tensors)}, written {', '.join(stored)}")
+    for name, written in stored.items():
+        read = f.tensors[name]
+        layout = "blocked" if blocked and is_dense_weight(name, written) else "row-major"
+        if (read.dtype.kind, read.dtype.itemsize, read.shape) != (written.dtype.kind, written.dtype.itemsize, written.shape):
+            refuse(f"tensor {name} reads back as {read.dtype.name} {list(read.shape)}, written {written.dtype.name} {list(written.shape)}")
+        if f.layouts[name] != layout:
+            refuse(f"tensor {name} reads back {f.layouts[name]}, written {layout}")
+        little = read.dtype.newbyteorder("<")
+        if np.ascontiguousarray(read, dtype=little).tobytes() != np.ascontiguousarray(written, dtype=little).tobytes():
+            refuse(f"tensor {name}'s values read back differ from those written")
+    if f.labels != labels:
+        refuse("the labels read back differ from those written")
+    if audio is not None and (f.audio is None or not all(_same_value(v, f.audio.get(k)) for k, v in audio.items())):
+        refuse("the audio front end read back differs from the one written")
+    if audio is None and f.audio is not None:
+        refuse("the file reads back with an audio front end; none was written")
+    if f.metadata != meta:
+        refuse("the metadata read back differs from that written")
+    if f.weight_checksum != checksum or not f.checksum_ok:
+        refuse(f"the weight checksum reads back as {f.weight_checksum:016x}, written {checksum:016x}")
+
+
+def _same_value(written, read) -> bool:
+    """Equal as the file stores them: floats as float32, lists item by item."""
+    if isinstance(written, (list, tuple)):
+        return isinstance(read, list) and len(read) == len(written) and all(map(_same_value, written, read))
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (written, read))
+    if numbers and (isinstance(written, float) or isinstance(read, float)):  # a float field given an int reads back a float
+        return np.float32(written) == np.float32(read)
+    return type(written) is type(read) and written == read
 
 
 def _create_temporary(directory: Path):

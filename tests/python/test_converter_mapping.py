@@ -206,6 +206,29 @@ def test_fast_transformers_config_errors(change, message):
         check_tensors(tensors, model_config)
 
 
+@pytest.mark.parametrize("feature_map, refused", [("elu", False), ("favor", True)])
+def test_a_wrong_head_count_of_the_same_width_is_caught_only_where_a_tensor_records_d_key(feature_map, refused):
+    """docs/decisions.md, Converter: 2 heads of 32 for a 4-head checkpoint of
+    16 each has the projections' shapes exactly; favor's omega, [d_key,
+    n_dims / 2], records d_key."""
+    extra = {"feature_map": "favor+", "feature_dim": 12} if feature_map == "favor" else {}
+    model = make_model(
+        ModelConfig(
+            d_model=64, num_layers=1, num_heads=4, d_key=16, d_value=16, d_ff=32, input_kind="frames",
+            input_dim=64, input_projection=False, **extra,
+        )
+    )
+    checkpoint = Checkpoint({k: v.numpy() for k, v in model.state_dict().items()})
+    config = {"n_heads": 2, "attention_type": "causal-linear", "feature_map": feature_map}
+    model_config, tensors = fast_transformers.map_checkpoint(checkpoint, config)
+    assert (model_config.num_heads, model_config.d_key, model_config.d_value) == (2, 32, 32)
+    if refused:
+        with pytest.raises(ConversionError, match=r"omega: expected shape \[32, 6\], got \[16, 6\]"):
+            check_tensors(tensors, model_config)
+    else:
+        check_tensors(tensors, model_config)  # the limit: nothing in the shapes tells
+
+
 def _fixture(case):
     directory = FAST_TRANSFORMERS_DATA / case
     if not (directory / "model.pt").is_file():

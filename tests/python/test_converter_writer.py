@@ -481,10 +481,53 @@ def test_output_paths(tmp_path, small_config, small_state_dict):
     assert long_name.exists() and [p.name for p in tmp_path.iterdir()] == [long_name.name]
 
 
+def test_a_file_whose_weights_do_not_read_back_as_written_is_not_written(tmp_path, small_config, small_state_dict, monkeypatch):
+    """The read-back check: a writer fault (here a packing that reverses each
+    dense weight's rows) gives a file of other values; it is refused, and
+    the file already at the path stays as it was."""
+    path = tmp_path / "m.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    before = path.read_bytes()
+    pack = converter.writer.pack_dense
+    monkeypatch.setattr(converter.writer, "pack_dense", lambda w: pack(w[::-1]))
+    first_dense = "layers.0.attention.query_projection.weight"  # after the embedding, in the schema's order
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(small_state_dict, small_config, path, dtype="f16")
+    assert str(error.value) == (
+        f"read-back check of {path} failed: tensor {first_dense}'s values read back differ from those written; "
+        "the file was not written"
+    )
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["m.tarn"]
+
+
+def test_a_config_that_does_not_read_back_as_written_is_not_written(tmp_path, small_config, small_state_dict, monkeypatch):
+    check_scalar = converter.writer.check_scalar
+    doubled = lambda where, kind, value: check_scalar(where, kind, 2 * value if where == "attention_eps" else value)  # noqa: E731
+    monkeypatch.setattr(converter.writer, "check_scalar", doubled)
+    assert small_config.attention_eps == 1e-6
+    with pytest.raises(ConversionError, match=r"^read-back check of .*m\.tarn failed: config attention_eps reads back as 2e-06, written 1e-06; the file was not written$"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_float_field_given_an_int_passes_the_read_back(tmp_path, small_config, small_state_dict):
+    """The file holds float32: 3 reads back as 3.0, the same value."""
+    config = {**small_config.to_dict(), "embedding_scale": 3, "favor_softmax_temp": np.float64(0.25)}
+    convert_state_dict(small_state_dict, config, tmp_path / "m.tarn")
+    f = read_tarn(tmp_path / "m.tarn")
+    assert f.config.embedding_scale == 3.0 and f.config.favor_softmax_temp == 0.25
+
+
 def test_newer_major_version_is_refused(tmp_path, small_config, small_state_dict, monkeypatch):
     monkeypatch.setattr(converter.writer, "SCHEMA_VERSION", (3, 0))
     path = tmp_path / "m.tarn"
-    convert_state_dict(small_state_dict, small_config, path)
+    # The writer's read-back refuses to leave a file its own reader refuses,
+    with pytest.raises(ConversionError, match=r"read-back check of .*m\.tarn failed: schema version 3\.0; this converter reads majors 1 to 2; the file was not written$"):
+        convert_state_dict(small_state_dict, small_config, path)
+    assert list(tmp_path.iterdir()) == []
+    # and the reader refuses such a file however it was made.
+    tensors = {name: t.numpy() for name, t in small_state_dict.items()}
+    path.write_bytes(converter.writer._build(small_config, tensors, None, None, {})[0])
     with pytest.raises(ConversionError, match=r"schema version 3\.0; this converter reads majors 1 to 2"):
         read_tarn(path)
 
