@@ -28,14 +28,14 @@ namespace tarn {
 namespace kernels {
 namespace {
 
-#define TARN_KERNELS_TABLE(isa)                                              \
-  KernelTable {                                                              \
-    isa::EluPlusOne, isa::Relu, isa::Gelu, isa::ExpShifted, isa::CausalStep, \
-        isa::CausalUpdate, isa::CausalSteps, isa::LayerNorm,                 \
-        isa::AddLayerNorm, isa::Add, isa::F16ToF32, isa::DenseF32,           \
-        isa::DenseF16, isa::DenseI8, isa::FavorFeatures, isa::ReadOut,       \
-        isa::DepthwiseConv, isa::DenseBf16, isa::Bf16ToF32,                  \
-        /*dense_q8=*/nullptr                                                 \
+#define TARN_KERNELS_TABLE(isa)                                               \
+  KernelTable {                                                               \
+    isa::EluPlusOne, isa::Relu, isa::Gelu, isa::ExpShifted, isa::CausalStep,  \
+        isa::CausalUpdate, isa::CausalSteps, isa::LayerNorm,                  \
+        isa::AddLayerNorm, isa::Add, isa::F16ToF32, isa::DenseF32,            \
+        isa::DenseF16, isa::DenseI8, isa::FavorFeatures, isa::ReadOut,        \
+        isa::DepthwiseConv, isa::DenseBf16, isa::Bf16ToF32, isa::AddSinusoid, \
+        /*dense_q8=*/nullptr                                                  \
   }
 
 constexpr KernelTable kScalarTable = TARN_KERNELS_TABLE(scalar);

@@ -25,11 +25,11 @@
 //
 // Layout: one family per folder, named for what it computes (activation/,
 // add/, causal/, convert/, dense/, dwconv/, favor/, feature/, norm/,
-// readout/), one source per variant (<family>-scalar.cc, the reference, and
-// -avx2, -avx512, -neon). A family's SIMD driver (tiling, tails, dtype
-// dispatch) is written once, in <family>-driver.h or, for plain elementwise
-// loops, driver.h, over the one set of vector traits, Vec of vector-<isa>.h;
-// a variant's source holds only what differs on its ISA.
+// position/, readout/), one source per variant (<family>-scalar.cc, the
+// reference, and -avx2, -avx512, -neon). A family's SIMD driver (tiling, tails,
+// dtype dispatch) is written once, in <family>-driver.h or, for plain
+// elementwise loops, driver.h, over the one set of vector traits, Vec of
+// vector-<isa>.h; a variant's source holds only what differs on its ISA.
 #ifndef TARN_KERNELS_KERNELS_H_
 #define TARN_KERNELS_KERNELS_H_
 
@@ -194,6 +194,18 @@ struct KernelTable {
   // y = float(x) for n bfloat16 values: x[i] << 16, exact, NaNs and
   // subnormals kept bit for bit. x: [n]; y: [n].
   void (*bf16_to_f32)(size_t n, const uint16_t* x, float* y);
+  // The sinusoidal position code (Vaswani et al. 2017) added to a row:
+  //   y[2i] += float(sin(position / wavelengths[i])),
+  //   y[2i + 1] += float(cos(position / wavelengths[i]))
+  // for every index below width, each angle a double division and each sine
+  // and cosine computed in double and rounded once, as the reference
+  // computes them. Every variant gives the same bits, and those of libm's sin
+  // and cos rounded to float but where a double lands within a few units in
+  // its last place of a float's rounding boundary (none in 10^8 values,
+  // test/position_test.cc). wavelengths: [(width + 1) / 2], positive; y:
+  // [width].
+  void (*add_sinusoid)(size_t width, double position, const double* wavelengths,
+                       float* y);
   // dense_i8 on dynamically quantised activations, with integer dot
   // products (VNNI's vpdpbusd, AVX2's vpmaddubsw, NEON's sdot). Each row of x
   // is quantised on its own, symmetrically:

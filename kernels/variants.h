@@ -50,6 +50,8 @@
                  const float* x, const uint16_t* w, const float* bias,         \
                  float y_min, float y_max, float* y, float* scratch);          \
   void Bf16ToF32(size_t n, const uint16_t* x, float* y);                       \
+  void AddSinusoid(size_t width, double position, const double* wavelengths,   \
+                   float* y);                                                  \
   }
 
 // dense_q8 (kernels.h) has variants of its own, one per integer

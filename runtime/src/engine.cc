@@ -118,18 +118,12 @@ void Engine::Embed(const Rows& rows, float* x) {
     float* row = x + r * d;
     const uint64_t position = rows.stream(r).position + rows.ahead(r);
     if (c_.position == Position::kSinusoidal) {
-      // In double, as the reference: at step 10^6 a float angle would lose
-      // the phase. Over the whole row, or its last position_concat_dim.
-      const double p = static_cast<double>(position);
+      // Angles in double, as the reference: at step 10^6 a float angle would
+      // lose the phase. Over the whole row, or its last position_concat_dim.
       const size_t width =
           c_.position_concat_dim > 0 ? c_.position_concat_dim : d;
-      float* pe = row + (d - width);
-      for (size_t i = 0; 2 * i < width; ++i) {
-        const double angle = p / m_.wavelengths[i];
-        pe[2 * i] += static_cast<float>(std::sin(angle));
-        if (2 * i + 1 < width)
-          pe[2 * i + 1] += static_cast<float>(std::cos(angle));
-      }
+      k_.add_sinusoid(width, static_cast<double>(position),
+                      m_.wavelengths.data(), row + (d - width));
     } else if (c_.position == Position::kLearned) {
       const TensorView& table = m_.position_embedding;
       const size_t offset = position * d;
