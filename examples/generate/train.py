@@ -200,18 +200,32 @@ def learning_rate(fraction, peak, warmup=0.05, final=0.02):
     return peak * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def main():
+def positive_float(text):
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--out", default=os.path.join(HERE, "model", "fashion.pt"))
-    parser.add_argument("--minutes", type=float, default=60.0, help="training time budget (wall clock)")
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--minutes", type=positive_float, default=60.0, help="training time budget (wall clock)")
+    parser.add_argument("--lr", type=positive_float, default=3e-3)
+    parser.add_argument("--batch", type=positive_int, default=8, help="images a step (at most the training set)")
+    parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--init", help="fashion.pt to continue from (its weights; a fresh schedule)")
-    parser.add_argument("--test-images", type=int, default=1000, help="bits/dim on the first N test images")
-    args = parser.parse_args()
+    parser.add_argument("--test-images", type=positive_int, default=1000, help="bits/dim on the first N test images")
+    args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -219,6 +233,8 @@ def main():
     start = time.time()
 
     train = read_idx_images(os.path.join(args.data, "train-images-idx3-ubyte.gz"))
+    if args.batch > len(train):
+        parser.error(f"argument --batch: {args.batch} is more than the {len(train)} training images")
     test = read_idx_images(os.path.join(args.data, "t10k-images-idx3-ubyte.gz"))[: args.test_images]
     probe = test[:100]  # a quick held-out figure while training
     log(f"loaded {len(train)} training and {len(test)} test images")
