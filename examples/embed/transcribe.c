@@ -7,7 +7,8 @@
  * 100 ms chunks of 16-bit PCM into a recognizer, prints each utterance that
  * ends at an endpoint with its word times, then the final transcript (all
  * utterances joined) alone on the last line. With WORDS.txt (one word a
- * line) it decodes with an 8-wide beam search constrained to those words.
+ * line, read as `tarn transcribe --words` reads it) it decodes with an 8-wide
+ * beam search constrained to those words.
  */
 
 #include <sndfile.h>
@@ -17,10 +18,97 @@
 
 #include "tarn/speech.h"
 
-enum { kChunk = 1600, kMaxWords = 1024, kMaxWordBytes = 64 };
+/* kMaxLineBytes: the longest line of a word list, without its '\n'. */
+enum { kChunk = 1600, kMaxLineBytes = 256 };
 
 static int fail(const char* what) {
   fprintf(stderr, "%s: %s\n", what, tarn_last_error());
+  return 1;
+}
+
+typedef struct word_list {
+  char** words; /* count strings, each the list's to free */
+  size_t count, capacity;
+} word_list;
+
+static void free_words(word_list* list) {
+  size_t i;
+  for (i = 0; i < list->count; ++i) free(list->words[i]);
+  free(list->words);
+}
+
+/* Reads a word list as `tarn transcribe --words` does: one word a line,
+ * blanks around it and blank lines skipped. 0 on success; else 1, after
+ * saying why (unreadable, a line over kMaxLineBytes, no words, no memory). */
+static int read_words(const char* path, word_list* list) {
+  char line[kMaxLineBytes + 2]; /* the line, its newline and a NUL */
+  unsigned long number = 0;
+  int status = 1;
+  FILE* file = fopen(path, "r");
+  if (file == NULL) {
+    fprintf(stderr, "cannot read the word list %s\n", path);
+    return 1;
+  }
+  while (fgets(line, sizeof line, file) != NULL) {
+    char* begin = line;
+    size_t length;
+    if (++number == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0) begin += 3;
+    if (strchr(line, '\n') == NULL && !feof(file)) {
+      fprintf(stderr, "%s:%lu: a line over %d bytes; one word a line\n", path,
+              number, kMaxLineBytes);
+      goto done;
+    }
+    begin += strspn(begin, " \t\r\n");
+    length = strlen(begin);
+    while (length > 0 && strchr(" \t\r\n", begin[length - 1]) != NULL) --length;
+    if (length == 0) continue;
+    if (list->count == list->capacity) {
+      size_t capacity = list->capacity ? 2 * list->capacity : 256;
+      char** grown = realloc(list->words, capacity * sizeof *grown);
+      if (grown == NULL) goto out_of_memory;
+      list->words = grown;
+      list->capacity = capacity;
+    }
+    if ((list->words[list->count] = malloc(length + 1)) == NULL)
+      goto out_of_memory;
+    memcpy(list->words[list->count], begin, length);
+    list->words[list->count++][length] = '\0';
+  }
+  if (ferror(file)) {
+    fprintf(stderr, "cannot read the word list %s\n", path);
+  } else if (list->count == 0) {
+    fprintf(stderr, "the word list %s holds no words\n", path);
+  } else {
+    status = 0;
+  }
+  goto done;
+out_of_memory:
+  fprintf(stderr, "%s:%lu: out of memory\n", path, number);
+done:
+  fclose(file);
+  return status;
+}
+
+/* libsndfile reads a WAV file whose data chunk was cut short without an
+ * error (and counts info.frames from what is there), noting "data :
+ * DECLARED (should be PRESENT)" in its log: 1 for such a file, after saying
+ * so. Writers that stream a WAV out leave a placeholder size (0 or ~0). */
+static int truncated(SNDFILE* audio, const char* path) {
+  static char log[16384];
+  unsigned long long declared, present;
+  const char* line;
+  sf_command(audio, SFC_GET_LOG_INFO, log, sizeof log);
+  line = strstr(log, "\ndata : ");
+  if (line == NULL ||
+      sscanf(line + 1, "data : %llu (should be %llu)", &declared, &present) !=
+          2 ||
+      declared <= present || declared >= 0xFFFFFFF0ull) {
+    return 0;
+  }
+  fprintf(stderr,
+          "%s: the file is truncated: its data chunk declares %llu bytes of "
+          "audio but only %llu are present\n",
+          path, declared, present);
   return 1;
 }
 
@@ -40,35 +128,26 @@ static void take(const tarn_recognition_result* result, char* transcript,
 }
 
 int main(int argc, char** argv) {
-  static char word_storage[kMaxWords][kMaxWordBytes];
-  static const char* words[kMaxWords];
   static char transcript[65536];
+  word_list list = {NULL, 0, 0};
   tarn_model* model = NULL;
   tarn_recognizer* recognizer = NULL;
   tarn_recognizer_options options = tarn_recognizer_options_default();
   const tarn_recognition_result* result = NULL;
   short pcm[kChunk];
   SF_INFO info;
-  SNDFILE* audio;
-  sf_count_t got;
+  SNDFILE* audio = NULL;
+  sf_count_t got, frames = 0;
+  int status = 1;
 
   if (argc < 3 || argc > 4) {
     fprintf(stderr, "usage: %s MODEL.tarn AUDIO.wav [WORDS.txt]\n", argv[0]);
     return 2;
   }
   if (argc == 4) {
-    FILE* list = fopen(argv[3], "r");
-    if (list == NULL) {
-      fprintf(stderr, "cannot open word list %s\n", argv[3]);
-      return 1;
-    }
-    while (options.word_count < kMaxWords &&
-           fscanf(list, "%63s", word_storage[options.word_count]) == 1) {
-      words[options.word_count] = word_storage[options.word_count];
-      ++options.word_count;
-    }
-    fclose(list);
-    options.words = words;
+    if (read_words(argv[3], &list) != 0) goto done;
+    options.words = (const char* const*)list.words;
+    options.word_count = list.count;
     options.beam_width = 8;
   }
 
@@ -76,50 +155,56 @@ int main(int argc, char** argv) {
   audio = sf_open(argv[2], SFM_READ, &info);
   if (audio == NULL) {
     fprintf(stderr, "%s: %s\n", argv[2], sf_strerror(NULL));
-    return 1;
+    goto done;
   }
   if (info.channels != 1) {
     fprintf(stderr, "%s: %d channels; mono audio only\n", argv[2],
             info.channels);
-    sf_close(audio);
-    return 1;
+    goto done;
   }
+  if (truncated(audio, argv[2])) goto done;
   if (tarn_model_load(argv[1], &model) != TARN_STATUS_OK) {
-    sf_close(audio);
-    return fail(argv[1]);
+    fail(argv[1]);
+    goto done;
   }
   /* Refused, with a message saying both rates, unless the file's rate is
-   * the model's. */
+   * the model's. The words are borrowed for the call only. */
   if (tarn_recognizer_create(model, (uint32_t)info.samplerate, &options,
                              &recognizer) != TARN_STATUS_OK) {
-    sf_close(audio);
-    tarn_model_free(model);
-    return fail("recognizer");
+    fail("recognizer");
+    goto done;
   }
 
   while ((got = sf_readf_short(audio, pcm, kChunk)) > 0) {
+    frames += got;
     if (tarn_recognizer_accept_int16(recognizer, pcm, (size_t)got) !=
         TARN_STATUS_OK) {
-      break;
+      fail(argv[2]);
+      goto done;
     }
     while (tarn_recognizer_pop_result(recognizer, &result) == TARN_STATUS_OK &&
            result != NULL) {
       take(result, transcript, sizeof transcript);
     }
   }
-  sf_close(audio);
-  if (got > 0) { /* accept failed */
-    int status = fail(argv[2]);
-    tarn_recognizer_free(recognizer);
-    tarn_model_free(model);
-    return status;
+  if (got < 0 || sf_error(audio) != SF_ERR_NO_ERROR || frames < info.frames) {
+    fprintf(stderr, "%s: reading failed after %lld of %lld frames: %s\n",
+            argv[2], (long long)frames, (long long)info.frames,
+            sf_strerror(audio));
+    goto done;
   }
-  if (tarn_recognizer_final_result(recognizer, &result) == TARN_STATUS_OK) {
-    take(result, transcript, sizeof transcript);
+  if (tarn_recognizer_final_result(recognizer, &result) != TARN_STATUS_OK) {
+    fail("recognizer");
+    goto done;
   }
+  take(result, transcript, sizeof transcript);
   printf("%s\n", transcript);
+  status = 0;
 
+done:
   tarn_recognizer_free(recognizer);
   tarn_model_free(model);
-  return 0;
+  if (audio != NULL) sf_close(audio);
+  free_words(&list);
+  return status;
 }

@@ -1,14 +1,19 @@
 """examples/embed/transcribe.c (the recognizer's C API) against `tarn
 transcribe` (the C++ Recognizer) on the bundled samples and model: the same
 final transcript, greedy and with the word-list beam search (how often that
-is what was said is examples/asr/eval.py's business); and a clear refusal of
-a file at another sample rate. Run by ctest (example_transcribe_c), which
-passes both programs in the environment (conftest.py).
+is what was said is examples/asr/eval.py's business), word lists read as the
+CLI reads them; and clear refusals of a file at another sample rate, a
+truncated file, an empty word list and an over-long line in one. Run by ctest
+(example_transcribe_c), which passes both programs in the environment
+(conftest.py).
 """
 
+import itertools
 import subprocess
 import wave
 from pathlib import Path
+
+import pytest
 
 ASR = Path(__file__).resolve().parents[2] / "examples" / "asr"
 MODEL, WORDS = str(ASR / "model" / "asr.tarn"), str(ASR / "words.txt")
@@ -53,3 +58,36 @@ def test_c_api_refuses_another_sample_rate_naming_both(transcribe_c, tmp_path):
     done = subprocess.run([transcribe_c, MODEL, str(slow)], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "8000 Hz" in done.stderr and "16000 Hz" in done.stderr, done.stderr
+
+
+def test_c_api_refuses_a_truncated_file(transcribe_c, tmp_path):
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes((SAMPLES / "en-gb_m3_012200.wav").read_bytes()[:20000])
+    done = subprocess.run([transcribe_c, MODEL, str(cut)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert "the file is truncated" in done.stderr and "19956 are present" in done.stderr, done.stderr
+
+
+def test_c_api_reads_a_word_list_as_the_cli_does(transcribe_c, tarn, tmp_path):
+    # A word past the 1024th and one of 66 bytes, each whole.
+    fillers = ["zq" + "".join(letters) for letters in itertools.product("bcdfghjk", repeat=4)][:1100]
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(["\ufeffhome", " one\t", "", "is\r"] + fillers + ["q" * 63 + "two", "two"]))
+    wav = str(SAMPLES / "en-gb_m3_012200.wav")
+    c = last_line([transcribe_c, MODEL, wav, str(words)])
+    cpp = last_line([tarn, "transcribe", MODEL, wav, "--words", str(words), "--quiet"])
+    assert c == cpp and c.split()[-1] == "two", (c, cpp)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "holds no words"),
+    (" \n\t\n", "holds no words"),
+    ("home\n" + "a" * 257 + "\none\n", "list.txt:2: a line over 256 bytes"),
+])
+def test_c_api_refuses_a_word_list_it_cannot_use(transcribe_c, tmp_path, text, message):
+    words = tmp_path / "list.txt"
+    words.write_text(text)
+    done = subprocess.run([transcribe_c, MODEL, str(SAMPLES / "en-gb_m3_012200.wav"), str(words)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert message in done.stderr, done.stderr
