@@ -144,8 +144,12 @@ struct Stream {
 };
 
 // Redraws the bar when its percentage changes: at most 101 times a run.
-void ShowProgress(size_t done, size_t total, size_t images) {
-  if (done < total && done * 100 / total == (done - 1) * 100 / total) return;
+// `shown` is the percentage last drawn (a call may advance by a batch's
+// pixels, many percent at a time for small runs).
+void ShowProgress(size_t done, size_t total, size_t images, int* shown) {
+  const int percent = static_cast<int>(done * 100 / total);
+  if (percent == *shown) return;
+  *shown = percent;
   constexpr int kBarWidth = 40;
   const int filled = static_cast<int>(kBarWidth * done / total);
   std::fprintf(stderr, "\r[%s%s] %3zu%% %zu/%zu pixels of %zu image%s",
@@ -175,12 +179,25 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
   Status status = SessionBatch::Create(model, batch_options, &batch);
   if (!status.ok()) return status;
 
+  // The known pixels are prefilled by one session with the run's threads
+  // and each stream's session restored from its snapshot: one thread pool,
+  // not one per stream.
+  std::unique_ptr<Session> prefill;
+  std::vector<uint8_t> snapshot;
+  if (known > 0) {
+    SessionOptions prefill_options;
+    prefill_options.num_threads = options.threads;
+    status = Session::Create(model, prefill_options, &prefill);
+    if (!status.ok()) return status;
+    snapshot.resize(model.snapshot_bytes());
+  }
   std::vector<int32_t> prefix(known);
   std::vector<Session*> sessions(batch_options.max_streams);
   std::vector<int32_t> tokens(batch_options.max_streams);
   const size_t output_size = model.output_size();
   std::vector<float> outputs(size_t{batch_options.max_streams} * output_size);
   std::vector<float> log_p(kGreyLevels);
+  int shown = -1;  // the percentage the progress bar shows
   for (size_t first = 0; first < streams->size();
        first += batch_options.max_streams) {
     const size_t count =
@@ -188,7 +205,7 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
     for (size_t i = 0; i < count; ++i) {
       Stream& s = (*streams)[first + i];
       SessionOptions session_options;
-      session_options.max_prefill_chunk = 64;
+      session_options.max_prefill_chunk = 1;  // it only steps
       status = Session::Create(model, session_options, &s.session);
       if (!status.ok()) return status;
       sessions[i] = s.session.get();
@@ -196,7 +213,12 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
       prefix[0] = image.start_token;
       std::copy(s.pixels.begin(), s.pixels.begin() + (known - 1),
                 prefix.begin() + 1);
-      status = s.session->PrefillTokens(prefix.data(), known, nullptr, 0);
+      prefill->Reset();
+      status = prefill->PrefillTokens(prefix.data(), known, nullptr, 0);
+      if (status.ok())
+        status = prefill->Snapshot(snapshot.data(), snapshot.size());
+      if (status.ok())
+        status = s.session->Restore(snapshot.data(), snapshot.size());
       if (!status.ok()) return status;
     }
     for (size_t p = known; p < pixels; ++p) {
@@ -228,7 +250,7 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
       }
       if (!options.quiet) {
         ShowProgress(first * (pixels - known) + count * (p + 1 - known), total,
-                     streams->size());
+                     streams->size(), &shown);
       }
     }
     for (size_t i = 0; i < count; ++i) (*streams)[first + i].session.reset();
@@ -304,6 +326,10 @@ int Generate(const GenerateOptions& o) {
   SamplingOptions sampling;
   sampling.temperature = o.temperature;
   sampling.top_k = o.top_k;
+  if (o.top_k > kGreyLevels) {
+    return Fail("--top-k " + std::to_string(o.top_k) + " is more than the " +
+                std::to_string(kGreyLevels) + " grey levels a pixel takes");
+  }
   Status status = CheckSamplingOptions(sampling, kGreyLevels);
   if (!status.ok()) return Fail(status.message());
 

@@ -50,6 +50,14 @@ double TokenSampler::Uniform() {
 
 int32_t TokenSampler::SampleCategorical(const float* logits, size_t n,
                                         const SamplingOptions& options) {
+  // NaN or +inf leaves no distribution to draw from, and a NaN would break
+  // the ordering top-k ranks by (nth_element's behaviour is undefined).
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(logits[i]) ||
+        logits[i] == std::numeric_limits<float>::infinity()) {
+      return -1;
+    }
+  }
   candidates_.resize(n);
   for (size_t i = 0; i < n; ++i) candidates_[i] = static_cast<uint32_t>(i);
   size_t kept = n;
@@ -64,15 +72,10 @@ int32_t TokenSampler::SampleCategorical(const float* logits, size_t n,
     // nth_element left them in.
     std::sort(candidates_.begin(), candidates_.begin() + kept);
   }
-  // -inf bans a token (weight 0); NaN, +inf, or nothing but -inf leaves
-  // no distribution to draw from.
+  // -inf bans a token (weight 0); nothing but -inf leaves no distribution.
   float largest = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < kept; ++i) {
-    const float logit = logits[candidates_[i]];
-    if (std::isnan(logit) || logit == std::numeric_limits<float>::infinity()) {
-      return -1;
-    }
-    largest = std::max(largest, logit);
+    largest = std::max(largest, logits[candidates_[i]]);
   }
   if (largest == -std::numeric_limits<float>::infinity()) return -1;
   weights_.resize(n);

@@ -158,8 +158,8 @@ TEST(Sample, RejectsBadOptions) {
             "no classes to draw from");
 }
 
-// A NaN or +inf logit among those drawn from, or nothing but -inf, gives
-// -1, not a token; a -inf logit bans its token and the rest are drawn.
+// A NaN or +inf logit anywhere, or nothing but -inf among those drawn from,
+// gives -1, not a token; a -inf logit bans its token and the rest are drawn.
 TEST(Sample, NonFiniteLogits) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -168,6 +168,14 @@ TEST(Sample, NonFiniteLogits) {
   for (float bad : {nan, inf}) {
     const float logits[4] = {0.5f, bad, -1.0f, 2.0f};
     EXPECT_EQ(sampler.SampleCategorical(logits, 4, options), -1) << bad;
+  }
+  // Outside the top k too: a NaN cannot be ranked (nth_element with it was
+  // undefined, and drew tokens outside the k largest finite logits).
+  SamplingOptions top2;
+  top2.top_k = 2;
+  for (float bad : {nan, inf}) {
+    const float logits[6] = {3.0f, bad, -1.0f, 2.0f, bad, -2.0f};
+    EXPECT_EQ(sampler.SampleCategorical(logits, 6, top2), -1) << bad;
   }
   const float banned[4] = {-inf, -inf, -inf, -inf};
   EXPECT_EQ(sampler.SampleCategorical(banned, 4, options), -1);

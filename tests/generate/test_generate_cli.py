@@ -9,6 +9,7 @@ environment (conftest.py).
 
 import gzip
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -160,7 +161,7 @@ def test_generate_cli(tarn, fashion_test, goldens):
             ([model, "--temperature", "0"], "temperature must be finite and > 0"),
             ([model, "--temperature=-1"], "temperature must be finite and > 0"),
             ([model, "--temperature", "nan"], "temperature"),
-            ([model, "--top-k", "300"], "top-k 300 is more than the model's 256 outputs"),
+            ([model, "--top-k", "300"], "--top-k 300 is more than the 256 grey levels a pixel takes"),
             ([model, "--top-k", "-2"], "--top-k"),
             ([model, "--complete", os.path.join(tmp, "missing.idx")], "cannot open idx file"),
             ([model, "--complete", model], "is not an idx3-ubyte image file"),
@@ -223,3 +224,26 @@ def test_image_metadata_must_be_whole_numbers_in_range(tarn, tmp_path):
     write_tarn(model, config, tensors, metadata=layout)
     r = subprocess.run([tarn, "generate", model, "--out", out, "--count", "1", "--quiet"], capture_output=True, text=True)
     assert r.returncode == 0 and out.exists(), r.stderr
+
+
+def test_progress_is_redrawn_whenever_its_percentage_changes(tarn, tmp_path):
+    """A batch advances 64 pixels a step; the bar compared each total with
+    the total one pixel earlier, so at 128 images of 4 x 4 pixels it showed
+    25, 50, 75 and 100 % only."""
+    from converter.config import ModelConfig
+    from converter.shapes import expected_shapes
+    from converter.writer import write_tarn
+
+    config = ModelConfig(d_model=8, num_layers=1, num_heads=1, d_key=8, d_value=8, d_ff=8, vocab_size=257,
+                         output_dim=256, position="sinusoidal")
+    rng = np.random.default_rng(0)
+    tensors = {n: (0.3 * rng.standard_normal(s)).astype(np.float32) for n, s in expected_shapes(config).items()}
+    model, out = tmp_path / "image.tarn", tmp_path / "image.png"
+    write_tarn(model, config, tensors,
+               metadata={"image_height": "4", "image_width": "4", "image_start_token": "256"})
+    r = subprocess.run([tarn, "generate", model, "--out", out, "--count", "128"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    shown = [int(percent) for percent in re.findall(r"\] +(\d+)%", r.stderr)]
+    # Two batches of 64 images, 16 steps each, 64 pixels a step.
+    expected = sorted({64 * step * 100 // (128 * 16) for step in range(1, 33)})
+    assert shown == expected, r.stderr

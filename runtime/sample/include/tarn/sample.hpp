@@ -61,9 +61,9 @@ class TokenSampler {
   TokenSampler(uint64_t seed, uint64_t stream);
 
   // A token in [0, n) drawn from logits [n] as described above; a logit of
-  // -inf is never drawn. -1, drawing nothing, if a logit it would draw
-  // among is NaN or +inf, or all of them are -inf. The options must have
-  // passed CheckSamplingOptions() for n.
+  // -inf is never drawn. -1, drawing nothing, if any logit is NaN or +inf
+  // (top-k could not rank a NaN) or all it would draw among are -inf. The
+  // options must have passed CheckSamplingOptions() for n.
   int32_t SampleCategorical(const float* logits, size_t n,
                             const SamplingOptions& options);
 
