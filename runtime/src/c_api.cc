@@ -266,6 +266,45 @@ size_t tarn_model_snapshot_bytes(const tarn_model* model) {
   return model ? Cpp(model)->snapshot_bytes() : 0;
 }
 
+uint32_t tarn_model_max_positions(const tarn_model* model) {
+  return model && Cpp(model)->config().position == tarn::Position::kLearned
+             ? Cpp(model)->config().max_positions
+             : 0;
+}
+
+tarn_output_distribution tarn_model_output_distribution(
+    const tarn_model* model) {
+  static_assert(static_cast<int>(tarn::OutputDistribution::kLogisticMixture) ==
+                    TARN_OUTPUT_DISTRIBUTION_LOGISTIC_MIXTURE,
+                "one numbering");
+  return model ? static_cast<tarn_output_distribution>(
+                     Cpp(model)->config().output_distribution)
+               : TARN_OUTPUT_DISTRIBUTION_NONE;
+}
+
+uint32_t tarn_model_output_levels(const tarn_model* model) {
+  return model && Cpp(model)->config().output_distribution !=
+                      tarn::OutputDistribution::kNone
+             ? Cpp(model)->config().output_levels
+             : 0;
+}
+
+tarn_status tarn_model_metadata(const tarn_model* model, size_t index,
+                                const char** key, const char** value) {
+  return Guard([&] {
+    if (model == nullptr) return Null("model");
+    if (key == nullptr) return Null("key");
+    if (value == nullptr) return Null("value");
+    if (!Cpp(model)->metadata_entry(index, key, value)) {
+      return tarn::Status(tarn::StatusCode::kOutOfRange,
+                          "metadata entry " + std::to_string(index) +
+                              " is past the model's " +
+                              std::to_string(Cpp(model)->metadata().size()));
+    }
+    return tarn::Status::Ok();
+  });
+}
+
 // --- Session -----------------------------------------------------------------
 
 void tarn_session_options_init(tarn_session_options* options, size_t size) {

@@ -1271,4 +1271,14 @@ std::vector<std::pair<std::string, std::string>> Model::metadata() const {
   return entries;
 }
 
+bool Model::metadata_entry(size_t index, const char** key,
+                           const char** value) const {
+  const auto* entries = impl_->flat->metadata();
+  if (entries == nullptr || index >= entries->size()) return false;
+  const schema::KeyValue* kv = entries->Get(static_cast<uint32_t>(index));
+  *key = kv->key()->c_str();
+  *value = kv->value() ? kv->value()->c_str() : "";
+  return true;
+}
+
 }  // namespace tarn

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -149,6 +150,58 @@ TEST(CApi, WeightBytesSplitByDtype) {
     EXPECT_EQ(sum, tarn_model_weight_bytes(model)) << name;
     tarn_model_free(model);
   }
+}
+
+// What a C caller needs to read a model's outputs and its layout, as
+// tests/goldens.py wrote them: a learned table's length, a mixture's levels,
+// and the metadata in file order, as NUL-terminated strings.
+TEST(CApi, ModelDescribesItsPositionsOutputsAndMetadata) {
+  struct Expected {
+    const char* name;
+    uint32_t max_positions;
+    tarn_output_distribution distribution;
+    uint32_t levels;
+  };
+  for (const Expected& e :
+       {Expected{"tokens", 0, TARN_OUTPUT_DISTRIBUTION_NONE, 0},
+        Expected{"learned", 512, TARN_OUTPUT_DISTRIBUTION_NONE, 0},
+        Expected{"concat_mixture", 0, TARN_OUTPUT_DISTRIBUTION_LOGISTIC_MIXTURE,
+                 256}}) {
+    const std::string path = GoldenModelPath(e.name);
+    tarn_model* model = nullptr;
+    ASSERT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_OK)
+        << LastError();
+    EXPECT_EQ(tarn_model_max_positions(model), e.max_positions) << e.name;
+    EXPECT_EQ(tarn_model_output_distribution(model), e.distribution) << e.name;
+    EXPECT_EQ(tarn_model_output_levels(model), e.levels) << e.name;
+    std::map<std::string, std::string> metadata;
+    const char *key = nullptr, *value = nullptr;
+    size_t count = 0;
+    for (; tarn_model_metadata(model, count, &key, &value) == TARN_STATUS_OK;
+         ++count) {
+      metadata[key] = value;
+    }
+    EXPECT_EQ(tarn_model_metadata(model, count, &key, &value),
+              TARN_STATUS_OUT_OF_RANGE);
+    EXPECT_NE(LastError().find("past the model's"), std::string::npos)
+        << LastError();
+    EXPECT_EQ(count, metadata.size()) << e.name << ": keys are distinct";
+    EXPECT_EQ(metadata["date"], "fixed") << e.name;
+    EXPECT_EQ(metadata["source"].rfind(
+                  std::string("tests.goldens case ") + e.name + ", seed ", 0),
+              0u)
+        << metadata["source"];
+    EXPECT_EQ(tarn_model_metadata(model, 0, nullptr, &value),
+              TARN_STATUS_INVALID_ARGUMENT);
+    tarn_model_free(model);
+  }
+  const char *key = nullptr, *value = nullptr;
+  EXPECT_EQ(tarn_model_metadata(nullptr, 0, &key, &value),
+            TARN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(tarn_model_max_positions(nullptr), 0u);
+  EXPECT_EQ(tarn_model_output_distribution(nullptr),
+            TARN_OUTPUT_DISTRIBUTION_NONE);
+  EXPECT_EQ(tarn_model_output_levels(nullptr), 0u);
 }
 
 // tarn_load_options reach the C++ LoadOptions: an int8 model steps as the

@@ -257,6 +257,26 @@ void tarn_model_schema_version(const tarn_model* model, uint32_t* major,
                                uint32_t* minor);
 /* Bytes of a session snapshot. */
 size_t tarn_model_snapshot_bytes(const tarn_model* model);
+/* Learned positions: the most steps a stream takes (step max_positions is
+ * TARN_STATUS_OUT_OF_RANGE); 0 where positions are unbounded. */
+uint32_t tarn_model_max_positions(const tarn_model* model);
+/* What a step's outputs are: logits or features (NONE), or the parameters of
+ * a mixture of output_levels discretised logistics (LOGISTIC_MIXTURE, the
+ * image model's: 3 floats a component, schema/tarn.fbs). */
+typedef enum tarn_output_distribution {
+  TARN_OUTPUT_DISTRIBUTION_NONE = 0,
+  TARN_OUTPUT_DISTRIBUTION_LOGISTIC_MIXTURE = 1
+} tarn_output_distribution;
+tarn_output_distribution tarn_model_output_distribution(
+    const tarn_model* model);
+/* The levels a mixture's outputs spread over (256 grey levels); 0 for NONE. */
+uint32_t tarn_model_output_levels(const tarn_model* model);
+/* Metadata entry `index` (0, 1, ... in file order: provenance, an image
+ * model's layout): *key and *value point to NUL-terminated UTF-8 in the
+ * model's memory, valid while the model lives. TARN_STATUS_OUT_OF_RANGE past
+ * the last entry, so a loop from 0 reads them all. */
+tarn_status tarn_model_metadata(const tarn_model* model, size_t index,
+                                const char** key, const char** value);
 
 /* --- Session -------------------------------------------------------------- */
 
