@@ -30,6 +30,16 @@ struct GzCloser {
 
 }  // namespace
 
+// A failed gzread's cause: the system's (a directory, an I/O error) or
+// zlib's (damaged compressed data).
+Status ReadError(const std::string& path, gzFile_s* file) {
+  int code = Z_OK;
+  const char* message = gzerror(file, &code);
+  return Status(StatusCode::kIoError,
+                "cannot read idx file '" + path +
+                    "': " + (code == Z_ERRNO ? std::strerror(errno) : message));
+}
+
 Status ReadIdxImages(const std::string& path, GreyImages* images) {
   // gzread reads a file that is not gzip-compressed as it is.
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
@@ -39,10 +49,7 @@ Status ReadIdxImages(const std::string& path, GreyImages* images) {
   }
   unsigned char header[16];
   const int got = gzread(file.get(), header, sizeof header);
-  if (got < 0) {
-    return Status(StatusCode::kIoError,
-                  "cannot read idx file '" + path + "' (damaged gzip data?)");
-  }
+  if (got < 0) return ReadError(path, file.get());
   if (got < static_cast<int>(sizeof header) ||
       BigEndian32(header) != kIdxImagesMagic) {
     return Status(StatusCode::kInvalidArgument,
@@ -76,10 +83,7 @@ Status ReadIdxImages(const std::string& path, GreyImages* images) {
     const unsigned chunk = static_cast<unsigned>(
         std::min<uint64_t>(images->pixels.size() - done, 1u << 30));
     const int read = gzread(file.get(), images->pixels.data() + done, chunk);
-    if (read < 0) {
-      return Status(StatusCode::kIoError,
-                    "cannot read idx file '" + path + "' (damaged gzip data?)");
-    }
+    if (read < 0) return ReadError(path, file.get());
     if (read == 0) break;
     done += static_cast<uint64_t>(read);
   }

@@ -192,11 +192,19 @@ int Run(const std::string& model_path, const std::string& input_path,
   const size_t width = model->output_size();
   std::vector<float> outputs, step(width);
   size_t steps = 0;
+  // What the input is, for the messages that refuse it: "[8, 4] float32".
+  std::string got = "[";
+  for (size_t i = 0; i < input.shape.size(); ++i) {
+    got += (i > 0 ? ", " : "") + std::to_string(input.shape[i]);
+  }
+  got += input.is_float ? "] float32" : "] integer";
   if (model->config().input_kind == InputKind::kTokens) {
     if (input.is_float || input.shape.size() != 1) {
       return Fail(Status(StatusCode::kInvalidArgument,
-                         input_path + ": a token model takes a [T] integer "
-                                      "array"));
+                         input_path +
+                             ": a token model takes a [T] integer "
+                             "array, not a " +
+                             got + " one"));
     }
     std::vector<int32_t> tokens;
     for (int64_t token : input.ints) {
@@ -237,7 +245,8 @@ int Run(const std::string& model_path, const std::string& input_path,
     if (!input.is_float || input.shape.size() != 2 || input.shape[1] != frame) {
       return Fail(Status(StatusCode::kInvalidArgument,
                          input_path + ": a frame model takes a [T, " +
-                             std::to_string(frame) + "] float32 array"));
+                             std::to_string(frame) + "] float32 array, not a " +
+                             got + " one"));
     }
     size_t t = 0;
     if (encode || prefill > 0) {

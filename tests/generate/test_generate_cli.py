@@ -165,6 +165,7 @@ def test_generate_cli(tarn, fashion_test, goldens):
             ([model, "--top-k", "-2"], "--top-k"),
             ([model, "--complete", os.path.join(tmp, "missing.idx")], "cannot open idx file"),
             ([model, "--complete", model], "is not an idx3-ubyte image file"),
+            ([model, "--complete", tmp], "Is a directory"),
             ([model, "--complete", truncated], "is truncated"),
             ([model, "--complete", idx, "--first", "9999", "--count", "2"], "holds 10000 images"),
             ([model, "--complete", idx, "--known-rows", "28"], "leaves nothing to draw"),

@@ -119,7 +119,7 @@ def test_input_that_is_not_npy(tmp_path):
 
 def test_token_input_of_float_dtype(tmp_path):
     np.save(tmp_path / "in.npy", np.zeros(3, np.float32))
-    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "a token model takes a [T] integer array")
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "a token model takes a [T] integer array, not a [3] float32 one")
 
 
 def test_input_of_unsupported_dtype(tmp_path):
@@ -134,17 +134,17 @@ def test_big_endian_input(tmp_path):
 
 def test_token_input_of_wrong_rank(tmp_path):
     np.save(tmp_path / "in.npy", np.zeros((3, 1), np.int32))
-    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "a token model takes a [T] integer array")
+    fails_with(run(TOKENS, tmp_path / "in.npy", tmp_path), "a token model takes a [T] integer array, not a [3, 1] integer one")
 
 
 def test_frames_of_wrong_width(tmp_path):
     np.save(tmp_path / "in.npy", np.zeros((4, 2), np.float32))
-    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "a frame model takes a [T, 3] float32 array")
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "a frame model takes a [T, 3] float32 array, not a [4, 2] float32 one")
 
 
 def test_frames_of_integer_dtype(tmp_path):
     np.save(tmp_path / "in.npy", np.zeros((4, 3), np.int32))
-    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "a frame model takes a [T, 3] float32 array")
+    fails_with(run(FRAMES, tmp_path / "in.npy", tmp_path), "a frame model takes a [T, 3] float32 array, not a [4, 3] integer one")
 
 
 def test_fortran_order_input(tmp_path):
