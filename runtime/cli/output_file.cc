@@ -29,7 +29,19 @@ bool IsPartial(const std::string& path, const std::string& written) {
 Status BeginOutput(const std::string& path, std::string* write_to) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {  // absent: created beside it
-    *write_to = path + kPartial;
+    // A dangling symlink: its target is created, as a shell's redirection
+    // and cp do, not the link replaced by a file (as many links as the
+    // kernel follows).
+    std::filesystem::path target = path;
+    std::error_code error;
+    for (int links = 0;
+         links < 40 && std::filesystem::is_symlink(target, error); ++links) {
+      const std::filesystem::path next =
+          std::filesystem::read_symlink(target, error);
+      if (error) break;
+      target = next.is_absolute() ? next : target.parent_path() / next;
+    }
+    *write_to = target.string() + kPartial;
     return Status::Ok();
   }
   if (S_ISDIR(st.st_mode)) {
@@ -54,7 +66,18 @@ Status CheckWritable(const std::string& path) {
   Status status = BeginOutput(path, &written);
   if (!status.ok() || !IsPartial(path, written)) return status;
   std::FILE* file = std::fopen(written.c_str(), "wb");
-  if (file == nullptr) return CannotWrite(path);
+  if (file == nullptr) {
+    // Where the path itself exists (a file of /proc), the error is about
+    // the file made beside it.
+    const int error = errno;
+    struct stat st;
+    const bool exists = stat(path.c_str(), &st) == 0;
+    errno = error;
+    if (!exists) return CannotWrite(path);
+    return Status(StatusCode::kIoError,
+                  "cannot write '" + path + "': cannot create '" + written +
+                      "' beside it to replace it: " + std::strerror(error));
+  }
   std::fclose(file);
   std::remove(written.c_str());
   return Status::Ok();

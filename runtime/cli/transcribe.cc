@@ -224,11 +224,14 @@ std::string ZeroSizedDataMessage(const std::string& path) {
 std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
                              bool quiet) {
   path_ = path;
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    return path + ": cannot read it as audio: it is a directory";
+  }
   file_ = sf_open(path.c_str(), SFM_READ, &info_);
   if (file_ == nullptr) {
     // libsndfile's last error is about its last format tried (MP3: "does
     // not exist or is not a regular file"), not about the file.
-    std::error_code ignored;
     if (std::filesystem::is_regular_file(path, ignored)) {
       return path +
              ": cannot read it as audio: not a format libsndfile reads (WAV, "

@@ -301,6 +301,35 @@ def test_missing_audio_file(tmp_path):
 
 
 @needs_speech
+def test_audio_path_that_is_a_directory(tmp_path):
+    # libsndfile's own message for it was "Format not recognised".
+    fails_with(tarn("transcribe", SPEECH, tmp_path), "cannot read it as audio: it is a directory")
+
+
+def test_output_through_a_dangling_symlink_creates_its_target(tmp_path):
+    # The output was written over the link, replacing it by a file.
+    np.save(tmp_path / "in.npy", np.arange(4, dtype=np.int32))
+    (tmp_path / "out").mkdir()
+    link = tmp_path / "link.npy"
+    link.symlink_to(Path("out") / "target.npy")
+    result = tarn("run", TOKENS, "--input", tmp_path / "in.npy", "--output", link)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and (tmp_path / "out" / "target.npy").is_file()
+    assert np.load(link).shape[0] == 4
+
+
+def test_output_that_cannot_be_replaced_says_why(tmp_path):
+    np.save(tmp_path / "in.npy", np.arange(4, dtype=np.int32))
+    # A file whose directory takes no new file: the message named the file
+    # as if it were missing ("No such file or directory").
+    # (Root may write it and learns why it cannot; others are refused it.)
+    result = tarn("run", TOKENS, "--input", tmp_path / "in.npy", "--output", "/proc/version")
+    fails_with(result, "cannot write '/proc/version': ")
+    assert ("cannot create '/proc/version.partial' beside it" in result.stderr
+            or "Permission denied" in result.stderr), result.stderr
+
+
+@needs_speech
 def test_file_that_is_not_audio(tmp_path):
     path = tmp_path / "notes.wav"
     path.write_text("this is not audio\n" * 20)
