@@ -26,14 +26,24 @@ to its default voice on an unknown variant), every flite voice against
 
 Usage: make_corpus.py [--out examples/asr/data] [--train 12000] [--jobs 2]
                       [--keep-existing] [--only SPLIT ...]
-Writes OUT/wav/<split>/<n>.wav and OUT/manifest.tsv (header: path, transcript,
-voice, split, settings; paths relative to OUT), listing the files present.
-The plan is deterministic for a seed and sizes: --keep-existing resumes an
-interrupted run, --only synthesises just some splits.
+Writes OUT/wav/<split>/<n>.wav (the plan's n-th utterance), OUT/manifest.tsv
+(header: path, transcript, voice, split, settings; paths relative to OUT),
+listing the files present, and OUT/plan.json: the settings that decide the
+plan (seed, sizes, the espeak-ng training variants found). The plan is
+deterministic: --keep-existing resumes an interrupted run, --only synthesises
+just some splits (its manifest keeps the rest of the corpus in OUT). Both
+refuse settings that would keep OUT's files under other utterances: a plan
+grows only at its end (its sets come in the order --train, --dev,
+--eval-espeak, --eval-slt, --wide-flite, --extra-flite, --festival,
+--eval-mbrola, --mbrola: a set is added after every set OUT has), and a
+shorter plan must be the start of OUT's. A run with neither remakes every
+file, first removing those of another plan.
 """
 
 import argparse
 import hashlib
+import json
+import math
 import multiprocessing
 import os
 import random
@@ -334,45 +344,251 @@ def synthesise(job):
     return final
 
 
+# -- the manifest and argument types, shared by the example's scripts -------------
+
+MANIFEST_COLUMNS = ("path", "transcript", "voice", "split", "settings")
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be read, or a line of it that is not a row."""
+
+
+def read_manifest_rows(path):
+    """manifest.tsv as main() writes it: a dict per row, in file order. Blank
+    lines (a trailing one) are skipped; a line with another number of columns
+    than the header is refused, naming its line."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except OSError as error:
+        raise ManifestError(f"{path}: {error.strerror} (make_corpus.py writes the corpus's manifest.tsv)") from None
+    header = lines[0].split("\t")
+    missing = [column for column in MANIFEST_COLUMNS[:4] if column not in header]
+    if missing:
+        raise ManifestError(f"{path}: line 1 is not a manifest header (no column {', '.join(missing)})")
+    rows = []
+    for number, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise ManifestError(f"{path}, line {number}: {len(fields)} columns, not the header's {len(header)}")
+        rows.append(dict(zip(header, fields)))
+    return rows
+
+
 def read_manifest(path):
     """manifest.tsv as main() writes it: {split: [row dicts]}, in file order."""
     rows = {}
-    with open(path) as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            rows.setdefault(row["split"], []).append(row)
+    for row in read_manifest_rows(path):
+        rows.setdefault(row["split"], []).append(row)
     return rows
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def count(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a count (0 or more)")
+    return value
+
+
+def positive_float(text):
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+# -- the plan a corpus folder holds ---------------------------------------------------
+
+PLAN_FILE = "plan.json"
+# The arguments that decide the plan (with --seed and the espeak-ng training
+# variants found), as plan.json names them.
+PLAN_SIZES = ("train", "dev", "eval_espeak", "eval_slt", "wide_flite", "extra_flite", "festival", "mbrola",
+              "eval_mbrola")
+
+
+class PlanError(Exception):
+    """OUT holds files of another plan than this run's."""
 
 
 def settings_text(spec):
     return " ".join(f"{k}={v}" for k, v in spec.items() if k not in ("engine", "voice"))
 
 
-def main():
+def plan_settings(args, train_variants):
+    return {"seed": args.seed, **{size: getattr(args, size) for size in PLAN_SIZES},
+            "espeak_train_variants": list(train_variants)}
+
+
+def plan_of(settings):
+    s = settings
+    return plan(s["train"], s["dev"], s["eval_espeak"], s["eval_slt"], s["seed"], s["espeak_train_variants"],
+                s["wide_flite"], s["extra_flite"], s["festival"], s["mbrola"], s["eval_mbrola"])
+
+
+def planned_splits(args):
+    """The splits that these sizes plan, without the voices."""
+    sizes = {"train": args.train + args.wide_flite + args.extra_flite + args.mbrola, "dev": args.dev,
+             "eval_espeak": args.eval_espeak, "eval_slt": args.eval_slt, "eval_festival": args.festival,
+             "eval_mbrola": args.eval_mbrola}
+    return sorted(split for split, size in sizes.items() if size)
+
+
+def manifest_rows(items):
+    """(path relative to OUT, transcript, voice, split, settings) of each planned utterance, in the plan's order:
+    the n-th is wav/<split>/<n>.wav."""
+    return [(os.path.join("wav", split, f"{n:06d}.wav"), words, f"{spec['engine']}/{spec['voice']}", split,
+             settings_text(spec)) for n, (split, words, spec) in enumerate(items)]
+
+
+def rows_digest(rows):
+    return hashlib.sha256("\n".join("\t".join(row) for row in rows).encode()).hexdigest()
+
+
+def file_index(path):
+    """wav/<split>/000123.wav -> 123: the utterance's place in its plan."""
+    return int(os.path.basename(path).split(".")[0])
+
+
+def corpus_files(out):
+    """The utterance files (and partial ones) under OUT/wav, relative to OUT."""
+    found = []
+    wav = os.path.join(out, "wav")
+    for split in sorted(os.listdir(wav)) if os.path.isdir(wav) else []:
+        if os.path.isdir(os.path.join(wav, split)):
+            found += [os.path.join("wav", split, name) for name in sorted(os.listdir(os.path.join(wav, split)))
+                      if name.endswith(".wav") and name.split(".")[0].isdigit()]
+    return found
+
+
+def describe_changes(old, new):
+    changes = []
+    for key in ("seed", *PLAN_SIZES):
+        if old.get(key) != new[key]:
+            changes.append(f"--{key.replace('_', '-')} {old.get(key)} (now {new[key]})")
+    if old.get("espeak_train_variants") != new["espeak_train_variants"]:
+        before, now = set(old.get("espeak_train_variants") or ()), set(new["espeak_train_variants"])
+        changes.append("espeak-ng training variants" + "".join(
+            f" {label} {' '.join(sorted(names))}" for label, names in (("gone:", before - now), ("new:", now - before))
+            if names))
+    return ", ".join(changes)
+
+
+def read_record(out):
+    """What OUT records of the utterances in its files: ("plan", settings,
+    rows) from plan.json; ("manifest", None, rows) from the manifest of a
+    corpus made before plan.json (of the files it lists); ("unknown", None,
+    {}) for files with neither, or a plan.json that make_corpus.py now plans
+    otherwise; None for an OUT without files. rows: {index in the plan: row}."""
+    path = os.path.join(out, PLAN_FILE)
+    if os.path.exists(path):
+        try:
+            with open(path) as f:
+                record = json.load(f)
+            rows = manifest_rows(plan_of(record["settings"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return "unknown", None, {}
+        if rows_digest(rows) != record.get("sha256"):
+            return "unknown", None, {}
+        return "plan", record["settings"], dict(enumerate(rows))
+    manifest = os.path.join(out, "manifest.tsv")
+    if os.path.exists(manifest):
+        listed = read_manifest_rows(manifest)
+        columns = [c for c in MANIFEST_COLUMNS if not listed or c in listed[0]]
+        try:
+            return "manifest", columns, {file_index(r["path"]): tuple(r.get(c, "") for c in MANIFEST_COLUMNS)
+                                         for r in listed}
+        except ValueError:
+            raise ManifestError(f"{manifest}: a path that make_corpus.py does not write") from None
+    return ("unknown", None, {}) if corpus_files(out) else None
+
+
+def reconcile(out, settings, rows, resume, only):
+    """Checks OUT's files against this plan (settings, its manifest rows) and
+    says what to do. resume: --keep-existing or --only, which keep files, so
+    every file kept must hold this plan's utterance: the plan of OUT's files
+    and this one must be the same up to the shorter's end (sets added at the
+    end of a plan change none before them), else PlanError. A run that
+    remakes every file (neither) removes first the files that this plan does
+    not have as they are. Returns (the settings plan.json records after the
+    run, or None to leave the manifest the record (a corpus from before
+    plan.json, its rows kept by --only); the recorded rows past this plan,
+    {index: row}; the files to remove first, relative to OUT)."""
+    record = read_record(out)
+    if record is None:
+        return settings, {}, []
+    kind, recorded, old = record
+    if kind == "unknown":
+        if resume:
+            raise PlanError(f"{out} holds utterance files but no {PLAN_FILE} (or one that make_corpus.py now plans "
+                            "otherwise) nor manifest.tsv to tell which: make the corpus anew, without "
+                            "--keep-existing and --only")
+        return settings, {}, corpus_files(out)
+    # A manifest from before the settings column is compared without it.
+    compared = [MANIFEST_COLUMNS.index(c) for c in (recorded if kind == "manifest" else MANIFEST_COLUMNS)]
+    differing = [n for n, row in sorted(old.items())
+                 if n < len(rows) and [rows[n][i] for i in compared] != [row[i] for i in compared]]
+    beyond = {n: row for n, row in old.items() if n >= len(rows)}
+    if kind == "plan":
+        if not differing:
+            return (recorded if beyond else settings), beyond, []
+        if resume:
+            raise PlanError(f"{out}/{PLAN_FILE}: its files were planned with {describe_changes(recorded, settings)}; "
+                            "these settings would keep them under other utterances. Rerun with its settings, or "
+                            "without --keep-existing and --only to make the corpus anew")
+    elif resume and differing:
+        n = differing[0]
+        raise PlanError(f"{out}/manifest.tsv (from before make_corpus.py kept {PLAN_FILE}) lists as utterance {n} "
+                        f"{old[n][0]} '{old[n][1]}' ({old[n][2]}), these settings plan {rows[n][0]} '{rows[n][1]}' "
+                        f"({rows[n][2]}): they would keep its files under other utterances. Rerun with the settings "
+                        "that made it (run_recipe.sh's, for its corpus), or without --keep-existing and --only to "
+                        "make the corpus anew")
+    elif resume and beyond and not only:
+        raise PlanError(f"{out}/manifest.tsv (from before make_corpus.py kept {PLAN_FILE}) lists {len(beyond)} "
+                        f"utterances past this plan's {len(rows)}: rerun once with the settings that made it "
+                        f"(run_recipe.sh's, for its corpus), which {PLAN_FILE} then records")
+    elif resume:
+        return (None if beyond else settings), beyond, []
+    return settings, {}, [old[n][0] for n in differing + sorted(beyond)]
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(HERE, "data"), help="where the corpus goes (default: examples/asr/data, ignored by git)")
-    parser.add_argument("--train", type=int, default=12000)
-    parser.add_argument("--dev", type=int, default=200)
-    parser.add_argument("--eval-espeak", type=int, default=400)
-    parser.add_argument("--eval-slt", type=int, default=150)
-    parser.add_argument("--wide-flite", type=int, default=4000,
+    parser.add_argument("--train", type=count, default=12000)
+    parser.add_argument("--dev", type=count, default=200)
+    parser.add_argument("--eval-espeak", type=count, default=400)
+    parser.add_argument("--eval-slt", type=count, default=150)
+    parser.add_argument("--wide-flite", type=count, default=4000,
                         help="extra training utterances of flite voices with a wider pitch and formant range")
-    parser.add_argument("--extra-flite", type=int, default=0,
+    parser.add_argument("--extra-flite", type=count, default=0,
                         help="extra training utterances of flite's other voice (kal, 8 kHz); the recipe uses 1000")
-    parser.add_argument("--festival", type=int, default=0,
+    parser.add_argument("--festival", type=count, default=0,
                         help="utterances of Festival voices, split eval_festival (evaluation only)")
-    parser.add_argument("--mbrola", type=int, default=0,
+    parser.add_argument("--mbrola", type=count, default=0,
                         help="extra training utterances of espeak-ng's MBROLA voices; the recipe uses 6000")
-    parser.add_argument("--eval-mbrola", type=int, default=0,
+    parser.add_argument("--eval-mbrola", type=count, default=0,
                         help="utterances of the held-out MBROLA voices, split eval_mbrola; the recipe uses 200")
     parser.add_argument("--only", nargs="+", metavar="SPLIT",
-                        help="synthesise only these splits (the manifest lists the files present)")
+                        help="synthesise only these splits (the manifest lists every file of the corpus in OUT)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=positive_int, default=2)
     parser.add_argument("--keep-existing", action="store_true",
-                        help="leave files already in OUT (same seed and sizes: the plan is deterministic)")
-    args = parser.parse_args()
+                        help=f"leave files already in OUT (the plan is deterministic: OUT/{PLAN_FILE} records "
+                        "its settings, and other settings that would renumber them are refused)")
+    args = parser.parse_args(argv)
+    splits = planned_splits(args)
+    unknown = [split for split in args.only or () if split not in splits]
+    if unknown:
+        parser.error(f"--only {' '.join(unknown)}: not a split of this plan ({' '.join(splits) or 'none'})")
 
     check_espeak_languages()
     check_flite_voices()
@@ -387,33 +603,54 @@ def main():
     print(f"espeak-ng held out: {' '.join(ESPEAK_HELD_OUT)}; flite train: {' '.join(FLITE_TRAIN)}; "
           f"flite held out: {' '.join(FLITE_HELD_OUT)}")
 
-    items = plan(args.train, args.dev, args.eval_espeak, args.eval_slt, args.seed, train_variants, args.wide_flite,
-                 args.extra_flite, args.festival, args.mbrola, args.eval_mbrola)
-    splits = sorted({split for split, _, _ in items})
-    jobs, rows = [], []
+    settings = plan_settings(args, train_variants)
+    items = plan_of(settings)
+    rows = manifest_rows(items)
+    try:
+        recorded, beyond, stale = reconcile(args.out, settings, rows, args.keep_existing or bool(args.only),
+                                            bool(args.only))
+    except (PlanError, ManifestError) as error:
+        sys.exit(str(error))
+    for relative in stale:
+        if os.path.exists(os.path.join(args.out, relative)):
+            os.remove(os.path.join(args.out, relative))
+    if stale:
+        print(f"removed {len(stale)} files of {args.out}'s earlier plan that this one does not have as they are")
+    if beyond:
+        print(f"{args.out} holds {len(beyond)} planned utterances past this plan's {len(rows)}: "
+              + ("listed in its manifest, as they were" if args.only else "left out of its manifest"))
     for split in splits:
         os.makedirs(os.path.join(args.out, "wav", split), exist_ok=True)
-    for n, (split, words, spec) in enumerate(items):
-        relative = os.path.join("wav", split, f"{n:06d}.wav")
-        jobs.append((os.path.join(args.out, relative), words, spec))
-        rows.append((relative, words, f"{spec['engine']}/{spec['voice']}", split, settings_text(spec)))
+    if recorded is not None:
+        recorded_rows = rows if recorded is settings else manifest_rows(plan_of(recorded))
+        write_atomically(os.path.join(args.out, PLAN_FILE), json.dumps(
+            {"settings": recorded, "utterances": len(recorded_rows), "sha256": rows_digest(recorded_rows)},
+            indent=1) + "\n")
 
+    jobs = [(os.path.join(args.out, row[0]), words, spec) for row, (_, words, spec) in zip(rows, items)]
     if args.only:
-        jobs = [job for job, item in zip(jobs, items) if item[0] in args.only]
+        jobs = [job for job, row in zip(jobs, rows) if row[3] in args.only]
     if args.keep_existing:
         jobs = [job for job in jobs if not os.path.exists(job[0])]
     start = time.time()
-    with multiprocessing.Pool(args.jobs) as pool:
-        for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):
-            if (i + 1) % 1000 == 0:
-                print(f"{i + 1}/{len(jobs)} utterances, {time.time() - start:.0f} s", flush=True)
-    rows = [row for row in rows if os.path.exists(os.path.join(args.out, row[0]))]
-    with open(os.path.join(args.out, "manifest.tsv"), "w") as f:
-        f.write("path\ttranscript\tvoice\tsplit\tsettings\n")
-        for row in rows:
-            f.write("\t".join(row) + "\n")
-    counts = {s: sum(1 for r in rows if r[3] == s) for s in splits}
-    print(f"wrote {len(rows)} utterances {counts} to {args.out} in {time.time() - start:.0f} s")
+    if jobs:
+        with multiprocessing.Pool(args.jobs) as pool:
+            for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):
+                if (i + 1) % 1000 == 0:
+                    print(f"{i + 1}/{len(jobs)} utterances, {time.time() - start:.0f} s", flush=True)
+    # --only adds to the corpus in OUT: its manifest keeps the files past this plan.
+    listed = rows + ([beyond[n] for n in sorted(beyond)] if args.only else [])
+    listed = [row for row in listed if os.path.exists(os.path.join(args.out, row[0]))]
+    write_atomically(os.path.join(args.out, "manifest.tsv"), "".join(
+        "\t".join(row) + "\n" for row in [MANIFEST_COLUMNS, *listed]))
+    counts = {s: sum(1 for r in listed if r[3] == s) for s in sorted({r[3] for r in listed} | set(splits))}
+    print(f"wrote {len(listed)} utterances {counts} to {args.out} in {time.time() - start:.0f} s")
+
+
+def write_atomically(path, text):
+    with open(path + ".partial", "w") as f:
+        f.write(text)
+    os.replace(path + ".partial", path)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,17 @@ the equality is checked).
 make_corpus.py's plan: sets added later (extra flite, Festival, MBROLA)
 change none of the utterances planned before them, and no word sequence of
 an evaluation set (Festival's, MBROLA's held-out voices') is one of
-training's. Run by ctest (speech_recipe).
+training's. A corpus folder keeps its plan's settings (plan.json):
+--keep-existing and --only refuse, naming them, settings that would keep
+its files under other utterances, and --only keeps the rest of its
+manifest (a corpus of empty files, the synthesisers stubbed out); a run
+that remakes the corpus first removes another plan's files. The manifest
+reader skips blank lines and refuses a short one. Run by ctest
+(speech_recipe).
 """
 
 import csv
+import json
 import sys
 import wave
 from pathlib import Path
@@ -151,3 +158,122 @@ def test_corpus_plan_keeps_earlier_utterances_when_sets_are_added():
     evaluated = {words for split, words, _ in after if split != "train"}
     assert not evaluated & {words for _, words, _ in mbrola}
     assert make_corpus.plan(300, 20, 16, 10, 1, variants, 40, 30, 25, 20, 12) == after  # deterministic
+
+
+# -- make_corpus.py: the plan a corpus folder holds, and its manifest --------------
+
+VARIANTS = ["m1", "m2", "f1"]
+# A small corpus with every set, in the recipe's shape (run_recipe.sh's
+# make_corpus.py arguments, scaled down).
+SIZES = {"--train": 20, "--dev": 3, "--eval-espeak": 3, "--eval-slt": 2, "--wide-flite": 4, "--extra-flite": 3,
+         "--festival": 2, "--eval-mbrola": 2, "--mbrola": 5}
+
+
+def corpus_arguments(out, sizes):
+    return ["--out", str(out), *[str(v) for option, value in sizes.items() for v in (option, value)]]
+
+
+def planned(sizes):
+    s = {option[2:].replace("-", "_"): value for option, value in sizes.items()}
+    return make_corpus.manifest_rows(make_corpus.plan(
+        s["train"], s["dev"], s["eval_espeak"], s["eval_slt"], 1, VARIANTS, s["wide_flite"], s["extra_flite"],
+        s["festival"], s["mbrola"], s["eval_mbrola"]))
+
+
+def manifest_of(out):
+    return [tuple(row[c] for c in make_corpus.MANIFEST_COLUMNS)
+            for row in make_corpus.read_manifest_rows(out / "manifest.tsv")]
+
+
+@pytest.fixture
+def no_voices(monkeypatch):
+    """make_corpus.main without the synthesisers: the recipe's training
+    variants as VARIANTS, and no synthesis (every file must be there)."""
+    for check in ("check_espeak_languages", "check_flite_voices", "check_festival_voices", "check_mbrola_voices"):
+        monkeypatch.setattr(make_corpus, check, lambda: None)
+    monkeypatch.setattr(make_corpus, "espeak_variants", lambda: list(VARIANTS))
+
+    def no_synthesis(job):
+        raise AssertionError(f"synthesised {job[0]}")
+    monkeypatch.setattr(make_corpus, "synthesise", no_synthesis)
+
+
+def test_corpus_keeps_its_plan_and_refuses_settings_that_renumber_it(tmp_path, no_voices, capsys):
+    out = tmp_path / "corpus"
+    rows = planned(SIZES)
+    for path, *_ in rows:  # a corpus made with SIZES (empty files: only their names matter)
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(b"")
+    # ... before make_corpus.py kept plan.json: its manifest is checked instead.
+    (out / "manifest.tsv").write_text("".join("\t".join(row) + "\n" for row in [make_corpus.MANIFEST_COLUMNS, *rows]))
+    make_corpus.main(corpus_arguments(out, SIZES) + ["--keep-existing"])
+    assert manifest_of(out) == rows
+    record = (out / "plan.json").read_text()
+
+    # README's example (the Festival set alone, without the MBROLA options):
+    # its plan is the start of the corpus's, and the manifest keeps the rest.
+    readme = {k: v for k, v in SIZES.items() if "mbrola" not in k}
+    make_corpus.main(corpus_arguments(out, readme) + ["--keep-existing", "--only", "eval_festival"])
+    assert manifest_of(out) == rows
+    assert (out / "plan.json").read_text() == record
+
+    # An earlier step left out renumbers the later sets: refused, naming the
+    # settings, and nothing is rewritten.
+    renumbered = {k: v for k, v in SIZES.items() if k not in ("--extra-flite", "--festival")}
+    for extra in (["--keep-existing"], ["--only", "train"]):
+        with pytest.raises(SystemExit) as refusal:
+            make_corpus.main(corpus_arguments(out, renumbered) + extra)
+        assert "--extra-flite 3 (now 0), --festival 2 (now 0)" in str(refusal.value.code)
+    assert manifest_of(out) == rows and (out / "plan.json").read_text() == record
+
+    # A corpus made before plan.json is checked against its manifest.
+    (out / "plan.json").unlink()
+    with pytest.raises(SystemExit, match="lists as utterance"):
+        make_corpus.main(corpus_arguments(out, renumbered) + ["--keep-existing"])
+    make_corpus.main(corpus_arguments(out, SIZES) + ["--keep-existing"])
+    assert (out / "plan.json").read_text() == record
+
+    # A split that this plan does not have, and no synthesis processes: refused
+    # before the voices are checked.
+    capsys.readouterr()
+    for argv, message in ((["--only", "eval_festval"], "--only eval_festval: not a split of this plan"),
+                          (["--jobs", "0"], "argument --jobs: 0 is not a positive integer")):
+        with pytest.raises(SystemExit) as refusal:
+            make_corpus.main(corpus_arguments(out, SIZES) + argv)
+        assert refusal.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_run_that_remakes_the_corpus_first_removes_another_plans_files(tmp_path):
+    out = tmp_path / "corpus"
+    settings = {"seed": 1, **{s: 0 for s in make_corpus.PLAN_SIZES}, "espeak_train_variants": VARIANTS}
+    old = dict(settings, train=6, dev=2, festival=2)
+    new = dict(settings, train=6, dev=2, extra_flite=1, festival=2)  # Festival's set renumbered
+    old_rows, new_rows = (make_corpus.manifest_rows(make_corpus.plan_of(s)) for s in (old, new))
+    for path, *_ in old_rows:
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(b"")
+    (out / "plan.json").write_text(json.dumps({"settings": old, "sha256": make_corpus.rows_digest(old_rows)}))
+    with pytest.raises(make_corpus.PlanError, match="--extra-flite 0 \\(now 1\\)"):
+        make_corpus.reconcile(str(out), new, new_rows, resume=True, only=False)
+    recorded, beyond, stale = make_corpus.reconcile(str(out), new, new_rows, resume=False, only=False)
+    assert recorded == new and beyond == {}
+    assert stale == [row[0] for row in old_rows[8:]]  # Festival's, now at other numbers
+    # A shorter plan that is the start of the corpus's keeps the longer one recorded.
+    shorter = dict(old, festival=0)
+    recorded, beyond, stale = make_corpus.reconcile(
+        str(out), shorter, make_corpus.manifest_rows(make_corpus.plan_of(shorter)), resume=True, only=True)
+    assert recorded == old and sorted(beyond) == [8, 9] and stale == []
+
+
+def test_manifest_reader_skips_blank_lines_and_refuses_short_ones(tmp_path):
+    manifest = tmp_path / "manifest.tsv"
+    header = "\t".join(make_corpus.MANIFEST_COLUMNS)
+    row = "wav/train/000000.wav\tgo\tflite/awb\ttrain\tstretch=1"
+    manifest.write_text(f"{header}\n{row}\n\n{row}\n\n")
+    assert [r["transcript"] for r in make_corpus.read_manifest(manifest)["train"]] == ["go", "go"]
+    manifest.write_text(f"{header}\n{row}\nwav/train/000001.wav\tone two\n")
+    with pytest.raises(make_corpus.ManifestError, match="manifest.tsv, line 3: 2 columns, not the header's 5"):
+        make_corpus.read_manifest(manifest)
+    with pytest.raises(make_corpus.ManifestError, match="No such file or directory"):
+        make_corpus.read_manifest(tmp_path / "none.tsv")
