@@ -24,7 +24,6 @@ all its files in the splits, no transcripts: its vocal tract warp from
 import argparse
 import collections
 import concurrent.futures
-import csv
 import json
 import os
 import subprocess
@@ -34,6 +33,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import make_corpus  # noqa: E402  (the manifest's reader and argument types)
+
 VOCABULARY = (
     "zero one two three four five six seven eight nine yes no up down left right on off stop go hello world "
     "open close play pause next back call home light music turn the please what time is it's don't"
@@ -64,11 +67,19 @@ def voice_group(voice: str) -> str:
     return voice
 
 
+class ToolError(RuntimeError):
+    """A program this script runs failed: its command and what it wrote to stderr, on one line."""
+
+
+def failure(what, result):
+    return ToolError(f"{what} failed (exit status {result.returncode}): {' '.join(result.stderr.split()) or 'no message'}")
+
+
 def transcribe(tarn, model, wav, extra):
     command = [tarn, "transcribe", model, wav, "-q", *extra]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
+        raise failure(" ".join(command), result)
     lines = result.stdout.rstrip("\n").split("\n")
     return " ".join(lines[-1].split())
 
@@ -90,7 +101,22 @@ def adapt_norms(checkpoint, target, wavs, warp):
     command = [sys.executable, str(HERE / "adapt.py"), target, *wavs, "--checkpoint", checkpoint, "--warp", warp]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"adapt.py ({target}) failed: {result.stderr.strip()}")
+        raise failure(f"adapt.py ({target})", result)
+
+
+def run_jobs(function, arguments, jobs):
+    """[function(*a) for a in arguments], run by `jobs` threads. The first
+    failure cancels the calls not yet started and is raised once the running
+    ones end (not after every call has run)."""
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(function, *a) for a in arguments]
+        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+        failed = [f for f in futures if f.done() and not f.cancelled() and f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()
+            raise failed[0].exception()
+        return [f.result() for f in futures]
 
 
 class Tally:
@@ -111,13 +137,40 @@ class Tally:
         return self.word_errors / max(1, self.words)
 
 
-def main() -> int:
+def voice_column(groups):
+    """Width of the table's voice column: its longest name, and 22 at least."""
+    return max([22, *map(len, groups)])
+
+
+def format_table(tallies, splits, names):
+    """The printed table's lines (header first) and its rows for --json, from
+    tallies {(split, voice group or "all", decoder name): Tally}."""
+    width = voice_column(group for _, group, _ in tallies)
+    lines = [f"{'split':13} {'voice':{width}} {'utts':>5}" + "".join(f" {n + ' WER':>18} {n + ' CER':>18}" for n in names)]
+    table = []
+    for split in splits:
+        groups = sorted({g for (s, g, _) in tallies if s == split and g != "all"}) + ["all"]
+        for group in groups:
+            if (split, group, names[0]) not in tallies:
+                continue
+            line = f"{split:13} {group:{width}} {tallies[(split, group, names[0])].utterances:5}"
+            entry = {"split": split, "voice": group, "utterances": tallies[(split, group, names[0])].utterances}
+            for n in names:
+                t = tallies[(split, group, n)]
+                line += f" {t.wer():18.2%} {t.cer():18.2%}"
+                entry[n] = {"wer": t.wer(), "cer": t.cer()}
+            lines.append(line)
+            table.append(entry)
+    return lines, table
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=str(HERE / "model" / "asr.tarn"), help="the speech .tarn model (default: the bundled one)")
     parser.add_argument("--manifest", default=str(HERE / "data" / "manifest.tsv"), help="the corpus manifest (default: examples/asr/data/, where make_corpus.py writes)")
     parser.add_argument("--splits", nargs="+", default=["eval_espeak", "eval_slt"])
     parser.add_argument("--tarn", default=None, help="the tarn binary (default: build*/runtime/tarn, else PATH)")
-    parser.add_argument("--beam", type=int, default=8, help="beam width of the word-list decoder")
+    parser.add_argument("--beam", type=make_corpus.positive_int, default=8, help="beam width of the word-list decoder")
     parser.add_argument("--words", help="word list, one per line (default: words.txt beside this script, the corpus's 40 words)")
     parser.add_argument("--int8", choices=("exact", "dot"), help="tarn transcribe --int8 (int8 models)")
     parser.add_argument("--warp", type=float, help="tarn transcribe --warp: one vocal tract warp for every voice")
@@ -130,15 +183,25 @@ def main() -> int:
                         "the other folds' audio, as an app adapts on what it heard before (default 1: on all files)")
     parser.add_argument("--checkpoint", default=str(HERE / "model" / "asr.pt"),
                         help="the training checkpoint adapt.py adapts (--adapt norms; default: the bundled one)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--limit", type=int, default=0, help="at most this many utterances per split (0: all)")
+    parser.add_argument("--jobs", type=make_corpus.positive_int, default=os.cpu_count() or 1)
+    parser.add_argument("--limit", type=make_corpus.count, default=0, help="at most this many utterances per split (0: all)")
     parser.add_argument("--json", help="write hypotheses and tables here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     tarn = args.tarn or find_tarn()
     manifest = Path(args.manifest)
-    with open(manifest, newline="") as f:
-        rows = [r for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if r["split"] in args.splits]
+    try:
+        listed = make_corpus.read_manifest_rows(manifest)
+    except make_corpus.ManifestError as error:
+        print(error, file=sys.stderr)
+        return 1
+    present = {r["split"] for r in listed}
+    missing = [split for split in args.splits if split not in present]
+    if missing:
+        print(f"{manifest} has no utterances of split(s) {' '.join(missing)} (it has {' '.join(sorted(present)) or 'none'})",
+              file=sys.stderr)
+        return 1
+    rows = [r for r in listed if r["split"] in args.splits]
     if args.limit:
         per_split = collections.Counter()
         kept = []
@@ -147,9 +210,6 @@ def main() -> int:
             if per_split[r["split"]] <= args.limit:
                 kept.append(r)
         rows = kept
-    if not rows:
-        print(f"no utterances of splits {args.splits} in {manifest}", file=sys.stderr)
-        return 1
 
     words_file = args.words
     if words_file is None and (HERE / "words.txt").exists():
@@ -179,7 +239,7 @@ def main() -> int:
             command = [tarn, "adapt", args.model, *paths] + (["--int8", args.int8] if args.int8 else [])
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
-                raise RuntimeError(f"tarn adapt ({key[0]}) failed: {result.stderr.strip()}")
+                raise failure(f"tarn adapt ({key[0]})", result)
             warps[key] = result.stdout.strip()
         print("warps (tarn adapt): " + ", ".join(f"{v} {w}" if args.adapt_folds == 1 else f"{v} (fold {f}) {w}"
                                                  for (v, f), w in sorted(warps.items())), file=sys.stderr)
@@ -192,9 +252,8 @@ def main() -> int:
         for i, key in enumerate(sorted(adaptation)):
             if adaptation[key]:
                 models[key] = str(Path(models_dir.name) / f"{i}.tarn")
-        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            list(pool.map(lambda k: adapt_norms(args.checkpoint, models[k], adaptation[k], warps[k]),
-                          [key for key in adaptation if adaptation[key]]))
+        run_jobs(adapt_norms, [(args.checkpoint, models[k], adaptation[k], warps[k]) for k in adaptation if adaptation[k]],
+                 args.jobs)
         print(f"adapt.py: {len(adaptation) - len(lone)} models in {time.time() - start:.0f} s", file=sys.stderr)
 
     print(f"{len(rows)} utterances ({', '.join(args.splits)}), {tarn}, model {args.model}, {args.jobs} jobs", file=sys.stderr)
@@ -202,10 +261,8 @@ def main() -> int:
     # A model of adapt.py's keeps its warp; the bundled one is told it.
     jobs = [(row, name, extra + (["--warp", warps[row["key"]]] if warps and args.adapt != "norms" else []))
             for row in rows for name, extra in decoders.items()]
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(transcribe, tarn, models[row["key"]], str(manifest.parent / row["path"]), extra)
-                   for row, _, extra in jobs]
-        hypotheses = [f.result() for f in futures]
+    hypotheses = run_jobs(transcribe, [(tarn, models[row["key"]], str(manifest.parent / row["path"]), extra)
+                                       for row, _, extra in jobs], args.jobs)
     print(f"transcribed in {time.time() - start:.0f} s", file=sys.stderr)
 
     tallies = collections.defaultdict(Tally)  # (split, group, decoder)
@@ -216,23 +273,8 @@ def main() -> int:
             tallies[(row["split"], group, name)].add(hypothesis, reference)
         records.append({"path": row["path"], "split": row["split"], "voice": row["voice"], "decoder": name, "reference": reference, "hypothesis": hypothesis})
 
-    names = list(decoders)
-    header = f"{'split':13} {'voice':22} {'utts':>5}" + "".join(f" {n + ' WER':>18} {n + ' CER':>18}" for n in names)
-    print(header)
-    table = []
-    for split in args.splits:
-        groups = sorted({g for (s, g, _) in tallies if s == split and g != "all"}) + ["all"]
-        for group in groups:
-            if (split, group, names[0]) not in tallies:
-                continue
-            line = f"{split:13} {group:22} {tallies[(split, group, names[0])].utterances:5}"
-            entry = {"split": split, "voice": group, "utterances": tallies[(split, group, names[0])].utterances}
-            for n in names:
-                t = tallies[(split, group, n)]
-                line += f" {t.wer():18.2%} {t.cer():18.2%}"
-                entry[n] = {"wer": t.wer(), "cer": t.cer()}
-            print(line)
-            table.append(entry)
+    lines, table = format_table(tallies, args.splits, list(decoders))
+    print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps({"model": args.model, "adapt": args.adapt, "adapt_folds": args.adapt_folds,
                                               "warps": {f"{v} {f}": w for (v, f), w in warps.items()}, "table": table, "utterances": records}, indent=1) + "\n")
@@ -242,4 +284,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ToolError as error:
+        sys.exit(f"eval.py: {error}")

@@ -23,11 +23,11 @@ WER = word edits / reference words, summed over a set.
 """
 
 import argparse
-import concurrent.futures
 import hashlib
 import json
 import os
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,11 +39,18 @@ import make_corpus as corpus  # noqa: E402
 
 
 def read_phrases(path):
+    """The file's phrases (blank lines skipped); SystemExit when it has none or cannot be read."""
+    try:
+        content = Path(path).read_text()
+    except OSError as error:
+        raise SystemExit(f"{path}: {error.strerror}") from None
     phrases = []
-    for line in Path(path).read_text().splitlines():
+    for line in content.splitlines():
         text = line.split(":")[0].strip() if ":" in line else line.strip()
         if text:
             phrases.append(" ".join(text.split()))
+    if not phrases:
+        raise SystemExit(f"{path}: no phrases, only blank lines")
     return phrases
 
 
@@ -53,7 +60,10 @@ def contains(words, phrase):
 
 def training_transcripts(manifest):
     """The word sequences of the corpus's train split."""
-    trained = {row["transcript"] for row in corpus.read_manifest(manifest).get("train", [])}
+    try:
+        trained = {row["transcript"] for row in corpus.read_manifest(manifest).get("train", [])}
+    except corpus.ManifestError as error:
+        raise SystemExit(str(error)) from None
     if not trained:
         raise SystemExit(f"{manifest} lists no train split: make the whole corpus (run_recipe.sh's make_corpus.py)")
     return trained
@@ -97,30 +107,30 @@ def file_name(words, spec):
     return hashlib.sha256(json.dumps([words, spec], sort_keys=True).encode()).hexdigest()[:20]
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tarn_hotwords"))
     parser.add_argument("--hotwords", default=str(HERE / "hotwords.txt"))
     parser.add_argument("--voices", choices=("held-out", "dev"), default="held-out")
-    parser.add_argument("--count", type=int, default=150, help="utterances per set")
+    parser.add_argument("--count", type=corpus.positive_int, default=150, help="utterances per set")
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--model", default=str(HERE / "model" / "asr.tarn"))
     parser.add_argument("--tarn", default=None)
-    parser.add_argument("--beam", type=int, default=8)
+    parser.add_argument("--beam", type=corpus.positive_int, default=8)
     parser.add_argument("--boost", type=float, nargs="+", default=[None], help="--hotword-boost values to try")
     parser.add_argument("--words", action="store_true", help="also constrain to the word list")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=corpus.positive_int, default=2)
     parser.add_argument("--manifest", default=str(HERE / "data" / "manifest.tsv"),
                         help="the corpus's manifest.tsv: its train transcripts are kept out of both sets")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     tarn = args.tarn or asr_eval.find_tarn()
     phrases = read_phrases(args.hotwords)
+    trained = training_transcripts(args.manifest)
     out = Path(args.out) / args.voices
     out.mkdir(parents=True, exist_ok=True)
-    items = plan(phrases, args.count, args.voices, args.seed, training_transcripts(args.manifest))
+    items = plan(phrases, args.count, args.voices, args.seed, trained)
     jobs = [(str(out / f"{file_name(words, spec)}.wav"), words, spec) for _, words, spec in items]
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        list(pool.map(corpus.synthesise, [j for j in jobs if not os.path.exists(j[0])]))
+    asr_eval.run_jobs(corpus.synthesise, [(j,) for j in jobs if not os.path.exists(j[0])], args.jobs)
 
     base = ["--beam", str(args.beam)]
     if args.words:
@@ -133,8 +143,7 @@ def main() -> int:
         runs.append((f"hotwords, boost {boost if boost is not None else 'default'}", extra))
     print(f"{args.voices} voices, beam {args.beam}{' + word list' if args.words else ''}, {len(phrases)} phrases")
     for name, extra in runs:
-        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            hyps = list(pool.map(lambda j: asr_eval.transcribe(tarn, args.model, j[0], extra), jobs))
+        hyps = asr_eval.run_jobs(asr_eval.transcribe, [(tarn, args.model, j[0], extra) for j in jobs], args.jobs)
         line = f"  {name:28s}"
         for split in ("with", "without"):
             tally = asr_eval.Tally()
@@ -147,4 +156,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except asr_eval.ToolError as error:
+        sys.exit(f"hotwords_eval.py: {error}")
+    except subprocess.CalledProcessError as error:
+        sys.exit(f"hotwords_eval.py: synthesis failed: {error}")
