@@ -9,7 +9,9 @@
 # the same weights an uninterrupted run gives. Training runs a fixed number
 # of steps, so the result does not depend on how busy the machine is.
 #
-# Environment: STEPS (12000), THREADS (2), DEVICE (auto: a CUDA GPU when
+# Environment: STEPS (12000 optimiser steps, at least 1: the recipe's budget
+# is always a number of steps, never train.py's wall-clock --minutes),
+# THREADS (2), DEVICE (auto: a CUDA GPU when
 # torch sees one, else the CPU), WORKERS (1 batch-making process; give a GPU
 # more), JOBS (2 synthesis processes), OUT (examples/asr/model/asr.pt),
 # DTYPE (i8: how asr.tarn stores its matrices; it scores what f32 does, in
@@ -30,11 +32,20 @@ data=${1:-$here/data}
 python=${PYTHON:-/usr/bin/python3}
 out=${OUT:-$here/model/asr.pt}
 stem=${out%.pt}
+steps=${STEPS:-12000}
+case $steps in
+  ''|*[!0-9]*) steps_ok=no ;;
+  *) if [ "$steps" -ge 1 ]; then steps_ok=yes; else steps_ok=no; fi ;;
+esac
+if [ "$steps_ok" = no ]; then
+  echo "STEPS=$steps: the number of optimiser steps to train for, at least 1" >&2
+  exit 2
+fi
 export OMP_WAIT_POLICY=PASSIVE
 
 "$python" "$here/make_corpus.py" --out "$data" --jobs "${JOBS:-2}" --keep-existing \
   --wide-flite 4000 --extra-flite 1000 --festival 200 --eval-mbrola 200 --mbrola 6000
-"$python" "$here/train.py" --data "$data" --out "$out" --steps "${STEPS:-12000}" \
+"$python" "$here/train.py" --data "$data" --out "$out" --steps "$steps" \
   --lr 2e-3 --augment robust --speed-perturb 0.5 --threads "${THREADS:-2}" \
   --workers "${WORKERS:-1}" --device "${DEVICE:-auto}" \
   --final-splits dev eval_espeak eval_slt eval_festival eval_mbrola
@@ -52,5 +63,15 @@ if [ -z "$tarn" ]; then
   echo "no tarn binary (build target tarn_cli, or set TARN): $stem.tarn is not evaluated" >&2
   exit 1
 fi
-"$python" "$here/eval.py" --tarn "$tarn" --model "$stem.tarn" --manifest "$data/manifest.tsv" \
-  --splits eval_espeak eval_slt eval_festival eval_mbrola --json "$stem.eval.json" | tee "$stem.eval.txt"
+# The results go to temporary files first: a failed evaluation fails the
+# recipe and leaves those of the last one as they were.
+if ! "$python" "$here/eval.py" --tarn "$tarn" --model "$stem.tarn" --manifest "$data/manifest.tsv" \
+  --splits eval_espeak eval_slt eval_festival eval_mbrola --json "$stem.eval.json.partial" > "$stem.eval.txt.partial"
+then
+  rm -f "$stem.eval.txt.partial" "$stem.eval.json.partial"
+  echo "eval.py failed: $stem.eval.txt and $stem.eval.json are left as they were" >&2
+  exit 1
+fi
+mv "$stem.eval.json.partial" "$stem.eval.json"
+mv "$stem.eval.txt.partial" "$stem.eval.txt"
+cat "$stem.eval.txt"

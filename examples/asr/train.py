@@ -400,13 +400,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.path.join(HERE, "data"), help="the corpus (default: examples/asr/data)")
     parser.add_argument("--out", default=os.path.join(HERE, "model", "asr.pt"))
-    parser.add_argument("--minutes", type=float, default=32.0, help="training time budget (wall clock)")
-    parser.add_argument("--steps", type=int, default=0,
+    parser.add_argument("--minutes", type=make_corpus.positive_float, default=32.0,
+                        help="training time budget (wall clock), without --steps")
+    # Left out, it is 0: the budget is --minutes.
+    parser.add_argument("--steps", type=make_corpus.positive_int, default=0,
                         help="budget in optimiser steps instead of minutes (the same work however busy the machine)")
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--frames-per-batch", type=int, default=8000)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=1, help="processes making training batches (0: in this one)")
+    parser.add_argument("--lr", type=make_corpus.positive_float, default=2e-3)
+    parser.add_argument("--frames-per-batch", type=make_corpus.positive_int, default=8000)
+    parser.add_argument("--threads", type=make_corpus.positive_int, default=2)
+    parser.add_argument("--workers", type=make_corpus.count, default=1,
+                        help="processes making training batches (0: in this one)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--speed-perturb", type=float, default=0.5,
@@ -420,7 +423,7 @@ def main(argv=None):
     parser.add_argument("--restart", action="store_true", help="ignore (and replace) an existing checkpoint")
     parser.add_argument("--log", help="training log (default: OUT with .train.log); "
                         "a resumed run appends to it, a run from scratch replaces it")
-    parser.add_argument("--eval-every", type=int, default=0, help="dev error rates every N steps (0: each epoch)")
+    parser.add_argument("--eval-every", type=make_corpus.count, default=0, help="dev error rates every N steps (0: each epoch)")
     parser.add_argument("--final-splits", nargs="*", default=["dev", "eval_espeak", "eval_slt"],
                         help="splits scored (greedy, in Python) at the end")
     parser.add_argument("--stop-after", type=int, default=0, help=argparse.SUPPRESS)  # tests: an interruption
@@ -436,7 +439,10 @@ def main(argv=None):
     rng = random.Random(args.seed)
     start = time.time()
 
-    rows = make_corpus.read_manifest(os.path.join(args.data, "manifest.tsv"))
+    try:
+        rows = make_corpus.read_manifest(os.path.join(args.data, "manifest.tsv"))
+    except make_corpus.ManifestError as error:
+        sys.exit(str(error))
     splits = sorted({"train", "dev", *args.final_splits})
     missing = [split for split in splits if split not in rows]
     if missing:
@@ -460,7 +466,7 @@ def main(argv=None):
         if state["plan"] != plan:
             changed = {k: (state["plan"].get(k), v) for k, v in plan.items() if state["plan"].get(k) != v}
             sys.exit(f"{checkpoint_path} was made with other settings (checkpoint, now: {changed}); "
-                     "rerun with those, or with --restart to discard it")
+                     "rerun with those, or delete it (train.py --restart replaces it) to train from scratch")
     if state is None:
         # A run from scratch writes its own log, not after another run's (the
         # bundled model's log sits where a fresh clone's rerun writes).

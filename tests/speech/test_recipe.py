@@ -17,12 +17,17 @@ training's. A corpus folder keeps its plan's settings (plan.json):
 its files under other utterances, and --only keeps the rest of its
 manifest (a corpus of empty files, the synthesisers stubbed out); a run
 that remakes the corpus first removes another plan's files. The manifest
-reader skips blank lines and refuses a short one. Run by ctest
-(speech_recipe).
+reader skips blank lines and refuses a short one.
+
+train.py and run_recipe.sh refuse budgets that cannot train, before any
+work; the recipe keeps the last results when its evaluation fails (a
+stand-in for python). Run by ctest (speech_recipe).
 """
 
 import csv
 import json
+import os
+import subprocess
 import sys
 import wave
 from pathlib import Path
@@ -277,3 +282,69 @@ def test_manifest_reader_skips_blank_lines_and_refuses_short_ones(tmp_path):
         make_corpus.read_manifest(manifest)
     with pytest.raises(make_corpus.ManifestError, match="No such file or directory"):
         make_corpus.read_manifest(tmp_path / "none.tsv")
+
+
+# -- train.py's arguments, export.py's default and the recipe script ---------------
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "-5"], "argument --steps: -5 is not a positive integer"),
+    (["--steps", "0"], "argument --steps: 0 is not a positive integer"),
+    (["--minutes", "0"], "argument --minutes: 0 is not a positive number"),
+    (["--minutes", "-1"], "argument --minutes: -1 is not a positive number"),
+    (["--minutes", "inf"], "argument --minutes: inf is not a positive number"),
+    (["--lr", "-0.001"], "argument --lr: -0.001 is not a positive number"),
+    (["--lr", "nan"], "argument --lr: nan is not a positive number"),
+    (["--threads", "0"], "argument --threads: 0 is not a positive integer"),
+])
+def test_training_arguments_that_cannot_train_are_refused(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as refusal:
+        train.main(["--data", str(tmp_path / "nothing"), "--out", str(tmp_path / "m" / "asr.pt"), *argv])
+    assert refusal.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+    assert not (tmp_path / "m").exists()  # refused before anything was done
+
+
+def test_training_refuses_a_missing_manifest_and_says_how_to_discard_a_checkpoint(tmp_path):
+    with pytest.raises(SystemExit, match="manifest.tsv: No such file or directory"):
+        train.main(["--data", str(tmp_path / "nothing"), "--out", str(tmp_path / "m" / "asr.pt")])
+    data, out = tmp_path / "data", tmp_path / "model" / "asr.pt"
+    write_corpus(data)
+    out.parent.mkdir()
+    torch.save({"plan": {"steps": 6}}, out.parent / "asr.ckpt")
+    with pytest.raises(SystemExit, match="or delete it \\(train.py --restart replaces it\\) to train from scratch"):
+        train.main(arguments(data, out))
+
+
+def run_recipe(tmp_path, evaluation_status, steps="3"):
+    """run_recipe.sh with a stand-in for python that records its commands and
+    whose eval.py prints a table and exits with evaluation_status."""
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "$@" >> "$LOG"\ncase "$1" in */eval.py)\n'
+                      '  while [ $# -gt 0 ]; do if [ "$1" = --json ]; then echo {} > "$2"; fi; shift; done\n'
+                      '  echo "a table"; exit $EVAL_STATUS;;\nesac\n')
+    python.chmod(0o755)
+    env = dict(os.environ, PYTHON=str(python), OUT=str(tmp_path / "model" / "asr.pt"), TARN="/bin/true",
+               STEPS=steps, LOG=str(tmp_path / "log"), EVAL_STATUS=str(evaluation_status))
+    return subprocess.run(["sh", str(ASR / "run_recipe.sh"), str(tmp_path / "data")], env=env,
+                          capture_output=True, text=True)
+
+
+def test_recipe_keeps_the_last_results_when_evaluation_fails(tmp_path):
+    (tmp_path / "model").mkdir()
+    results = tmp_path / "model" / "asr.eval.txt"
+    results.write_text("the last results\n")
+    failed = run_recipe(tmp_path, 1)
+    assert failed.returncode != 0 and "eval.py failed" in failed.stderr
+    assert results.read_text() == "the last results\n"
+    assert sorted(p.name for p in results.parent.iterdir()) == ["asr.eval.txt"]
+    done = run_recipe(tmp_path, 0)
+    assert done.returncode == 0 and done.stdout == "a table\n" and results.read_text() == "a table\n"
+    assert sorted(p.name for p in results.parent.iterdir()) == ["asr.eval.json", "asr.eval.txt"]
+    assert "--steps 3 " in (tmp_path / "log").read_text()
+
+
+@pytest.mark.parametrize("steps", ["0", "-5", "12k"])
+def test_recipe_refuses_steps_that_are_not_a_count_before_it_starts(tmp_path, steps):
+    refused = run_recipe(tmp_path, 0, steps)
+    assert refused.returncode == 2 and f"STEPS={steps}: " in refused.stderr
+    assert not (tmp_path / "log").exists()
