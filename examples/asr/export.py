@@ -2,9 +2,11 @@
 """Converts the trained speech checkpoint into the bundled .tarn: weights,
 CTC labels and the exact feature recipe (with its normalisation statistics).
 
-    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn] [--dtype f32|f16|bf16|i8]
+    /usr/bin/python3 examples/asr/export.py [model/asr.pt] [model/asr.tarn] [--dtype i8|f32|f16|bf16]
 
 SOURCE may also be train.py's checkpoint of a run in progress (asr.ckpt).
+The default dtype is the bundled model's (and run_recipe.sh's): i8, so a bare
+run rewrites the bundled model/asr.tarn as it is.
 """
 
 import argparse
@@ -37,12 +39,13 @@ def export(checkpoint: dict, target: str, dtype: str, source: str = "examples/as
     )
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("source", nargs="?", default=os.path.join(HERE, "model", "asr.pt"))
     parser.add_argument("target", nargs="?", default=os.path.join(HERE, "model", "asr.tarn"))
-    parser.add_argument("--dtype", choices=DTYPES, default="f32", help="how the file stores its matrices (default f32)")
-    args = parser.parse_args()
+    parser.add_argument("--dtype", choices=DTYPES, default="i8",
+                        help="how the file stores its matrices (default i8, the bundled model's)")
+    args = parser.parse_args(argv)
     source, target = args.source, args.target
     # Our own checkpoint, holding plain Python values besides the tensors.
     checkpoint = torch.load(source, map_location="cpu", weights_only=False)
@@ -56,7 +59,7 @@ def main() -> int:
         checkpoint = {"state_dict": checkpoint["model"], "config": train.CONFIG.to_dict(),
                       "labels": train.LABELS, "recipe": checkpoint["recipe"]}
     export(checkpoint, target, args.dtype)
-    print(f"wrote {target}")
+    print(f"wrote {target} ({args.dtype})")
     return 0
 
 

@@ -21,7 +21,8 @@ reader skips blank lines and refuses a short one.
 
 train.py and run_recipe.sh refuse budgets that cannot train, before any
 work; the recipe keeps the last results when its evaluation fails (a
-stand-in for python). Run by ctest (speech_recipe).
+stand-in for python); a bare export.py writes the bundled model's tensors.
+Run by ctest (speech_recipe).
 """
 
 import csv
@@ -313,6 +314,18 @@ def test_training_refuses_a_missing_manifest_and_says_how_to_discard_a_checkpoin
     torch.save({"plan": {"steps": 6}}, out.parent / "asr.ckpt")
     with pytest.raises(SystemExit, match="or delete it \\(train.py --restart replaces it\\) to train from scratch"):
         train.main(arguments(data, out))
+
+
+def test_a_bare_export_writes_the_bundled_model(tmp_path):
+    """No --dtype: the bundled model's (i8), not f32 (four times the bytes)."""
+    sys.path.insert(0, str(ASR.parents[1]))
+    from converter import read_tarn
+
+    subprocess.run([sys.executable, ASR / "export.py", ASR / "model" / "asr.pt", tmp_path / "asr.tarn"], check=True)
+    bundled, written = read_tarn(ASR / "model" / "asr.tarn"), read_tarn(tmp_path / "asr.tarn")
+    assert written.tensors.keys() == bundled.tensors.keys()
+    for name, tensor in bundled.tensors.items():
+        assert written.tensors[name].dtype == tensor.dtype and np.array_equal(written.tensors[name], tensor), name
 
 
 def run_recipe(tmp_path, evaluation_status, steps="3"):
