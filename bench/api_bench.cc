@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -141,10 +142,12 @@ int main(int argc, char** argv) {
       path.c_str(), c.num_layers, c.d_model, c.num_heads, c.d_key, c.d_ff,
       model->weight_bytes() / 1e6, threads);
 
-  // The limits. The FMA loop is timed before, between and after the timed
-  // sections, and the best of the three is the peak: on a shared VM one
-  // 50 ms measurement alone read anywhere from 85 to 184 GFLOP/s within
-  // minutes, and a figure above "100 % of peak" bounds nothing.
+  // The limits. The FMA loop and the read bandwidth are timed before,
+  // between and after the timed sections, and the best is the limit: on a
+  // shared VM one 50 ms measurement alone read anywhere from 85 to 184
+  // GFLOP/s within minutes, and a figure above "100 % of peak" bounds
+  // nothing (a bandwidth measured once, before, read 22.1 GB/s in a run
+  // whose steps then streamed 27.2).
   const tarn::kernels::Isa isa = tarn::kernels::ActiveIsa();
   const tarn::kernels::DotIsa dot_isa = tarn::kernels::ActiveDotIsa();
   std::vector<double> peaks, dot_peaks;
@@ -158,7 +161,9 @@ int main(int argc, char** argv) {
     for (std::thread& member : team) member.join();
     return std::accumulate(each.begin(), each.end(), 0.0);
   };
+  tarn::bench::ReadBandwidthMeter meter(step_bytes, threads);
   auto measure_peaks = [&] {
+    for (int i = 0; i < 7; ++i) meter.Pass();
     peaks.push_back(
         on_every_thread([&] { return tarn::bench::FmaPeakGflops(isa); }));
     // With --int8-dot, the int8 limit too: the dot variant the table uses.
@@ -168,8 +173,6 @@ int main(int argc, char** argv) {
     }
   };
   measure_peaks();
-  tarn::bench::ReadBandwidthMeter meter(step_bytes, threads);
-  for (int i = 0; i < 21; ++i) meter.Pass();
 
   std::vector<int32_t> input(std::max(tokens, steps));
   for (size_t i = 0; i < input.size(); ++i)
@@ -249,17 +252,28 @@ int main(int argc, char** argv) {
   // A batch step reads the weights once and every stream's state (a
   // snapshot's bytes) in and out: its memory floor, at the read bandwidth
   // of a buffer of weights and states.
-  std::vector<double> floor_ms, floor_gbs;
+  // Its bandwidth is measured before and after the batches run.
+  std::vector<std::unique_ptr<tarn::bench::ReadBandwidthMeter>> batch_meters;
   for (uint32_t b : batches) {
-    const size_t states = b * model->snapshot_bytes();
-    tarn::bench::ReadBandwidthMeter batch_meter(step_bytes + states, threads);
-    for (int i = 0; i < 11; ++i) batch_meter.Pass();
-    floor_gbs.push_back(batch_meter.best_gbs());
-    floor_ms.push_back(double(step_bytes + 2 * states) /
-                       (batch_meter.best_gbs() * 1e6));
+    batch_meters.push_back(std::make_unique<tarn::bench::ReadBandwidthMeter>(
+        step_bytes + b * model->snapshot_bytes(), threads));
   }
+  auto measure_batch_bandwidth = [&] {
+    for (auto& batch_meter : batch_meters) {
+      for (int i = 0; i < 6; ++i) batch_meter->Pass();
+    }
+  };
+  measure_batch_bandwidth();
   const std::vector<Time> batch_times = Measure(reps, jobs);
+  measure_batch_bandwidth();
   measure_peaks();
+  std::vector<double> floor_ms, floor_gbs;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const size_t states = batches[k] * model->snapshot_bytes();
+    floor_gbs.push_back(batch_meters[k]->best_gbs());
+    floor_ms.push_back(double(step_bytes + 2 * states) /
+                       (batch_meters[k]->best_gbs() * 1e6));
+  }
 
   const double peak = *std::max_element(peaks.begin(), peaks.end());
   std::printf(

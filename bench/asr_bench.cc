@@ -433,7 +433,8 @@ int main(int argc, char** argv) {
       s.processing_seconds / s.audio_seconds, cpu / s.audio_seconds, target,
       s.processing_seconds / s.audio_seconds <= target ? "met" : "missed");
   std::printf(
-      "per step (%.0f ms of audio, %llu steps): mean %.1f us, p50 "
+      "per step (%.0f ms of audio, %llu steps; a pass's time shared by its "
+      "steps, so the cost of a step, not the wait for one): mean %.1f us, p50 "
       "%.1f us, p99 %.1f us, max %.1f us; target %.1f us\n",
       step_us / 1e3, static_cast<unsigned long long>(s.steps), s.step_mean_us,
       s.step_p50_us, s.step_p99_us, s.step_max_us, target * step_us);

@@ -85,7 +85,7 @@ import peer_models  # noqa: E402
 from converter.convert import convert_state_dict  # noqa: E402
 from tests.goldens import build_model, model_as_stored  # noqa: E402
 from converter.reference import ModelConfig  # noqa: E402
-from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info, reference_outputs  # noqa: E402
+from step_bench import CHECK_TOKENS, SHAPES, SMOKE_SHAPE, fmt_load, loaded_blas, machine_info, reference_outputs, use_best_openblas_core  # noqa: E402
 
 try:
     import onnxruntime as ort
@@ -128,6 +128,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.memory_child:
         return memory_child(args)
+    use_best_openblas_core()
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="tarn-peers-"))
     work.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)

@@ -34,6 +34,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
@@ -87,6 +88,7 @@ EXACT_TOLERANCE = 1e-4
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    use_best_openblas_core()
     shapes = {"tiny": SMOKE_SHAPE} if args.smoke else {name: SHAPES[name] for name in args.shapes}
     if args.smoke:
         args.rounds, args.steps, args.torch_steps, args.warmup, args.profile_reps = 1, 4, 4, 2, 3
@@ -278,15 +280,66 @@ def machine_info() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count(), "load_start": os.getloadavg()}
 
 
-def loaded_blas() -> str:
-    """The BLAS library this process mapped (torch's linear layers call it)."""
+def blas_libraries() -> list:
+    """The BLAS libraries this process mapped (torch's linear layers call them)."""
     torch.mm(torch.ones(2, 2), torch.ones(2, 2))
     libs = set()
     for line in Path("/proc/self/maps").read_text().splitlines():
         path = line.split()[-1] if len(line.split()) >= 6 else ""
         if re.search(r"(openblas|libblas|mkl_rt|libmkl)", path):
             libs.add(os.path.realpath(path))
-    return ", ".join(sorted(libs)) or "none found"
+    return sorted(libs)
+
+
+def openblas_core():
+    """The kernels OpenBLAS chose for this CPU (its core name), or None."""
+    for path in blas_libraries():
+        try:
+            corename = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        corename.restype = ctypes.c_char_p
+        return corename().decode()
+    return None
+
+
+def loaded_blas() -> str:
+    core = openblas_core()
+    forced = " (OPENBLAS_CORETYPE)" if "OPENBLAS_CORETYPE" in os.environ else ""
+    return ", ".join(blas_libraries()) + (f", OpenBLAS core {core}{forced}" if core else "") or "none found"
+
+
+# OpenBLAS cores without AVX2: a CPU OpenBLAS does not know gets one of these.
+PRE_AVX2_OPENBLAS_CORES = {
+    "katmai", "coppermine", "northwood", "prescott", "banias", "core2", "penryn", "dunnington", "nehalem",
+    "sandybridge", "atom", "nano", "opteron", "opteron_sse3", "barcelona", "bobcat", "bulldozer", "piledriver",
+}  # fmt: skip
+
+
+def use_best_openblas_core():
+    """Restarts this script with OPENBLAS_CORETYPE set where OpenBLAS took this
+    CPU for one without AVX2 that it has, so that PyTorch, a peer, runs its
+    best kernels: Debian's OpenBLAS 0.3.21 takes an Emerald Rapids Xeon for a
+    Prescott, whose SSE3 kernels ran a 1024^3 product at 22.7 GFLOP/s against
+    118.6 with its SkylakeX ones, and made PyTorch's prefill twice as slow."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return
+    core = openblas_core()
+    if core is None or core.lower() not in PRE_AVX2_OPENBLAS_CORES:
+        return
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        best = "SkylakeX"
+    elif {"avx2", "fma"} <= flags:
+        best = "Haswell"
+    else:
+        return
+    print(f"OpenBLAS took this CPU for a {core}: restarting with OPENBLAS_CORETYPE={best}", file=sys.stderr, flush=True)
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OPENBLAS_CORETYPE": best})
 
 
 def run_tarn(args, model_path: Path, out: Path, tokens, dtype: str, profile: bool):

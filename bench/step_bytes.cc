@@ -46,7 +46,8 @@ StepBytes CountStepBytes(const Model& model, const std::string& dtype) {
   b.matrix_params = m;
   b.vector_params = v;
   b.weights = m * matrix_bytes + v * 4;
-  b.state = c.num_layers * H * (C * dv + C) * sizeof(float);
+  // Each sum and its compensation (Kahan) carry: twice S and z.
+  b.state = 2 * c.num_layers * H * (C * dv + C) * sizeof(float);
   return b;
 }
 

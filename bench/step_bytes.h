@@ -18,7 +18,7 @@ struct StepBytes {
   size_t matrix_params = 0;   // 2-D weights, embedding rows
   size_t vector_params = 0;   // biases, norms, favor+ omega, conv
   size_t weights = 0;         // bytes of the two above
-  size_t state = 0;           // S and z, read and written each step
+  size_t state = 0;  // S, z and their carries, read and written each step
 };
 
 // Every matrix, bias and norm vector of the layers and the head, plus one
