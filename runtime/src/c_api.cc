@@ -340,10 +340,10 @@ tarn_status tarn_session_create_in_arena(const tarn_model* model,
     tarn::Status status = Options(options, &cpp);
     if (!status.ok()) return status;
     std::unique_ptr<tarn::Session> created;
-    status = arena == nullptr
-                 ? tarn::Session::Create(*Cpp(model), cpp, &created)
-                 : tarn::Session::Create(*Cpp(model), cpp, arena, arena_bytes,
-                                         &created);
+    // A null arena of 0 bytes allocates (tarn_session_create); of more, it
+    // is refused.
+    status =
+        tarn::Session::Create(*Cpp(model), cpp, arena, arena_bytes, &created);
     if (status.ok()) {
       *session = reinterpret_cast<tarn_session*>(created.release());
     }
@@ -487,10 +487,8 @@ tarn_status tarn_batch_create_in_arena(const tarn_model* model,
     tarn::Status status = Options(options, &cpp);
     if (!status.ok()) return status;
     std::unique_ptr<tarn::SessionBatch> created;
-    status = arena == nullptr
-                 ? tarn::SessionBatch::Create(*Cpp(model), cpp, &created)
-                 : tarn::SessionBatch::Create(*Cpp(model), cpp, arena,
-                                              arena_bytes, &created);
+    status = tarn::SessionBatch::Create(*Cpp(model), cpp, arena, arena_bytes,
+                                        &created);
     if (status.ok()) *batch = reinterpret_cast<tarn_batch*>(created.release());
     return status;
   });

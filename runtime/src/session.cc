@@ -61,6 +61,12 @@ Status OpenBlock(const Model& model, const Options& options, void* arena,
   const size_t bytes = BlockBytes(model, options);
   if (bytes == 0) return InvalidArgument(std::string(what) + " options");
   void* memory = arena;
+  if (arena == nullptr && arena_bytes > 0) {
+    // A caller who meant to place the session and forgot its memory.
+    return InvalidArgument(std::string("the arena for a ") + what +
+                           " is null (" + std::to_string(arena_bytes) +
+                           " bytes said)");
+  }
   if (arena == nullptr) {
     memory = std::aligned_alloc(kAlignment, bytes);
     if (memory == nullptr) {
@@ -144,6 +150,25 @@ Status CheckOutputs(const float* outputs, size_t size, size_t rows,
                          " floats; " + std::to_string(rows) + " steps of " +
                          std::to_string(width) + " need " +
                          std::to_string(rows * width));
+}
+
+// A prefill reads its inputs chunk by chunk after writing earlier chunks'
+// outputs: inputs inside the outputs would be overwritten, and the call run
+// on values the caller never gave, or refused halfway with the session
+// moved. `rows` x `width` floats are written (checked by CheckOutputs).
+Status CheckApart(const void* inputs, size_t input_bytes, const float* outputs,
+                  size_t rows, size_t width, const char* what) {
+  if (inputs == nullptr || outputs == nullptr || input_bytes == 0 ||
+      rows * width == 0) {
+    return Status::Ok();
+  }
+  const uintptr_t in = reinterpret_cast<uintptr_t>(inputs);
+  const uintptr_t out = reinterpret_cast<uintptr_t>(outputs);
+  if (in < out + rows * width * sizeof(float) && out < in + input_bytes) {
+    return InvalidArgument(std::string("the ") + what +
+                           " overlap the output buffer");
+  }
+  return Status::Ok();
 }
 
 Status CheckTokens(const ModelConfig& c, const int32_t* tokens, size_t count) {
@@ -295,6 +320,10 @@ Status Session::Impl::PrefillTokens(const int32_t* tokens, size_t count,
   const size_t width = m_.output_size;
   if (status.ok())
     status = CheckOutputs(outputs, outputs_size, count, width, false);
+  if (status.ok()) {
+    status = CheckApart(tokens, count * sizeof(int32_t), outputs, count, width,
+                        "tokens");
+  }
   if (!status.ok()) return status;
   const size_t chunk = engine_.max_rows();
   for (size_t done = 0; done < count; done += chunk) {
@@ -323,6 +352,10 @@ Status Session::Impl::PrefillFrames(const float* frames, size_t frame_count,
   status = CheckPositions(c_, stream_.position, total);
   if (status.ok())
     status = CheckOutputs(outputs, outputs_size, total, width, false);
+  if (status.ok()) {
+    status = CheckApart(frames, frame_count * c_.input_dim * sizeof(float),
+                        outputs, total, width, "frames");
+  }
   if (!status.ok()) return status;
   const size_t chunk = engine_.max_rows();
   size_t rows = 0;
@@ -601,13 +634,25 @@ Status SessionBatch::Impl::Check(Session* const* sessions, size_t count,
   return Status::Ok();
 }
 
+namespace {
+
+// A batch's refusal of one session's call, naming the session.
+Status InSession(size_t i, const Status& status) {
+  if (status.ok()) return status;
+  return Status(status.code(),
+                "session " + std::to_string(i) + ": " + status.message());
+}
+
+}  // namespace
+
 Status SessionBatch::Impl::StepTokens(Session* const* sessions,
                                       const int32_t* tokens, size_t count,
                                       float* outputs, size_t outputs_size) {
   Status status = Check(sessions, count, outputs, outputs_size);
   if (status.ok()) status = CheckTokens(c_, tokens, count);
   for (size_t i = 0; status.ok() && i < count; ++i) {
-    status = CheckPositions(c_, sessions[i]->impl_->stream_.position, 1);
+    status = InSession(
+        i, CheckPositions(c_, sessions[i]->impl_->stream_.position, 1));
   }
   if (!status.ok() || count == 0) return status;
   for (size_t i = 0; i < count; ++i) {
@@ -624,6 +669,8 @@ Status SessionBatch::Impl::StepFrames(Session* const* sessions,
                                       const float* frames, size_t count,
                                       float* outputs, size_t outputs_size,
                                       bool* stepped) {
+  // Nothing stepped until the checks pass, as StepFrame says.
+  if (stepped != nullptr) std::fill(stepped, stepped + count, false);
   Status status = Check(sessions, count, outputs, outputs_size);
   if (status.ok()) status = CheckFrames(c_, frames, count);
   if (status.ok() && stepped == nullptr && count > 0) {
@@ -631,9 +678,10 @@ Status SessionBatch::Impl::StepFrames(Session* const* sessions,
   }
   for (size_t i = 0; status.ok() && i < count; ++i) {
     const Stream& stream = sessions[i]->impl_->stream_;
-    status = CheckPositions(c_, stream.position,
-                            engine_.StepsAfter(stream.frames_seen + 1) -
-                                engine_.StepsAfter(stream.frames_seen));
+    status = InSession(
+        i, CheckPositions(c_, stream.position,
+                          engine_.StepsAfter(stream.frames_seen + 1) -
+                              engine_.StepsAfter(stream.frames_seen)));
   }
   if (!status.ok() || count == 0) return status;
   size_t rows = 0;

@@ -114,6 +114,22 @@ TEST(Arena, TooSmallOrMisalignedIsRefused) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("64-byte aligned"), std::string::npos);
   EXPECT_FALSE(session);
+  // A null arena said to hold bytes: a caller who forgot its memory (it
+  // was allocated instead, silently).
+  status = Session::Create(*model, SessionOptions(), nullptr, bytes, &session);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("the arena for a session is null"),
+            std::string::npos)
+      << status.message();
+  EXPECT_FALSE(session);
+  std::unique_ptr<SessionBatch> batch;
+  status = SessionBatch::Create(*model, BatchOptions(), nullptr,
+                                model->batch_bytes(), &batch);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(batch);
+  // Of 0 bytes it is the allocating Create().
+  EXPECT_TRUE(
+      Session::Create(*model, SessionOptions(), nullptr, 0, &session).ok());
 }
 
 TEST(Arena, SessionBytesGrowWithThePrefillChunk) {

@@ -556,6 +556,16 @@ TEST_F(BadStep, NonFiniteFrameRejectedAndStateUntouched) {
   const float *S, *z;
   ASSERT_TRUE(session_->AttentionState(0, &S, &z).ok());
   EXPECT_EQ(z[0], 0.0f);
+  // A batch refuses it too, and says no session stepped (stepped[] kept
+  // the caller's values).
+  std::unique_ptr<SessionBatch> batch;
+  ASSERT_TRUE(SessionBatch::Create(*model_, BatchOptions(), &batch).ok());
+  Session* sessions[1] = {session_.get()};
+  bool batch_stepped[1] = {true};
+  Status status = batch->StepFrames(sessions, frame.data(), 1, output_.data(),
+                                    output_.size(), batch_stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(batch_stepped[0]);
 }
 
 TEST_F(BadStep, OutputBufferOfWrongSize) {

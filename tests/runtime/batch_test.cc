@@ -188,6 +188,26 @@ TEST(Batch, BadCallsMoveNoSession) {
   expect_error(batch->StepTokens(p, tokens.data(), 2, outputs.data(), 100),
                "output buffer holds 100 floats");
 
+  // A session past its learned positions is named.
+  std::unique_ptr<Model> learned = LoadGolden("learned");
+  ASSERT_TRUE(learned);
+  Streams l = Open(*learned, 60);
+  std::unique_ptr<SessionBatch> learned_batch;
+  ASSERT_TRUE(SessionBatch::Create(*learned, options, &learned_batch).ok());
+  std::vector<float> learned_out(2 * learned->output_size());
+  while (l.sessions[1]->position() < learned->config().max_positions) {
+    ASSERT_TRUE(l.sessions[1]
+                    ->StepToken(1, learned_out.data(), learned_out.size())
+                    .ok());
+  }
+  const uint64_t before = l.sessions[0]->position();
+  const int32_t ones[2] = {1, 1};
+  Status refused = learned_batch->StepTokens(
+      l.pointers.data(), ones, 2, learned_out.data(), learned_out.size());
+  EXPECT_EQ(refused.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(refused.message().rfind("session 1: ", 0), 0u) << refused.message();
+  EXPECT_EQ(l.sessions[0]->position(), before);
+
   EXPECT_EQ(model->batch_bytes(BatchOptions{0, 1}), 0u);
   Status status = SessionBatch::Create(*model, BatchOptions{0, 1}, &batch);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);

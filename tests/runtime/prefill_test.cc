@@ -212,6 +212,17 @@ TEST(Prefill, BadInputLeavesTheSessionAsItWas) {
             std::string::npos)
       << status.message();
   EXPECT_EQ(session->position(), 0u);
+  // Tokens inside the outputs: a chunk's outputs would overwrite the next
+  // chunk's tokens (it was refused halfway, the session moved on).
+  std::vector<float> shared(100 * 256 + 100);
+  int32_t* inside = reinterpret_cast<int32_t*>(shared.data() + 256);
+  std::fill(inside, inside + 100, 3);
+  status = session->PrefillTokens(inside, 100, shared.data(), shared.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("the tokens overlap the output buffer"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(session->position(), 0u);
 
   std::unique_ptr<Model> learned = LoadGolden("learned");
   ASSERT_TRUE(learned);

@@ -316,7 +316,9 @@ tarn_status tarn_session_create(const tarn_model* model,
                                 tarn_session** session);
 /* The same, placed in `arena`: at least tarn_model_session_bytes() bytes,
  * 64-byte aligned, the caller's, untouched by anything else until the
- * session is freed. No heap allocation at all (with num_threads 1).
+ * session is freed. No heap allocation at all (with num_threads 1), but
+ * for the message of a refused call. A NULL arena of 0 bytes is
+ * tarn_session_create(); of more, it is refused.
  * tarn_session_free() ends the session and leaves the arena to the caller. */
 tarn_status tarn_session_create_in_arena(const tarn_model* model,
                                          const tarn_session_options* options,
@@ -337,8 +339,9 @@ tarn_status tarn_session_step_frame(tarn_session* session, const float* frame,
                                     size_t output_size, bool* stepped);
 
 /* Feeds `count` tokens as stepping would, in parallel chunks, ending in the
- * state stepping gives (within float rounding). outputs: NULL (none), or at
- * least count x output_size floats for every position's output. */
+ * state stepping gives, bit for bit. outputs: NULL (none), or at least
+ * count x output_size floats for every position's output, apart from the
+ * tokens. */
 tarn_status tarn_session_prefill_tokens(tarn_session* session,
                                         const int32_t* tokens, size_t count,
                                         float* outputs, size_t outputs_size);

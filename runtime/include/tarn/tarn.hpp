@@ -222,12 +222,12 @@ inline constexpr uint32_t kMaxPrefillChunk = 4096;
 inline constexpr uint32_t kMaxBatchStreams = 4096;
 
 struct SessionOptions {
-  // Threads for the dense layers (a pthreadpool owned by the session): at
-  // most one per core this process may use (its affinity mask); more run as
-  // that many, with the same bits. Sessions and batches stepping at the
-  // same time share the cores: each call runs on those no other call of
-  // the process holds when it starts (at least its caller's). Threads of
-  // other processes are not counted; a member that loses its core to one
+  // Threads for the dense layers (a pthreadpool owned by the session), in
+  // [1, 256]: at most one per core this process may use (its affinity mask)
+  // runs; more run as that many, with the same bits. Sessions and batches
+  // stepping at the same time share the cores: each call runs on those no other
+  // call of the process holds when it starts (at least its caller's). Threads
+  // of other processes are not counted; a member that loses its core to one
   // stalls the others at the step's next barrier.
   int num_threads = 1;
   // Most positions a Prefill*() or Encode*() chunk holds, in [1,
@@ -357,9 +357,11 @@ class Session {
   // Places the session in `arena`: caller-owned memory of at least
   // Model::session_bytes(options) bytes, 64-byte aligned, that must outlive
   // the session and not be used for anything else meanwhile. No heap
-  // allocation happens, now or later (with num_threads > 1 the thread pool
-  // is allocated by pthreadpool). Destroying the session (the unique_ptr)
-  // ends it and leaves the arena to the caller.
+  // allocation happens, now or later, but for the message of a refused
+  // call (with num_threads > 1 the thread pool is allocated by
+  // pthreadpool). A null arena of 0 bytes is Create() above; of more, it is
+  // refused. Destroying the session (the unique_ptr) ends it and leaves the
+  // arena to the caller.
   static Status Create(const Model& model, const SessionOptions& options,
                        void* arena, size_t arena_bytes,
                        std::unique_ptr<Session>* session);
@@ -388,7 +390,9 @@ class Session {
   // products, attention by the step's recurrence. Outputs and the final
   // state are bit for bit those of stepping. `outputs`
   // is null (nothing written: the cheapest) or holds at least count x
-  // output_size floats, every position's output in order.
+  // output_size floats, every position's output in order, apart from the
+  // tokens (an overlap is refused: a chunk's outputs would overwrite the
+  // tokens of the next).
   Status PrefillTokens(const int32_t* tokens, size_t count, float* outputs,
                        size_t outputs_size);
   // The same for `frame_count` frames ([frame_count][frame_size] floats),
