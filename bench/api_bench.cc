@@ -251,28 +251,25 @@ int main(int argc, char** argv) {
   }
   // A batch step reads the weights once and every stream's state (a
   // snapshot's bytes) in and out: its memory floor, at the read bandwidth
-  // of a buffer of weights and states.
-  // Its bandwidth is measured before and after the batches run.
-  std::vector<std::unique_ptr<tarn::bench::ReadBandwidthMeter>> batch_meters;
-  for (uint32_t b : batches) {
-    batch_meters.push_back(std::make_unique<tarn::bench::ReadBandwidthMeter>(
-        step_bytes + b * model->snapshot_bytes(), threads));
-  }
+  // of a buffer of weights and states, the best measured before and after
+  // the batches run (one buffer alive at a time).
+  std::vector<double> floor_gbs(batches.size(), 0.0);
   auto measure_batch_bandwidth = [&] {
-    for (auto& batch_meter : batch_meters) {
-      for (int i = 0; i < 6; ++i) batch_meter->Pass();
+    for (size_t k = 0; k < batches.size(); ++k) {
+      tarn::bench::ReadBandwidthMeter batch_meter(
+          step_bytes + batches[k] * model->snapshot_bytes(), threads);
+      for (int i = 0; i < 6; ++i) batch_meter.Pass();
+      floor_gbs[k] = std::max(floor_gbs[k], batch_meter.best_gbs());
     }
   };
   measure_batch_bandwidth();
   const std::vector<Time> batch_times = Measure(reps, jobs);
   measure_batch_bandwidth();
   measure_peaks();
-  std::vector<double> floor_ms, floor_gbs;
+  std::vector<double> floor_ms;
   for (size_t k = 0; k < batches.size(); ++k) {
     const size_t states = batches[k] * model->snapshot_bytes();
-    floor_gbs.push_back(batch_meters[k]->best_gbs());
-    floor_ms.push_back(double(step_bytes + 2 * states) /
-                       (batch_meters[k]->best_gbs() * 1e6));
+    floor_ms.push_back(double(step_bytes + 2 * states) / (floor_gbs[k] * 1e6));
   }
 
   const double peak = *std::max_element(peaks.begin(), peaks.end());

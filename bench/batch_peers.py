@@ -65,7 +65,7 @@ CHECK_TOLERANCE = 1e-4
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    use_best_openblas_core()
+    use_best_openblas_core(argv)
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="tarn-batch-peers-"))
     work.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)

@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.memory_child:
         return memory_child(args)
-    use_best_openblas_core()
+    use_best_openblas_core(argv)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="tarn-peers-"))
     work.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)

@@ -88,7 +88,7 @@ EXACT_TOLERANCE = 1e-4
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    use_best_openblas_core()
+    use_best_openblas_core(argv)
     shapes = {"tiny": SMOKE_SHAPE} if args.smoke else {name: SHAPES[name] for name in args.shapes}
     if args.smoke:
         args.rounds, args.steps, args.torch_steps, args.warmup, args.profile_reps = 1, 4, 4, 2, 3
@@ -305,7 +305,8 @@ def openblas_core():
 
 def loaded_blas() -> str:
     core = openblas_core()
-    forced = " (OPENBLAS_CORETYPE)" if "OPENBLAS_CORETYPE" in os.environ else ""
+    asked = os.environ.get("OPENBLAS_CORETYPE", "")
+    forced = " (OPENBLAS_CORETYPE)" if core and asked.lower() == core.lower() else ""
     return ", ".join(blas_libraries()) + (f", OpenBLAS core {core}{forced}" if core else "") or "none found"
 
 
@@ -316,13 +317,14 @@ PRE_AVX2_OPENBLAS_CORES = {
 }  # fmt: skip
 
 
-def use_best_openblas_core():
-    """Restarts this script with OPENBLAS_CORETYPE set where OpenBLAS took this
-    CPU for one without AVX2 that it has, so that PyTorch, a peer, runs its
-    best kernels: Debian's OpenBLAS 0.3.21 takes an Emerald Rapids Xeon for a
-    Prescott, whose SSE3 kernels ran a 1024^3 product at 22.7 GFLOP/s against
-    118.6 with its SkylakeX ones, and made PyTorch's prefill twice as slow."""
-    if "OPENBLAS_CORETYPE" in os.environ:
+def use_best_openblas_core(argv):
+    """Restarts this script (run as one: argv None) with OPENBLAS_CORETYPE
+    set where OpenBLAS took this CPU for one without AVX2 that it has, so that
+    PyTorch, a peer, runs its best kernels: Debian's OpenBLAS 0.3.21 takes an
+    Emerald Rapids Xeon for a Prescott, whose SSE3 kernels ran a 1024^3
+    product at 22.7 GFLOP/s against 118.6 with its SkylakeX ones, and made
+    PyTorch's prefill twice as slow."""
+    if argv is not None or "OPENBLAS_CORETYPE" in os.environ:
         return
     core = openblas_core()
     if core is None or core.lower() not in PRE_AVX2_OPENBLAS_CORES:

@@ -458,11 +458,16 @@ def file_index(path):
     return int(os.path.basename(path).split(".")[0])
 
 
+# The splits make_corpus.py writes: only their folders hold its files.
+CORPUS_SPLITS = ("train", "dev", "eval_espeak", "eval_slt", "eval_festival", "eval_mbrola")
+
+
 def corpus_files(out):
-    """The utterance files (and partial ones) under OUT/wav, relative to OUT."""
+    """The utterance files (and partial ones) under OUT/wav/<split>, relative
+    to OUT, for the splits make_corpus.py writes."""
     found = []
     wav = os.path.join(out, "wav")
-    for split in sorted(os.listdir(wav)) if os.path.isdir(wav) else []:
+    for split in CORPUS_SPLITS:
         if os.path.isdir(os.path.join(wav, split)):
             found += [os.path.join("wav", split, name) for name in sorted(os.listdir(os.path.join(wav, split)))
                       if name.endswith(".wav") and name.split(".")[0].isdigit()]
@@ -487,15 +492,18 @@ def read_record(out):
     rows) from plan.json; ("manifest", None, rows) from the manifest of a
     corpus made before plan.json (of the files it lists); ("unknown", None,
     {}) for files with neither, or a plan.json that make_corpus.py now plans
-    otherwise; None for an OUT without files. rows: {index in the plan: row}."""
+    otherwise; None for an OUT without files. rows: {index in the plan: row}.
+    A plan.json it cannot read is PlanError: the files are not removed on a
+    guess."""
     path = os.path.join(out, PLAN_FILE)
     if os.path.exists(path):
         try:
             with open(path) as f:
                 record = json.load(f)
             rows = manifest_rows(plan_of(record["settings"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return "unknown", None, {}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise PlanError(f"{path}: cannot read it ({type(e).__name__}: {e}); move it away, with the wav "
+                            "folder, to make the corpus anew") from None
         if rows_digest(rows) != record.get("sha256"):
             return "unknown", None, {}
         return "plan", record["settings"], dict(enumerate(rows))
@@ -531,6 +539,10 @@ def reconcile(out, settings, rows, resume, only):
             raise PlanError(f"{out} holds utterance files but no {PLAN_FILE} (or one that make_corpus.py now plans "
                             "otherwise) nor manifest.tsv to tell which: make the corpus anew, without "
                             "--keep-existing and --only")
+        if not os.path.exists(os.path.join(out, PLAN_FILE)):
+            # Files of no record at all may be someone's own: not removed.
+            raise PlanError(f"{out}/wav holds .wav files that no {PLAN_FILE} or manifest.tsv of make_corpus.py "
+                            "lists: move them away or choose another --out")
         return settings, {}, corpus_files(out)
     # A manifest from before the settings column is compared without it.
     compared = [MANIFEST_COLUMNS.index(c) for c in (recorded if kind == "manifest" else MANIFEST_COLUMNS)]

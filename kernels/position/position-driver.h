@@ -42,7 +42,7 @@ inline void SinCos(double x, double* sin_x, double* cos_x) {
   const double r = ((x - k * kPiOver2Hi) - k * kPiOver2Mid) - k * kPiOver2Lo;
   const double z = r * r;
   // Taylor series on |r| <= pi/4, to r^17 and r^16: the next terms are below
-  // 1e-19.
+  // 1e-19 (sin) and 2.1e-18 (cos), a fortieth of a double's ulp at 0.7.
   const double s =
       r +
       r * z *

@@ -28,17 +28,24 @@ bool IsPartial(const std::string& path, const std::string& written) {
 
 Status BeginOutput(const std::string& path, std::string* write_to) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) {  // absent: created beside it
-    // A dangling symlink: its target is created, as a shell's redirection
-    // and cp do, not the link replaced by a file (as many links as the
-    // kernel follows).
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return CannotWrite(path);  // a link loop, EACCES
+    // Absent: created beside it. A dangling symlink: its target is
+    // created, as a shell's redirection and cp do, not the link replaced by
+    // a file (stat said the chain ends; the bound holds if it changes).
     std::filesystem::path target = path;
     std::error_code error;
-    for (int links = 0;
-         links < 40 && std::filesystem::is_symlink(target, error); ++links) {
+    for (int links = 0; std::filesystem::is_symlink(target, error); ++links) {
+      if (links == 40) {
+        errno = ELOOP;
+        return CannotWrite(path);
+      }
       const std::filesystem::path next =
           std::filesystem::read_symlink(target, error);
-      if (error) break;
+      if (error) {
+        return Status(StatusCode::kIoError,
+                      "cannot write '" + path + "': " + error.message());
+      }
       target = next.is_absolute() ? next : target.parent_path() / next;
     }
     *write_to = target.string() + kPartial;

@@ -669,8 +669,11 @@ Status SessionBatch::Impl::StepFrames(Session* const* sessions,
                                       const float* frames, size_t count,
                                       float* outputs, size_t outputs_size,
                                       bool* stepped) {
-  // Nothing stepped until the checks pass, as StepFrame says.
-  if (stepped != nullptr) std::fill(stepped, stepped + count, false);
+  // Nothing stepped until the checks pass, as StepFrame says (a count
+  // beyond the batch is refused without writing past a caller's array).
+  if (stepped != nullptr && count <= engine_.max_rows()) {
+    std::fill(stepped, stepped + count, false);
+  }
   Status status = Check(sessions, count, outputs, outputs_size);
   if (status.ok()) status = CheckFrames(c_, frames, count);
   if (status.ok() && stepped == nullptr && count > 0) {

@@ -568,6 +568,26 @@ TEST_F(BadStep, NonFiniteFrameRejectedAndStateUntouched) {
   EXPECT_FALSE(batch_stepped[0]);
 }
 
+// Frames inside a prefill's outputs would be overwritten by an earlier
+// chunk's outputs.
+TEST_F(BadStep, PrefillFramesOverlappingItsOutputsIsRefused) {
+  Open("speech");
+  const size_t frames = 200, width = model_->output_size();
+  const size_t steps = session_->StepsForFrames(frames);
+  std::vector<float> shared(steps * width + frames * 40, 0.5f);
+  size_t stepped = 0;
+  Status status = session_->PrefillFrames(
+      shared.data() + width, frames, shared.data(), steps * width, &stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("the frames overlap the output"));
+  EXPECT_EQ(session_->position(), 0u);
+  // Side by side is fine.
+  EXPECT_TRUE(session_
+                  ->PrefillFrames(shared.data() + steps * width, frames,
+                                  shared.data(), steps * width, &stepped)
+                  .ok());
+}
+
 TEST_F(BadStep, OutputBufferOfWrongSize) {
   Open("tokens");
   Status status = session_->StepToken(3, output_.data(), output_.size() - 1);

@@ -272,6 +272,29 @@ def test_a_run_that_remakes_the_corpus_first_removes_another_plans_files(tmp_pat
     assert recorded == old and sorted(beyond) == [8, 9] and stale == []
 
 
+def test_a_run_never_removes_files_no_record_lists(tmp_path):
+    """A plain run removed every wav/<folder>/<digits>.wav of an OUT without
+    plan.json and manifest.tsv (a user's recordings), and the whole corpus
+    when plan.json could not be read."""
+    out = tmp_path / "corpus"
+    settings = {"seed": 1, **{s: 0 for s in make_corpus.PLAN_SIZES}, "espeak_train_variants": VARIANTS}
+    settings = dict(settings, train=2, dev=1)
+    rows = make_corpus.manifest_rows(make_corpus.plan_of(settings))
+    own = out / "wav" / "speaker1" / "001.wav"
+    own.parent.mkdir(parents=True)
+    own.write_bytes(b"mine")
+    assert make_corpus.reconcile(str(out), settings, rows, resume=False, only=False)[2] == []
+    unlisted = out / "wav" / "train" / "000000.wav"
+    unlisted.parent.mkdir(parents=True)
+    unlisted.write_bytes(b"")
+    with pytest.raises(make_corpus.PlanError, match="no plan.json or manifest.tsv of make_corpus.py lists"):
+        make_corpus.reconcile(str(out), settings, rows, resume=False, only=False)
+    (out / "plan.json").write_text("{not json")
+    with pytest.raises(make_corpus.PlanError, match="plan.json: cannot read it"):
+        make_corpus.reconcile(str(out), settings, rows, resume=False, only=False)
+    assert own.read_bytes() == b"mine" and unlisted.exists()
+
+
 def test_manifest_reader_skips_blank_lines_and_refuses_short_ones(tmp_path):
     manifest = tmp_path / "manifest.tsv"
     header = "\t".join(make_corpus.MANIFEST_COLUMNS)

@@ -72,7 +72,7 @@ def test_c_api_reads_a_word_list_as_the_cli_does(transcribe_c, tarn, tmp_path):
     # A word past the 1024th and one of 66 bytes, each whole.
     fillers = ["zq" + "".join(letters) for letters in itertools.product("bcdfghjk", repeat=4)][:1100]
     words = tmp_path / "words.txt"
-    words.write_text("\n".join(["\ufeffhome", " one\t", "", "is\r"] + fillers + ["q" * 63 + "two", "two"]))
+    words.write_text("\n".join(["\ufeffhome", " one\t", "", "is\r"] + fillers + ["q" * 63 + "two", "two"]), encoding="utf-8")
     wav = str(SAMPLES / "en-gb_m3_012200.wav")
     c = last_line([transcribe_c, MODEL, wav, str(words)])
     cpp = last_line([tarn, "transcribe", MODEL, wav, "--words", str(words), "--quiet"])
