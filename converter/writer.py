@@ -337,7 +337,7 @@ def _check_labels(labels, config: ModelConfig):
     if labels is None:
         return None
     if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
-        raise ConversionError(f"labels must be a list of strings, not a {type(labels).__name__}")
+        raise ConversionError(f"labels must be a list of strings, not {type(labels).__name__} {labels!r:.40}")
     labels = list(labels)
     if not all(isinstance(label, str) for label in labels):
         raise ConversionError("labels must be strings")

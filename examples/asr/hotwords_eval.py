@@ -117,7 +117,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=str(HERE / "model" / "asr.tarn"))
     parser.add_argument("--tarn", default=None)
     parser.add_argument("--beam", type=corpus.positive_int, default=8)
-    parser.add_argument("--boost", type=float, nargs="+", default=[None], help="--hotword-boost values to try")
+    parser.add_argument("--boost", type=corpus.positive_float, nargs="+", default=[None],
+                        help="--hotword-boost values to try")
     parser.add_argument("--words", action="store_true", help="also constrain to the word list")
     parser.add_argument("--jobs", type=corpus.positive_int, default=2)
     parser.add_argument("--manifest", default=str(HERE / "data" / "manifest.tsv"),

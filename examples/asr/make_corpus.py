@@ -406,6 +406,20 @@ def positive_float(text):
     return value
 
 
+def non_negative_float(text):
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a number of 0 or more")
+    return value
+
+
+def fraction(text):
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in [0, 1]")
+    return value
+
+
 # -- the plan a corpus folder holds ---------------------------------------------------
 
 PLAN_FILE = "plan.json"

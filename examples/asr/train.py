@@ -412,13 +412,13 @@ def main(argv=None):
                         help="processes making training batches (0: in this one)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--speed-perturb", type=float, default=0.5,
+    parser.add_argument("--speed-perturb", type=make_corpus.fraction, default=0.5,
                         help="fraction of training utterances played 0.9-1.2 times as fast (0: none)")
     parser.add_argument("--augment", choices=("basic", "robust"), default="robust",
                         help="robust (the recipe's) or basic (the bundled model's runs 1-8)")
     parser.add_argument("--init", help="asr.pt to start from (its weights and feature statistics)")
     parser.add_argument("--checkpoint", help="resumable state (default: OUT with .ckpt)")
-    parser.add_argument("--checkpoint-minutes", type=float, default=5.0,
+    parser.add_argument("--checkpoint-minutes", type=make_corpus.non_negative_float, default=5.0,
                         help="wall-clock minutes between checkpoints (0: after every step)")
     parser.add_argument("--restart", action="store_true", help="ignore (and replace) an existing checkpoint")
     parser.add_argument("--log", help="training log (default: OUT with .train.log); "

@@ -82,6 +82,11 @@ Status CheckSnapshotBuffer(const void* buffer, size_t size,
 Status ReadSnapshotHeader(const void* snapshot, size_t size,
                           const SnapshotTarget& target,
                           SnapshotHeader* header) {
+  if (snapshot == nullptr && size > 0) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "the snapshot is null (" + std::to_string(size) + " bytes said)");
+  }
   if (snapshot == nullptr || size < sizeof *header) {
     return Status(
         StatusCode::kInvalidArgument,

@@ -195,7 +195,7 @@ TEST(CApiBadInput, NullInputsAndSnapshotBuffers) {
   EXPECT_THAT(LastError(), HasSubstr("snapshot buffer holds 0 bytes"));
   EXPECT_EQ(tarn_session_restore(session.get(), nullptr, bytes),
             TARN_STATUS_INVALID_ARGUMENT);
-  EXPECT_THAT(LastError(), HasSubstr("not a tarn snapshot: 0 bytes"));
+  EXPECT_THAT(LastError(), HasSubstr("the snapshot is null"));
   tarn_batch* raw = nullptr;
   ASSERT_EQ(tarn_batch_create(model.get(), nullptr, &raw), TARN_STATUS_OK);
   Batch batch(raw);

@@ -823,7 +823,7 @@ TEST(BadPointers, NullInputsAndSnapshotBuffers) {
   EXPECT_THAT(status.message(), HasSubstr("snapshot buffer holds 0 bytes"));
   status = session->Restore(nullptr, bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("not a tarn snapshot: 0 bytes"));
+  EXPECT_THAT(status.message(), HasSubstr("the snapshot is null"));
   EXPECT_EQ(session->position(), 0u);
 
   ASSERT_TRUE(Session::Create(*frames, SessionOptions(), &session).ok());

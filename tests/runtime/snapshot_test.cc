@@ -126,6 +126,13 @@ TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
               " bytes; this model's snapshots are " +
               std::to_string(snapshot.size()));
   refused({}, StatusCode::kInvalidArgument, "shorter than a snapshot header");
+  {
+    std::unique_ptr<Session> target;
+    ASSERT_TRUE(Session::Create(*model, SessionOptions(), &target).ok());
+    EXPECT_EQ(target->Restore(nullptr, snapshot.size()).message(),
+              "the snapshot is null (" + std::to_string(snapshot.size()) +
+                  " bytes said)");
+  }
   std::vector<uint8_t> ring = snapshot;
   const uint32_t oldest = 6;  // the ring holds conv_kernel - 1 = 6
   std::memcpy(ring.data() + 48, &oldest, sizeof oldest);
