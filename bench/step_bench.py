@@ -268,15 +268,19 @@ def parse_args(argv):
     return args
 
 
-def machine_info() -> dict:
-    cpu = platform.processor() or platform.machine()
+def cpuinfo(field: str) -> str:
+    """The first `field` line of /proc/cpuinfo (its value), or ""."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            if line.startswith(field):
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return ""
+
+
+def machine_info() -> dict:
+    cpu = cpuinfo("model name") or platform.processor() or platform.machine()
     return {"cpu": cpu, "cores": os.cpu_count(), "load_start": os.getloadavg()}
 
 
@@ -329,11 +333,7 @@ def use_best_openblas_core(argv):
     core = openblas_core()
     if core is None or core.lower() not in PRE_AVX2_OPENBLAS_CORES:
         return
-    flags = set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
+    flags = set(cpuinfo("flags").split())
     if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
         best = "SkylakeX"
     elif {"avx2", "fma"} <= flags:

@@ -78,27 +78,26 @@ inline void SinCos(double x, double* sin_x, double* cos_x) {
 }
 
 // add_sinusoid (kernels.h).
-inline void AddSinusoid(double position, const double* wavelengths,
-                        size_t width, float* row) {
+inline void AddSinusoid(size_t width, double position,
+                        const double* wavelengths, float* row) {
   constexpr size_t kBlock = 64;
   const size_t angles = (width + 1) / 2;
   for (size_t i0 = 0; i0 < angles; i0 += kBlock) {
     const size_t n = angles - i0 < kBlock ? angles - i0 : kBlock;
-    double s[kBlock], c[kBlock];
+    double angle[kBlock], s[kBlock], c[kBlock];
     // Angles beyond kMaxAngle give finite nonsense here (no
     // conversion to an integer that could overflow), replaced below.
     int beyond = 0;
     for (size_t i = 0; i < n; ++i) {
-      const double angle = position / wavelengths[i0 + i];
-      beyond |= !(std::fabs(angle) <= kMaxAngle);
-      SinCos(angle, &s[i], &c[i]);
+      angle[i] = position / wavelengths[i0 + i];
+      beyond |= !(std::fabs(angle[i]) <= kMaxAngle);
+      SinCos(angle[i], &s[i], &c[i]);
     }
     if (beyond) {  // A long stream's first angles: libm reduces them.
       for (size_t i = 0; i < n; ++i) {
-        const double angle = position / wavelengths[i0 + i];
-        if (!(std::fabs(angle) <= kMaxAngle)) {
-          s[i] = std::sin(angle);
-          c[i] = std::cos(angle);
+        if (!(std::fabs(angle[i]) <= kMaxAngle)) {
+          s[i] = std::sin(angle[i]);
+          c[i] = std::cos(angle[i]);
         }
       }
     }
@@ -119,7 +118,7 @@ inline void AddSinusoid(double position, const double* wavelengths,
 #define TARN_KERNELS_DEFINE_POSITION                                         \
   void AddSinusoid(size_t width, double position, const double* wavelengths, \
                    float* y) {                                               \
-    ::tarn::kernels::position::AddSinusoid(position, wavelengths, width, y); \
+    ::tarn::kernels::position::AddSinusoid(width, position, wavelengths, y); \
   }
 
 #endif  // TARN_KERNELS_POSITION_POSITION_DRIVER_H_

@@ -193,18 +193,20 @@ int Run(const std::string& model_path, const std::string& input_path,
   std::vector<float> outputs, step(width);
   size_t steps = 0;
   // What the input is, for the messages that refuse it: "[8, 4] float32".
-  std::string got = "[";
-  for (size_t i = 0; i < input.shape.size(); ++i) {
-    got += (i > 0 ? ", " : "") + std::to_string(input.shape[i]);
-  }
-  got += input.is_float ? "] float32" : "] integer";
+  auto got = [&input] {
+    std::string text = "[";
+    for (size_t i = 0; i < input.shape.size(); ++i) {
+      text += (i > 0 ? ", " : "") + std::to_string(input.shape[i]);
+    }
+    return text + (input.is_float ? "] float32" : "] integer");
+  };
   if (model->config().input_kind == InputKind::kTokens) {
     if (input.is_float || input.shape.size() != 1) {
       return Fail(Status(StatusCode::kInvalidArgument,
                          input_path +
                              ": a token model takes a [T] integer "
                              "array, not a " +
-                             got + " one"));
+                             got() + " one"));
     }
     std::vector<int32_t> tokens;
     for (int64_t token : input.ints) {
@@ -246,7 +248,7 @@ int Run(const std::string& model_path, const std::string& input_path,
       return Fail(Status(StatusCode::kInvalidArgument,
                          input_path + ": a frame model takes a [T, " +
                              std::to_string(frame) + "] float32 array, not a " +
-                             got + " one"));
+                             got() + " one"));
     }
     size_t t = 0;
     if (encode || prefill > 0) {
