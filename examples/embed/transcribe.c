@@ -112,6 +112,26 @@ static int truncated(SNDFILE* audio, const char* path) {
   return 1;
 }
 
+/* A WAV written as a stream whose sizes were never filled in declares a
+ * data chunk of 0 bytes with the audio after it: libsndfile reads no audio
+ * from it and logs the bytes after as an unknown chunk. 1 for such a file,
+ * after saying so, as `tarn transcribe` does. */
+static int placeholder(SNDFILE* audio, const char* path, sf_count_t frames) {
+  static char log[16384];
+  if (frames != 0) return 0;
+  sf_command(audio, SFC_GET_LOG_INFO, log, sizeof log);
+  if (strstr(log, "\ndata : 0\n") == NULL ||
+      strstr(log, "Unknown chunk marker") == NULL) {
+    return 0;
+  }
+  fprintf(stderr,
+          "%s: its data chunk declares 0 bytes of audio but more follow (a "
+          "WAV written as a stream, its sizes never filled in); rewrite its "
+          "header, e.g. sox --ignore-length %s OUT.wav\n",
+          path, path);
+  return 1;
+}
+
 /* Prints one utterance's words and times; appends its text to transcript. */
 static void take(const tarn_recognition_result* result, char* transcript,
                  size_t capacity) {
@@ -162,7 +182,8 @@ int main(int argc, char** argv) {
             info.channels);
     goto done;
   }
-  if (truncated(audio, argv[2])) goto done;
+  if (truncated(audio, argv[2]) || placeholder(audio, argv[2], info.frames))
+    goto done;
   if (tarn_model_load(argv[1], &model) != TARN_STATUS_OK) {
     fail(argv[1]);
     goto done;

@@ -3,7 +3,8 @@ transcribe` (the C++ Recognizer) on the bundled samples and model: the same
 final transcript, greedy and with the word-list beam search (how often that
 is what was said is examples/asr/eval.py's business), word lists read as the
 CLI reads them; and clear refusals of a file at another sample rate, a
-truncated file, an empty word list and an over-long line in one. Run by ctest
+truncated file, a file written as a stream with its sizes never filled in,
+an empty word list and an over-long line in one. Run by ctest
 (example_transcribe_c), which passes both programs in the environment
 (conftest.py).
 """
@@ -66,6 +67,19 @@ def test_c_api_refuses_a_truncated_file(transcribe_c, tmp_path):
     done = subprocess.run([transcribe_c, MODEL, str(cut)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == "", done.stdout
     assert "the file is truncated" in done.stderr and "19956 are present" in done.stderr, done.stderr
+
+
+def test_c_api_refuses_a_stream_written_file_as_the_cli_does(transcribe_c, tarn, tmp_path):
+    # Its sizes never filled in: RIFF and data declare 0 bytes, the samples follow.
+    wav = (SAMPLES / "en-gb_m3_012200.wav").read_bytes()
+    data = wav.index(b"data")
+    stream = tmp_path / "stream.wav"
+    stream.write_bytes(wav[:4] + bytes(4) + wav[8:data + 4] + bytes(4) + wav[data + 8:])
+    for command in ([transcribe_c, MODEL, str(stream)], [tarn, "transcribe", MODEL, str(stream)]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stdout == "", (command, done.stdout)
+        assert "its data chunk declares 0 bytes of audio" in done.stderr, done.stderr
+        assert "sox --ignore-length" in done.stderr, done.stderr
 
 
 def test_c_api_reads_a_word_list_as_the_cli_does(transcribe_c, tarn, tmp_path):
