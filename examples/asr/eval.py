@@ -22,6 +22,7 @@ all its files in the splits, no transcripts: its vocal tract warp from
 """
 
 import argparse
+import atexit
 import collections
 import concurrent.futures
 import json
@@ -219,6 +220,7 @@ def main(argv=None) -> int:
         handle.write("\n".join(VOCABULARY) + "\n")
         handle.close()
         words_file = handle.name
+        atexit.register(os.unlink, words_file)  # however main() ends
     decoders = {"greedy": [], f"words, beam {args.beam}": ["--words", words_file, "--beam", str(args.beam)]}
     if args.int8:
         decoders = {name: extra + ["--int8", args.int8] for name, extra in decoders.items()}
@@ -278,8 +280,6 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"model": args.model, "adapt": args.adapt, "adapt_folds": args.adapt_folds,
                                               "warps": {f"{v} {f}": w for (v, f), w in warps.items()}, "table": table, "utterances": records}, indent=1) + "\n")
-    if args.words is None:
-        os.unlink(words_file)
     return 0
 
 

@@ -317,29 +317,36 @@ SOX_OUT = ["-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", "-e", "signed-integer"
 
 def synthesise(job):
     """Writes the file under a temporary name and renames it when complete,
-    so that an interrupted run leaves no partial file for --keep-existing."""
+    so that an interrupted run leaves no partial file for --keep-existing;
+    a failed one removes what it wrote."""
     path, words, spec = job
     base, extension = os.path.splitext(path)
     final, path = path, base + ".partial" + extension
-    if spec["engine"] == "espeak-ng":
-        wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
-        subprocess.run([*SOX, "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
-    elif spec["engine"] == "festival":
-        raw = path + ".festival.wav"
-        cmd = ["text2wave", "-eval", f"(voice_{spec['voice']})",
-               "-eval", f"(Parameter.set 'Duration_Stretch {spec['stretch']})", "-o", raw]
-        subprocess.run(cmd, input=words.encode(), check=True, capture_output=True)
-        subprocess.run([*SOX, raw, *SOX_OUT, path], check=True, capture_output=True)
-        os.remove(raw)
-    else:
-        cmd = ["flite", "-voice", spec["voice"], "--setf", f"duration_stretch={spec['stretch']}"]
-        if spec["f0"]:
-            cmd += ["--setf", f"int_f0_target_mean={spec['f0']}"]
-        raw = path + ".flite.wav"
-        subprocess.run(cmd + ["-t", words, "-o", raw], check=True, capture_output=True)
-        effects = ["pitch", str(spec["cents"])] if spec["cents"] else []
-        subprocess.run([*SOX, raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
-        os.remove(raw)
+    try:
+        if spec["engine"] == "espeak-ng":
+            wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
+            subprocess.run([*SOX, "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
+        elif spec["engine"] == "festival":
+            raw = path + ".festival.wav"
+            cmd = ["text2wave", "-eval", f"(voice_{spec['voice']})",
+                   "-eval", f"(Parameter.set 'Duration_Stretch {spec['stretch']})", "-o", raw]
+            subprocess.run(cmd, input=words.encode(), check=True, capture_output=True)
+            subprocess.run([*SOX, raw, *SOX_OUT, path], check=True, capture_output=True)
+            os.remove(raw)
+        else:
+            cmd = ["flite", "-voice", spec["voice"], "--setf", f"duration_stretch={spec['stretch']}"]
+            if spec["f0"]:
+                cmd += ["--setf", f"int_f0_target_mean={spec['f0']}"]
+            raw = path + ".flite.wav"
+            subprocess.run(cmd + ["-t", words, "-o", raw], check=True, capture_output=True)
+            effects = ["pitch", str(spec["cents"])] if spec["cents"] else []
+            subprocess.run([*SOX, raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
+            os.remove(raw)
+    except BaseException:  # a failed or interrupted synthesis leaves no file behind
+        for leftover in (path, path + ".festival.wav", path + ".flite.wav"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        raise
     os.replace(path, final)
     return final
 

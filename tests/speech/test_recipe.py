@@ -17,7 +17,8 @@ training's. A corpus folder keeps its plan's settings (plan.json):
 its files under other utterances, and --only keeps the rest of its
 manifest (a corpus of empty files, the synthesisers stubbed out); a run
 that remakes the corpus first removes another plan's files. The manifest
-reader skips blank lines and refuses a short one.
+reader skips blank lines and refuses a short one; a failed synthesis
+leaves no file behind.
 
 train.py and run_recipe.sh refuse budgets that cannot train, before any
 work; the recipe keeps the last results when its evaluation fails (a
@@ -293,6 +294,23 @@ def test_a_run_never_removes_files_no_record_lists(tmp_path):
     with pytest.raises(make_corpus.PlanError, match="plan.json: cannot read it"):
         make_corpus.reconcile(str(out), settings, rows, resume=False, only=False)
     assert own.read_bytes() == b"mine" and unlisted.exists()
+
+
+def test_a_failed_synthesis_leaves_no_file_behind(tmp_path, monkeypatch):
+    # flite writes its raw file, then sox fails: neither it nor the partial output stays.
+    def run(command, **_):
+        if command[0] == "flite":
+            Path(command[command.index("-o") + 1]).write_bytes(b"raw")
+            return subprocess.CompletedProcess(command, 0)
+        Path(command[command.index("-c") + 4]).write_bytes(b"half")  # sox's output, begun
+        raise subprocess.CalledProcessError(2, command)
+    monkeypatch.setattr(make_corpus.subprocess, "run", run)
+    target = tmp_path / "train" / "0.wav"
+    target.parent.mkdir()
+    spec = {"engine": "flite", "voice": "kal", "stretch": 1.0, "f0": 0, "cents": 0}
+    with pytest.raises(subprocess.CalledProcessError):
+        make_corpus.synthesise((str(target), "one two", spec))
+    assert sorted(p.name for p in target.parent.iterdir()) == []
 
 
 def test_manifest_reader_skips_blank_lines_and_refuses_short_ones(tmp_path):
