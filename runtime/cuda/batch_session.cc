@@ -32,6 +32,12 @@ Status InvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
+Status StreamOutOfRange(uint32_t stream, uint32_t max_streams) {
+  return InvalidArgument("stream " + std::to_string(stream) +
+                         " is out of range: the batch has " +
+                         std::to_string(max_streams) + " streams");
+}
+
 }  // namespace
 
 class BatchSession::Impl {
@@ -184,7 +190,7 @@ BatchSession::Impl::Inputs BatchSession::Impl::Layout(void* base) const {
 }
 
 Status BatchSession::Impl::Init() {
-  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  Status status = UseDevice(m_.device);
   if (!status.ok()) return status;
   status = FromCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                     "cudaStreamCreate");
@@ -267,10 +273,12 @@ Status BatchSession::Impl::CheckStep(size_t n, const uint32_t* streams) const {
                   "this model's attention is bidirectional: it encodes whole "
                   "sequences and cannot be stepped");
   }
-  if (n == 0 || n > max_streams_ || streams == nullptr) {
-    return InvalidArgument("a call steps 1 to " + std::to_string(max_streams_) +
-                           " streams, not " + std::to_string(n));
+  if (n > max_streams_) {
+    return InvalidArgument("a call steps at most " +
+                           std::to_string(max_streams_) + " streams, not " +
+                           std::to_string(n));
   }
+  if (n > 0 && streams == nullptr) return InvalidArgument("'streams' is null");
   return Status::Ok();
 }
 
@@ -282,9 +290,7 @@ Status BatchSession::Impl::CheckStreams(size_t n, const uint32_t* streams,
   for (; i < n && status.ok(); ++i) {
     const uint32_t s = streams[i];
     if (s >= max_streams_) {
-      status = InvalidArgument("stream " + std::to_string(s) +
-                               " is out of range: the batch has " +
-                               std::to_string(max_streams_) + " streams");
+      status = StreamOutOfRange(s, max_streams_);
     } else if (listed_[s]) {
       status = InvalidArgument("stream " + std::to_string(s) +
                                " is listed twice in one call");
@@ -427,7 +433,7 @@ Status BatchSession::Impl::StepTokens(size_t n, const uint32_t* streams,
     return InvalidArgument("this model takes frames, not tokens");
   }
   Status status = CheckStep(n, streams);
-  if (!status.ok()) return status;
+  if (!status.ok() || n == 0) return status;
   if (tokens == nullptr || outputs == nullptr) {
     return InvalidArgument("'tokens' or 'outputs' is null");
   }
@@ -442,7 +448,7 @@ Status BatchSession::Impl::StepTokens(size_t n, const uint32_t* streams,
   }
   status = CheckStreams(n, streams);
   if (!status.ok()) return status;
-  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = UseDevice(m_.device);
   if (!status.ok()) return status;
   for (size_t i = 0; i < n; ++i) {
     host_.slots[i] = static_cast<int32_t>(streams[i]);
@@ -464,19 +470,25 @@ Status BatchSession::Impl::StepTokens(size_t n, const uint32_t* streams,
   if (status.ok())
     status = FromCuda(cudaStreamSynchronize(stream_), "stepping");
   if (!status.ok()) return status;
+  // From the call's own copy of the streams: the caller's may lie in the
+  // outputs (as the CPU batch, nothing is read after they are written).
+  for (size_t i = 0; i < n; ++i) ++positions_[host_.slots[i]];
   std::memcpy(outputs, host_output_.get(), n * m_.output_size * sizeof(float));
-  for (size_t i = 0; i < n; ++i) ++positions_[streams[i]];
   return Status::Ok();
 }
 
 Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
                                       const float* frames, float* outputs,
                                       bool* stepped) {
+  // Nothing stepped until the checks pass (as the CPU batch's StepFrames).
+  if (stepped != nullptr && n <= max_streams_) {
+    std::fill(stepped, stepped + n, false);
+  }
   if (c_.input_kind != InputKind::kFrames) {
     return InvalidArgument("this model takes tokens, not frames");
   }
   Status status = CheckStep(n, streams);
-  if (!status.ok()) return status;
+  if (!status.ok() || n == 0) return status;
   if (frames == nullptr || outputs == nullptr || stepped == nullptr) {
     return InvalidArgument("'frames', 'outputs' or 'stepped' is null");
   }
@@ -491,15 +503,18 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
   }
   status = CheckStreams(n, streams, /*frames=*/true);
   if (!status.ok()) return status;
-  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = UseDevice(m_.device);
   if (!status.ok()) return status;
+  // Which streams step is kept in host_.dest (their output row, or -1), and
+  // stepped[] written only at the end: the caller's arrays may lie in the
+  // frames or the outputs.
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint32_t s = streams[i];
-    stepped[i] = StepsOnNextFrame(s);
+    const bool steps = StepsOnNextFrame(s);
     host_.slots[i] = static_cast<int32_t>(s);
-    host_.dest[i] = stepped[i] ? static_cast<int32_t>(m) : -1;
-    if (stepped[i]) {
+    host_.dest[i] = steps ? static_cast<int32_t>(m) : -1;
+    if (steps) {
       host_.step_slots[m] = static_cast<int32_t>(s);
       host_.positions[m] = static_cast<int64_t>(positions_[s]);
       ++m;
@@ -528,15 +543,18 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
   if (status.ok())
     status = FromCuda(cudaStreamSynchronize(stream_), "stepping");
   if (!status.ok()) return status;
+  for (size_t i = 0; i < n; ++i) {
+    ++frames_seen_[host_.slots[i]];
+    if (host_.dest[i] >= 0) ++positions_[host_.slots[i]];
+  }
   const auto* out = static_cast<const float*>(host_output_.get());
   const size_t width_out = m_.output_size;
-  for (size_t i = 0, row = 0; i < n; ++i) {
-    ++frames_seen_[streams[i]];
-    if (!stepped[i]) continue;
-    std::memcpy(outputs + i * width_out, out + row * width_out,
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t row = host_.dest[i];
+    stepped[i] = row >= 0;
+    if (row < 0) continue;
+    std::memcpy(outputs + i * width_out, out + size_t(row) * width_out,
                 width_out * sizeof(float));
-    ++positions_[streams[i]];
-    ++row;
   }
   return Status::Ok();
 }
@@ -549,8 +567,13 @@ Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
   }
   Status status = CheckStep(1, &stream);
   if (!status.ok()) return status;
+  if (stream >= max_streams_) return StreamOutOfRange(stream, max_streams_);
   if (count == 0) return Status::Ok();
   if (tokens == nullptr) return InvalidArgument("'tokens' is null");
+  // Each pass's outputs are copied out before the next pass reads its tokens.
+  status = CheckApart(tokens, count * sizeof(int32_t), outputs, count,
+                      m_.output_size, "tokens");
+  if (!status.ok()) return status;
   for (size_t i = 0; i < count; ++i) {
     if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= c_.vocab_size) {
       return InvalidArgument("token " + std::to_string(tokens[i]) + " (at " +
@@ -569,7 +592,7 @@ Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
                       " goes past the model's learned positions (" +
                       std::to_string(c_.max_positions) + ")");
   }
-  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = UseDevice(m_.device);
   if (!status.ok()) return status;
   for (size_t done = 0; done < count && status.ok();) {
     const size_t T = std::min<size_t>(prefill_rows_, count - done);
@@ -605,11 +628,9 @@ Status BatchSession::Impl::Prefill(uint32_t stream, const int32_t* tokens,
 
 Status BatchSession::Impl::Reset(uint32_t stream) {
   if (stream >= max_streams_) {
-    return InvalidArgument("stream " + std::to_string(stream) +
-                           " is out of range: the batch has " +
-                           std::to_string(max_streams_) + " streams");
+    return StreamOutOfRange(stream, max_streams_);
   }
-  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  Status status = UseDevice(m_.device);
   for (const auto& [at, floats] : SlotRegions(stream)) {
     if (!status.ok() || floats == 0) continue;
     status = FromCuda(cudaMemsetAsync(at, 0, floats * sizeof(float), stream_),
@@ -625,9 +646,7 @@ Status BatchSession::Impl::Reset(uint32_t stream) {
 Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
                                     size_t size) const {
   if (stream >= max_streams_) {
-    return InvalidArgument("stream " + std::to_string(stream) +
-                           " is out of range: the batch has " +
-                           std::to_string(max_streams_) + " streams");
+    return StreamOutOfRange(stream, max_streams_);
   }
   const SnapshotTarget target = SnapshotOf();
   Status status = CheckSnapshotBuffer(bytes, size, target.state_bytes);
@@ -640,7 +659,7 @@ Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
   std::memcpy(out, &header, sizeof(header));
   auto* state = reinterpret_cast<float*>(out + kSnapshotHeaderBytes);
   std::memset(state, 0, header.state_bytes);  // the alignment padding
-  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = UseDevice(m_.device);
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
     if (regions[i].second == 0) continue;
@@ -661,9 +680,7 @@ Status BatchSession::Impl::Snapshot(uint32_t stream, void* bytes,
 Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
                                    size_t size) {
   if (stream >= max_streams_) {
-    return InvalidArgument("stream " + std::to_string(stream) +
-                           " is out of range: the batch has " +
-                           std::to_string(max_streams_) + " streams");
+    return StreamOutOfRange(stream, max_streams_);
   }
   const SnapshotTarget target = SnapshotOf();
   SnapshotHeader header;
@@ -672,7 +689,7 @@ Status BatchSession::Impl::Restore(uint32_t stream, const void* bytes,
   const size_t past = target.conv_past;
   const auto* state = reinterpret_cast<const float*>(
       static_cast<const uint8_t*>(bytes) + kSnapshotHeaderBytes);
-  status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  status = UseDevice(m_.device);
   const auto regions = SlotRegions(stream);
   for (size_t i = 0; i < regions.size() && status.ok(); ++i) {
     if (regions[i].second == 0 || i == kRing) continue;
@@ -721,7 +738,7 @@ Status BatchSession::Impl::AttentionState(uint32_t stream, uint32_t layer,
   }
   const size_t z_layer = size_t{c_.num_heads} * c_.feature_dim;
   const size_t S_layer = z_layer * c_.d_value;
-  Status status = FromCuda(cudaSetDevice(m_.device), "cudaSetDevice");
+  Status status = UseDevice(m_.device);
   if (status.ok()) {
     status =
         FromCuda(cudaMemcpyAsync(S, S_ + stream * S_floats() + layer * S_layer,

@@ -18,6 +18,10 @@ namespace cuda {
 // memory is kOutOfMemory.
 inline Status FromCuda(cudaError_t error, const std::string& what) {
   if (error == cudaSuccess) return Status::Ok();
+  // The failed call also left its error as the thread's last error, which
+  // every launcher reads after its launch: dropped here, where it is
+  // reported, or the next launch would fail with it as its own.
+  cudaGetLastError();
   const StatusCode code = error == cudaErrorMemoryAllocation
                               ? StatusCode::kOutOfMemory
                               : StatusCode::kInternal;
@@ -29,6 +33,15 @@ inline Status FromCuda(cudaError_t error, const std::string& what) {
 inline Status FromKernel(const KernelStatus& status) {
   if (status.ok()) return Status::Ok();
   return Status(StatusCode::kInternal, status.message());
+}
+
+// Makes `device` current for a call's CUDA work. An error that an earlier
+// CUDA call on this thread left unread (the caller's own, say) is dropped
+// first: the launchers read the last error after each launch and would
+// fail with it halfway through a step (cuda.hpp says so).
+inline Status UseDevice(int device) {
+  cudaGetLastError();
+  return FromCuda(cudaSetDevice(device), "cudaSetDevice");
 }
 
 struct DeviceFree {

@@ -8,6 +8,7 @@
 
 #include "kernels/kernels.h"
 #include "model.h"
+#include "runtime/cuda/kernels/causal_step.h"
 #include "runtime/cuda/kernels/prefill.h"
 
 namespace tarn {
@@ -153,7 +154,7 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
 
   // What the kernels support, checked once here rather than per step.
   const std::string problem =
-      CheckAttention(impl->attention, impl->feature_map);
+      CheckStepShape(impl->attention, impl->feature_map);
   if (!problem.empty()) {
     return Status(StatusCode::kUnsupported,
                   "the CUDA backend cannot run this model: " + problem);
@@ -239,19 +240,29 @@ Status DeviceModel::Create(const Model& model, const DeviceOptions& options,
     head_bias = staging.Add(tensor("head.bias"));
   }
 
-  status = FromCuda(cudaSetDevice(options.device), "cudaSetDevice");
+  status = UseDevice(options.device);
   if (!status.ok()) return status;
   impl->weight_bytes = staging.floats().size() * sizeof(float);
   status =
       AllocateDevice(impl->weight_bytes, "the model's weights", &impl->weights);
   if (!status.ok()) return status;
-  status = FromCuda(cudaMemcpy(impl->weights.get(), staging.floats().data(),
-                               impl->weight_bytes, cudaMemcpyHostToDevice),
+  // On a stream of its own, waited for: from pageable memory a copy may
+  // still be landing when the call returns, and the batches step on streams
+  // that do not wait for others. Not cudaDeviceSynchronize, which fails
+  // while another thread's batch captures a step into a graph.
+  cudaStream_t upload = nullptr;
+  status = FromCuda(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking),
                     "uploading the model's weights");
-  // From pageable memory the copy may still be landing when cudaMemcpy
-  // returns, and the batches step on streams that do not wait for it.
   if (status.ok()) {
-    status = FromCuda(cudaDeviceSynchronize(), "uploading the model's weights");
+    status = FromCuda(
+        cudaMemcpyAsync(impl->weights.get(), staging.floats().data(),
+                        impl->weight_bytes, cudaMemcpyHostToDevice, upload),
+        "uploading the model's weights");
+    if (status.ok()) {
+      status = FromCuda(cudaStreamSynchronize(upload),
+                        "uploading the model's weights");
+    }
+    cudaStreamDestroy(upload);
   }
   if (!status.ok()) return status;
 

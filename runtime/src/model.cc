@@ -1234,6 +1234,21 @@ Status CheckOptions(const BatchOptions& options) {
   return CheckThreads(options.num_threads);
 }
 
+Status CheckApart(const void* inputs, size_t input_bytes, const float* outputs,
+                  size_t rows, size_t width, const char* what) {
+  if (inputs == nullptr || outputs == nullptr || input_bytes == 0 ||
+      rows * width == 0) {
+    return Status::Ok();
+  }
+  const uintptr_t in = reinterpret_cast<uintptr_t>(inputs);
+  const uintptr_t out = reinterpret_cast<uintptr_t>(outputs);
+  if (in < out + rows * width * sizeof(float) && out < in + input_bytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("the ") + what + " overlap the output buffer");
+  }
+  return Status::Ok();
+}
+
 Status TokenChanged(int32_t token, size_t index) {
   return Status(
       StatusCode::kInvalidArgument,

@@ -187,6 +187,15 @@ inline constexpr size_t kBlockHeaderBytes = 512;
 Status CheckOptions(const SessionOptions& options);
 Status CheckOptions(const BatchOptions& options);
 
+// A prefill reads its inputs chunk by chunk after writing earlier chunks'
+// outputs: inputs inside the outputs would be overwritten, and the call run
+// on values the caller never gave, or refused halfway with the stream
+// moved. kInvalidArgument "the <what> overlap the output buffer" where
+// input_bytes of `inputs` meet the rows x width floats of `outputs` (every
+// backend checks it before a prefill runs).
+Status CheckApart(const void* inputs, size_t input_bytes, const float* outputs,
+                  size_t rows, size_t width, const char* what);
+
 // The error for token `token` at `index`, found out of range where it is
 // read after the tokens were checked: the caller's array changed while tarn
 // read it (every backend reads each token once more, where it embeds it).

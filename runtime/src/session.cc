@@ -152,25 +152,6 @@ Status CheckOutputs(const float* outputs, size_t size, size_t rows,
                          std::to_string(rows * width));
 }
 
-// A prefill reads its inputs chunk by chunk after writing earlier chunks'
-// outputs: inputs inside the outputs would be overwritten, and the call run
-// on values the caller never gave, or refused halfway with the session
-// moved. `rows` x `width` floats are written (checked by CheckOutputs).
-Status CheckApart(const void* inputs, size_t input_bytes, const float* outputs,
-                  size_t rows, size_t width, const char* what) {
-  if (inputs == nullptr || outputs == nullptr || input_bytes == 0 ||
-      rows * width == 0) {
-    return Status::Ok();
-  }
-  const uintptr_t in = reinterpret_cast<uintptr_t>(inputs);
-  const uintptr_t out = reinterpret_cast<uintptr_t>(outputs);
-  if (in < out + rows * width * sizeof(float) && out < in + input_bytes) {
-    return InvalidArgument(std::string("the ") + what +
-                           " overlap the output buffer");
-  }
-  return Status::Ok();
-}
-
 Status CheckTokens(const ModelConfig& c, const int32_t* tokens, size_t count) {
   if (c.input_kind != InputKind::kTokens) {
     return InvalidArgument("this model takes frames, not tokens");

@@ -78,38 +78,67 @@ __global__ void __launch_bounds__(StepThreads<DV>())
   }
 }
 
+// A block's shared memory, as CausalStepKernel lays it out.
 template <int DV>
-KernelStatus Launch(cudaStream_t stream, size_t n, const StepArgs& args) {
-  constexpr int kThreads = StepThreads<DV>();
-  const device::FeatureArgs& f = args.features;
-  const size_t shared = sizeof(float) * (2 * f.C + 2 * f.d_key + 2 * f.heads +
-                                         StepGroups<DV>() * DV + device::kWarp);
-  if (shared > kSharedBytes) {
-    return KernelStatus::Error(
-        "CausalStep: " + std::to_string(f.heads) + " heads of C " +
-        std::to_string(f.C) + ", d_key " + std::to_string(f.d_key) + " need " +
-        std::to_string(shared) + " bytes of shared memory, over " +
-        std::to_string(kSharedBytes));
-  }
+size_t StepSharedBytes(const AttentionShape& shape) {
+  return sizeof(float) *
+         (2 * shape.feature_dim + 2 * shape.d_key + 2 * shape.heads +
+          StepGroups<DV>() * DV + device::kWarp);
+}
+
+template <int DV>
+KernelStatus Launch(cudaStream_t stream, size_t n, const AttentionShape& shape,
+                    const StepArgs& args) {
   CausalStepKernel<DV>
-      <<<dim3(static_cast<unsigned>(n), f.heads), kThreads, shared, stream>>>(
-          args);
+      <<<dim3(static_cast<unsigned>(n), shape.heads), StepThreads<DV>(),
+         StepSharedBytes<DV>(shape), stream>>>(args);
   return KernelStatus::FromCuda(cudaGetLastError(), "CausalStep launch");
 }
 
 }  // namespace
 
+std::string CheckStepShape(const AttentionShape& shape, FeatureMapKind map) {
+  const std::string problem = CheckAttention(shape, map);
+  if (!problem.empty()) return problem;
+  if (shape.heads > 65535) {
+    return std::to_string(shape.heads) + " heads exceed the grid (65535)";
+  }
+  size_t shared = 0;
+  switch (shape.d_value) {
+    case 16:
+      shared = StepSharedBytes<16>(shape);
+      break;
+    case 32:
+      shared = StepSharedBytes<32>(shape);
+      break;
+    case 36:
+      shared = StepSharedBytes<36>(shape);
+      break;
+    case 64:
+      shared = StepSharedBytes<64>(shape);
+      break;
+    default:
+      shared = StepSharedBytes<128>(shape);
+  }
+  if (shared > kSharedBytes) {
+    return std::to_string(shape.heads) + " heads of C " +
+           std::to_string(shape.feature_dim) + ", d_key " +
+           std::to_string(shape.d_key) + " need " + std::to_string(shared) +
+           " bytes of shared memory a step, over " +
+           std::to_string(kSharedBytes);
+  }
+  return "";
+}
+
 KernelStatus CausalStep(cudaStream_t stream, size_t n,
                         const AttentionShape& shape,
                         const FeatureMapParams& map, const float* qkv,
                         float eps, const StateSlots& state, float* y) {
-  const std::string problem = CheckAttention(shape, map.kind);
+  const std::string problem = CheckStepShape(shape, map.kind);
   if (!problem.empty()) return KernelStatus::Error("CausalStep: " + problem);
-  if (shape.heads > 65535 || n > 0x7fffffffu) {
+  if (n > 0x7fffffffu) {
     return KernelStatus::Error("CausalStep: " + std::to_string(n) +
-                               " rows of " + std::to_string(shape.heads) +
-                               " heads exceed the grid (2^31 - 1 rows, 65535 "
-                               "heads)");
+                               " rows exceed the grid (2^31 - 1)");
   }
   if (n == 0) return KernelStatus::Ok();
   if (qkv == nullptr || y == nullptr || state.slots == nullptr ||
@@ -131,15 +160,15 @@ KernelStatus CausalStep(cudaStream_t stream, size_t n,
   args.y = y;
   switch (shape.d_value) {
     case 16:
-      return Launch<16>(stream, n, args);
+      return Launch<16>(stream, n, shape, args);
     case 32:
-      return Launch<32>(stream, n, args);
+      return Launch<32>(stream, n, shape, args);
     case 36:
-      return Launch<36>(stream, n, args);
+      return Launch<36>(stream, n, shape, args);
     case 64:
-      return Launch<64>(stream, n, args);
+      return Launch<64>(stream, n, shape, args);
     default:
-      return Launch<128>(stream, n, args);
+      return Launch<128>(stream, n, shape, args);
   }
 }
 

@@ -8,11 +8,17 @@
 #define TARN_KERNELS_CUDA_CAUSAL_STEP_H_
 
 #include <cstddef>
+#include <string>
 
 #include "runtime/cuda/kernels/common.h"
 
 namespace tarn {
 namespace cuda {
+
+// "" if CausalStep runs `shape` with feature map `map` (its d_value, the
+// grid, a block's shared memory), else what it cannot run; DeviceModel
+// checks it once, so that a model it accepts steps.
+std::string CheckStepShape(const AttentionShape& shape, FeatureMapKind map);
 
 // qkv: [n][shape.row_width()], row r the projections of the stream in slot
 // state.slots[r] (slots distinct within a call). y: [n][heads][d_value].

@@ -94,8 +94,12 @@ KernelStatus PushFrames(cudaStream_t stream, size_t rows, size_t width,
         std::to_string(width) + " exceeds the 12288 floats supported");
   }
   if (rows == 0) return KernelStatus::Ok();
+  if (rows > 0x7fffffffu) {
+    return KernelStatus::Error("PushFrames: " + std::to_string(rows) +
+                               " rows exceed the grid (2^31 - 1)");
+  }
   if (slots == nullptr || frames == nullptr || dest == nullptr ||
-      windows == nullptr || rows > 0x7fffffffu) {
+      windows == nullptr) {
     return KernelStatus::Error("PushFrames: a null buffer");
   }
   PushFramesKernel<<<static_cast<unsigned>(rows), kThreads,

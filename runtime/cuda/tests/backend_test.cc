@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/cuda/step_graphs.h"
@@ -523,6 +525,200 @@ TEST(CudaBackend, BadCallsChangeNothing) {
   // The stream listed twice did not stay marked: a good call still works.
   EXPECT_TRUE(gpu.batch->StepTokens(1, twice, tokens, out.data()).ok());
   EXPECT_EQ(gpu.batch->position(1), 1u);
+}
+
+TEST(CudaBackend, ACallOfNoStreamsDoesNothing) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  for (const char* name : {"tokens", "speech"}) {
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    Gpu gpu = MakeGpu(*model, 2);
+    ASSERT_TRUE(gpu.batch);
+    // As the CPU's SessionBatch: count 0 is a call, and null arrays hold it.
+    const Status status =
+        model->config().input_kind == InputKind::kFrames
+            ? gpu.batch->StepFrames(0, nullptr, nullptr, nullptr, nullptr)
+            : gpu.batch->StepTokens(0, nullptr, nullptr, nullptr);
+    EXPECT_TRUE(status.ok()) << name << ": " << status.message();
+  }
+}
+
+TEST(CudaBackend, RefusedCallsLeaveNothingBehind) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  Gpu gpu = MakeGpu(*model, 2);
+  ASSERT_TRUE(gpu.batch);
+  // A refused StepFrames says nothing stepped, whatever stepped[] held.
+  std::vector<float> frames(2 * model->frame_size(), 0.5f);
+  frames[3] = std::nanf("");
+  std::vector<float> out(2 * model->output_size());
+  const uint32_t streams[] = {0, 1};
+  bool stepped[] = {true, true};
+  Status status =
+      gpu.batch->StepFrames(2, streams, frames.data(), out.data(), stepped);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(stepped[0] || stepped[1]);
+  // A stream out of range is refused even with nothing to prefill, as
+  // Reset refuses it.
+  std::unique_ptr<Model> tokens = LoadGolden("tokens");
+  ASSERT_TRUE(tokens);
+  Gpu token_gpu = MakeGpu(*tokens, 2);
+  ASSERT_TRUE(token_gpu.batch);
+  status = token_gpu.batch->Prefill(1000, nullptr, 0, nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("stream 1000 is out of range"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(CudaBackend, PrefillRefusesTokensInsideItsOutputs) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  Gpu gpu = MakeGpu(*model, 1);  // 48 positions a pass
+  ASSERT_TRUE(gpu.batch);
+  const size_t count = 100, width = model->output_size();
+  std::vector<float> buffer(count * width);
+  // The tokens in the outputs' second row: the first pass's outputs would
+  // overwrite the second pass's tokens.
+  auto* tokens = reinterpret_cast<int32_t*>(buffer.data() + width);
+  for (size_t i = 0; i < count; ++i) {
+    tokens[i] = static_cast<int32_t>(i % model->config().vocab_size);
+  }
+  const Status status = gpu.batch->Prefill(0, tokens, count, buffer.data());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("the tokens overlap the output buffer"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(gpu.batch->position(0), 0u);
+}
+
+TEST(CudaBackend, StreamsMayLieInTheOutputs) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  // The CPU's SessionBatch reads nothing of a call's arrays after writing
+  // its outputs; neither may the GPU's.
+  for (const char* name : {"tokens", "speech"}) {
+    std::unique_ptr<Model> model = LoadGolden(name);
+    ASSERT_TRUE(model);
+    const bool frames = model->config().input_kind == InputKind::kFrames;
+    Gpu gpu = MakeGpu(*model, 2), twin = MakeGpu(*model, 2);
+    ASSERT_TRUE(gpu.batch && twin.batch);
+    const size_t width = model->output_size();
+    const Inputs inputs(*model);
+    std::vector<float> buffer(2 * width), expected(2 * width);
+    std::vector<float> frame_data(2 * model->frame_size());
+    const uint32_t apart[] = {0, 1};
+    for (uint64_t t = 0; t < 12; ++t) {
+      // The streams, and a frame call's stepped[], in the outputs' last row.
+      auto* streams = reinterpret_cast<uint32_t*>(buffer.data() + width);
+      streams[0] = 0;
+      streams[1] = 1;
+      bool* stepped = reinterpret_cast<bool*>(streams + 2);
+      bool twin_stepped[2];
+      Status status, twin_status;
+      if (frames) {
+        inputs.Frame(0, t, frame_data.data());
+        inputs.Frame(1, t, frame_data.data() + model->frame_size());
+        status = gpu.batch->StepFrames(2, streams, frame_data.data(),
+                                       buffer.data(), stepped);
+        twin_status = twin.batch->StepFrames(2, apart, frame_data.data(),
+                                             expected.data(), twin_stepped);
+      } else {
+        const int32_t tokens[] = {inputs.Token(0, t), inputs.Token(1, t)};
+        status = gpu.batch->StepTokens(2, streams, tokens, buffer.data());
+        twin_status = twin.batch->StepTokens(2, apart, tokens, expected.data());
+      }
+      ASSERT_TRUE(status.ok()) << name << ": " << status.message();
+      ASSERT_TRUE(twin_status.ok()) << twin_status.message();
+      for (uint32_t s = 0; s < 2; ++s) {
+        ASSERT_EQ(gpu.batch->position(s), twin.batch->position(s)) << name;
+      }
+      if (!frames || twin_stepped[0]) {
+        EXPECT_EQ(
+            std::memcmp(buffer.data(), expected.data(), width * sizeof(float)),
+            0)
+            << name << ", call " << t;
+      }
+    }
+    EXPECT_GT(gpu.batch->position(0), 0u) << name;
+  }
+}
+
+TEST(CudaBackend, AnEarlierCudaErrorFailsNoStep) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  Gpu gpu = MakeGpu(*model, 2);
+  ASSERT_TRUE(gpu.batch);
+  std::vector<float> frame(model->frame_size(), 0.25f);
+  std::vector<float> out(model->output_size());
+  const uint32_t stream = 0;
+  bool stepped = false;
+  // tarn's own failed allocation: batches of 2^20 streams until one does
+  // not fit (195 GB of state each).
+  std::vector<std::unique_ptr<BatchSession>> held;
+  Status refused;
+  for (int i = 0; i < 8 && refused.ok(); ++i) {
+    BatchOptions huge;
+    huge.max_streams = 1u << 20;
+    std::unique_ptr<BatchSession> batch;
+    refused = BatchSession::Create(gpu.model, huge, &batch);
+    if (refused.ok()) held.push_back(std::move(batch));
+  }
+  held.clear();
+  ASSERT_EQ(refused.code(), StatusCode::kOutOfMemory) << refused.message();
+  Status status =
+      gpu.batch->StepFrames(1, &stream, frame.data(), out.data(), &stepped);
+  EXPECT_TRUE(status.ok()) << status.message();
+  // The caller's own, left unread.
+  void* never = nullptr;
+  ASSERT_NE(cudaMalloc(&never, size_t{1} << 52), cudaSuccess);
+  status =
+      gpu.batch->StepFrames(1, &stream, frame.data(), out.data(), &stepped);
+  EXPECT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaBackend, ModelsLoadWhileAnotherThreadCapturesSteps) {
+  TARN_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Model> tokens = LoadGolden("tokens");
+  std::unique_ptr<Model> relu = LoadGolden("relu");
+  ASSERT_TRUE(tokens && relu);
+  Gpu stepper = MakeGpu(*tokens, 64);
+  ASSERT_TRUE(stepper.batch);
+  // Thread A steps 40 shapes, each twice in a row: every second call
+  // captures a graph. Meanwhile this thread loads models and makes and
+  // frees batches, none of which may sync the whole device.
+  std::atomic<bool> stop{false};
+  std::atomic<int> step_failures{0};
+  std::string step_error;
+  std::thread a([&] {
+    std::vector<uint32_t> streams(64);
+    for (uint32_t i = 0; i < 64; ++i) streams[i] = i;
+    std::vector<int32_t> ids(64, 5);
+    std::vector<float> out(64 * tokens->output_size());
+    for (long k = 0; !stop.load(); ++k) {
+      const size_t n = 1 + (k / 2) % 40;
+      const Status status =
+          stepper.batch->StepTokens(n, streams.data(), ids.data(), out.data());
+      if (!status.ok() && step_failures++ == 0) step_error = status.message();
+    }
+  });
+  int create_failures = 0;
+  std::string create_error;
+  for (int i = 0; i < 300; ++i) {
+    std::shared_ptr<const DeviceModel> model;
+    Status status = DeviceModel::Create(*relu, DeviceOptions(), &model);
+    std::unique_ptr<BatchSession> batch;
+    if (status.ok())
+      status = BatchSession::Create(model, BatchOptions(), &batch);
+    if (!status.ok() && create_failures++ == 0) create_error = status.message();
+  }
+  stop = true;
+  a.join();
+  EXPECT_EQ(create_failures, 0) << create_error;
+  EXPECT_EQ(step_failures.load(), 0) << step_error;
 }
 
 TEST(CudaBackend, BidirectionalModelsCannotStep) {

@@ -581,6 +581,26 @@ TEST(CudaKernelShapes, PrefillChunkFitsSharedMemory) {
   EXPECT_LT(L, 64u);
 }
 
+TEST(CudaKernelShapes, StepShapesAreCheckedBeforeAModelIsAccepted) {
+  // What DeviceModel::Create asks, so that a model it accepts can step.
+  AttentionShape shape;
+  shape.heads = 8;
+  shape.d_key = shape.feature_dim = shape.d_value = 32;
+  EXPECT_EQ(CheckStepShape(shape, FeatureMapKind::kEluPlusOne), "");
+  shape.d_key = shape.feature_dim = shape.d_value = 16;
+  shape.heads = 6000;  // 48 KB of norms alone
+  EXPECT_NE(CheckStepShape(shape, FeatureMapKind::kEluPlusOne)
+                .find("bytes of shared memory a step"),
+            std::string::npos);
+  shape.heads = 70000;
+  EXPECT_NE(CheckStepShape(shape, FeatureMapKind::kEluPlusOne)
+                .find("70000 heads exceed the grid (65535)"),
+            std::string::npos);
+  shape.d_value = 48;
+  EXPECT_NE(CheckStepShape(shape, FeatureMapKind::kEluPlusOne).find("d_value"),
+            std::string::npos);
+}
+
 TEST(CudaKernelShapes, OtherLaunchersCheckTheirSizes) {
   EXPECT_FALSE(
       LayerNorm(nullptr, 1, 0, nullptr, nullptr, nullptr, 1e-5f, nullptr).ok());
@@ -591,6 +611,11 @@ TEST(CudaKernelShapes, OtherLaunchersCheckTheirSizes) {
                                          nullptr, nullptr, nullptr);
   EXPECT_NE(frames.message().find("12288"), std::string::npos)
       << frames.message();
+  const KernelStatus rows = PushFrames(nullptr, size_t{1} << 31, 4, 4, nullptr,
+                                       nullptr, nullptr, nullptr, nullptr);
+  EXPECT_NE(rows.message().find("2147483648 rows exceed the grid"),
+            std::string::npos)
+      << rows.message();
   EXPECT_FALSE(CausalConv(nullptr, 1, 1, 4, 0, nullptr, nullptr, nullptr,
                           nullptr, 0, nullptr, nullptr)
                    .ok());

@@ -37,9 +37,11 @@
 //
 // Errors. Every fallible call returns a tarn::Status: kUnsupported with a
 // message starting "no CUDA device" when there is no usable GPU, or for a
-// model the kernels do not support (d_value outside 16, 32, 36, 64, 128);
-// kInvalidArgument for a bad argument, in which case no stream changed;
-// kInternal when CUDA or cuBLAS fails.
+// model the kernels do not support (d_value outside 16, 32, 36, 64, 128,
+// or heads a step's block cannot hold); kInvalidArgument for a bad
+// argument, in which case no stream changed; kInternal when CUDA or cuBLAS
+// fails. A call that reaches the GPU first drops an error an earlier CUDA
+// call on its thread left unread (cudaGetLastError): read your own before.
 
 #ifndef TARN_CUDA_HPP_
 #define TARN_CUDA_HPP_
@@ -119,10 +121,10 @@ class BatchSession {
   BatchSession(const BatchSession&) = delete;
   BatchSession& operator=(const BatchSession&) = delete;
 
-  // Steps streams[0 .. n) (distinct, < max_streams) by one token each:
-  // tokens [n]; outputs [n][output_size] in the order of `streams`. Fails,
-  // changing nothing, for a token outside the vocabulary or a stream past a
-  // learned position table.
+  // Steps streams[0 .. n) (distinct, < max_streams; n == 0 does nothing)
+  // by one token each: tokens [n]; outputs [n][output_size] in the order of
+  // `streams`. Fails, changing nothing, for a token outside the vocabulary
+  // or a stream past a learned position table.
   Status StepTokens(size_t n, const uint32_t* streams, const int32_t* tokens,
                     float* outputs);
 
@@ -130,13 +132,14 @@ class BatchSession {
   // stream steps once every stack_hop frames as soon as stack_window frames
   // have arrived (as Session::StepFrame); stepped[i] says whether stream i
   // did, and only then was outputs [i][output_size] written. Frames holding
-  // NaN or Inf are refused and nothing changes.
+  // NaN or Inf are refused and nothing changes (stepped[] all false).
   Status StepFrames(size_t n, const uint32_t* streams, const float* frames,
                     float* outputs, bool* stepped);
 
   // Feeds `count` tokens to one stream in parallel chunks (token models),
   // ending in the state stepping them one by one gives. outputs: [count]
-  // [output_size], or null when only the state is wanted.
+  // [output_size], or null when only the state is wanted; tokens inside it
+  // are refused.
   Status Prefill(uint32_t stream, const int32_t* tokens, size_t count,
                  float* outputs);
 
