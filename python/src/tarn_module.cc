@@ -627,7 +627,13 @@ NB_MODULE(_tarn, m) {
       std::rethrow_exception(p);
     } catch (const StatusError& e) {
       nb::object cls = ErrorClass(e.status.code());
-      PyErr_SetString(cls.ptr(), e.status.message().c_str());
+      // Messages quote file names as the file system's bytes, which need
+      // not be UTF-8: PyErr_SetString would raise with no message at all.
+      const std::string& message = e.status.message();
+      nb::object text = nb::steal(PyUnicode_DecodeUTF8(
+          message.data(), static_cast<Py_ssize_t>(message.size()),
+          "backslashreplace"));
+      if (text) PyErr_SetObject(cls.ptr(), text.ptr());  // else MemoryError
     }
   });
 

@@ -69,19 +69,29 @@ def convert(
     checkpoint: a file (.pt/.pth/.ckpt/.bin/.safetensors, named as `arch`
     names them), or a state_dict (a mapping of tensors or numpy arrays,
     named as tarn.converter.reference names them; `config` then required).
-    config, audio: a dict, JSON text or the path of a JSON file. dtype:
+    config, audio: a dict, JSON text or the path of a JSON file; config may
+    also be a ModelConfig, the converter's or tarn.ModelConfig (Model.config:
+    its labels are the file's unless `labels` is given). dtype:
     "f32", "f16", "bf16" or "i8". Returns the converter's result (config, checksum).
     Needs torch for .pt checkpoints and state_dicts of tensors.
     """
     from .converter.errors import ConversionError as _ConverterError
 
+    if isinstance(config, ModelConfig):
+        # A loaded model's: the converter spells `causal` as `attention` and
+        # takes the labels as an argument of their own.
+        config = config.to_dict()
+        config["attention"] = "causal" if config.pop("causal") else "bidirectional"
+        model_labels = config.pop("labels")
+        if labels is None and model_labels:
+            labels = model_labels
     try:
         if isinstance(checkpoint, Mapping):
             from .converter.convert import convert_state_dict, load_json
 
             if config is None:
                 raise ConversionError("convert: a state_dict needs its config")
-            if hasattr(config, "to_dict"):  # a ModelConfig (the package's, or the repository's converter's)
+            if hasattr(config, "to_dict"):  # the converter's ModelConfig (converter.config, converter.reference)
                 config = config.to_dict()
             config = dict(config) if isinstance(config, Mapping) else load_json(config, "config")
             return convert_state_dict(checkpoint, config, out_path, dtype, labels, load_json(audio, "audio"), metadata)

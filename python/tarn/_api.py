@@ -10,6 +10,7 @@ message; the GIL is released while the runtime computes.
 
 import dataclasses
 import math
+import numbers
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -29,17 +30,23 @@ def _call(function, *args):
         raise InvalidArgumentError(str(e)) from None
 
 
+def _native_order(array: np.ndarray) -> np.ndarray:
+    """`array` in the machine's byte order: the other order holds the same
+    values (np.frombuffer(data, ">i2"))."""
+    native = array.dtype.newbyteorder("=")
+    return array if array.dtype == native else array.astype(native)
+
+
 def _array(value, dtype, what: str, ndim: Optional[int] = None) -> np.ndarray:
     """`value` as a C-contiguous array of `dtype`, copied only if it is not
     one already; refuses another dtype instead of converting silently."""
     if not isinstance(value, np.ndarray):
-        # Lists and scalars take the dtype; numpy arrays must already have it.
+        # Lists and scalars of numbers take a float dtype (integers too:
+        # [0] * n is a frame of zeros); numpy arrays must already have it.
         value = np.asarray(value)
-        if value.dtype.kind == "f" and np.dtype(dtype).kind == "f":
+        if value.dtype.kind in "fiu" and np.dtype(dtype).kind == "f":
             value = value.astype(dtype)
-    array = value
-    if array.dtype != dtype and array.dtype.newbyteorder("=") == np.dtype(dtype):
-        array = array.astype(dtype)  # the other byte order: the same values
+    array = _native_order(value)
     if array.dtype != dtype:
         if array.size == 0 and array.dtype == np.float64:
             array = array.astype(dtype)  # np.asarray([]) is float64
@@ -66,6 +73,13 @@ def _counts(what: str, **values) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise InvalidArgumentError(f"{what}: {name} is {value!r}; it must be an int >= 0")
+
+
+def _number(what: str, name: str, value) -> float:
+    """`value` as a float, refusing, by name, one that is not a real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{what}: {name} is {value!r}; it must be a number")
+    return float(value)
 
 
 def _natives(sessions, what: str) -> list:
@@ -155,6 +169,8 @@ class Model:
     """
 
     def __init__(self, path: PathLike, *, int8: str = "exact", verify_checksum: bool = True):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise InvalidArgumentError(f"Model: the path is a {type(path).__name__}, not a str, bytes or os.PathLike")
         self._path = os.fspath(path)
         # The file system's bytes, so that any name open() takes loads.
         native_path = os.fsencode(self._path)
@@ -547,11 +563,11 @@ class Recognizer:
             max_utterance_ms,
             reset_after_silence_ms,
             threads,
-            beam_prune,
+            _number("Recognizer", "beam_prune", beam_prune),
             phrases,
-            float(hotword_boost),
+            _number("Recognizer", "hotword_boost", hotword_boost),
             final_silence_ms,
-            float(warp),
+            _number("Recognizer", "warp", warp),
         )
 
     @property
@@ -599,25 +615,29 @@ class Recognizer:
         """The speaker's vocal tract warp from the next frame on (e.g. once
         estimate_warp has heard enough of them); call it between utterances.
         0: the model's own."""
-        _call(self._native.set_warp, float(warp))
+        _call(self._native.set_warp, _number("set_warp", "warp", warp))
 
     def stats(self) -> Dict[str, float]:
         """Samples, steps, utterances, audio and processing seconds, latency."""
         return self._native.stats()
 
 
+def _samples(samples, what: str) -> np.ndarray:
+    """Mono int16 or float32 samples as a C-contiguous array in the
+    machine's byte order."""
+    array = _native_order(np.asarray(samples))
+    if array.dtype not in (np.int16, np.float32):
+        raise InvalidArgumentError(f"{what}: samples are int16 or float32, not {array.dtype.name}")
+    if array.ndim != 1:
+        raise InvalidArgumentError(f"{what}: samples are mono, one dimension; got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
 def _accept(native, samples) -> None:
     """Feeds mono int16 or float32 samples to a native recognizer or warp
     estimator."""
-    array = np.asarray(samples)
-    if array.ndim != 1:
-        raise InvalidArgumentError(f"accept: samples are mono, one dimension; got shape {array.shape}")
-    if array.dtype == np.int16:
-        _call(native.accept_int16, np.ascontiguousarray(array))
-    elif array.dtype == np.float32:
-        _call(native.accept_float, np.ascontiguousarray(array))
-    else:
-        raise InvalidArgumentError(f"accept: samples are int16 or float32, not {array.dtype.name}")
+    array = _samples(samples, "accept")
+    _call(native.accept_int16 if array.dtype == np.int16 else native.accept_float, array)
 
 
 class WarpEstimator:
@@ -638,7 +658,9 @@ class WarpEstimator:
         if candidates is None:
             # The runtime's defaults, float32, by their shortest decimals (0.85).
             candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
-        self._candidates = [float(c) for c in candidates]
+        if isinstance(candidates, (str, bytes)):
+            raise InvalidArgumentError("WarpEstimator: give a list of candidate warps, not one string")
+        self._candidates = [_number("WarpEstimator", f"candidates[{i}]", c) for i, c in enumerate(candidates)]
         native = _model_native(model, "WarpEstimator")
         self._model = model
         self._native = _call(_tarn.WarpEstimator, native, self._candidates)
@@ -670,6 +692,8 @@ def estimate_warp(
     i.e. with the largest mean log-probability of each step's most likely
     label. Returns the warp and every candidate's score. A few minutes of
     speech make it reliable."""
+    if isinstance(utterances, (str, bytes, os.PathLike)):
+        raise InvalidArgumentError(f"estimate_warp: give a list of files or arrays, not one {type(utterances).__name__}")
     estimator = WarpEstimator(model, candidates)  # refuses a model that cannot listen
     rate = model.audio["sample_rate"]
     for u in utterances:
@@ -707,8 +731,11 @@ def _whole_chunks(data: bytes, at: int) -> bool:
 
 def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the file") -> np.ndarray:
     """A WAV file's bytes as float32 mono samples, as `tarn transcribe`
-    (libsndfile) reads them: integer PCM of 8 to 32 bits scaled to [-1, 1),
-    float samples as they are, channels averaged; the extensible header;
+    (libsndfile) reads them: integer PCM of 1 to 32 bits, left-justified in
+    containers of block_align / channels bytes (1 to 4) and scaled by the
+    container to [-1, 1) (12-bit samples in 16-bit containers as 16-bit, 24
+    in 32 as 32), float samples as they are, channels averaged; the
+    extensible header;
     a data chunk whose size a streaming writer left as ~0 read to the end.
     Refuses, naming `name`: not a WAV file, truncated, a data chunk that
     declares 0 bytes with audio after it (libsndfile reads none), another
@@ -749,7 +776,7 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
     if fmt is None or pcm is None:
         raise refuse(f"cannot read it as audio: no {'fmt' if fmt is None else 'data'} chunk")
     tag, channels, rate = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[2:4], "little"), int.from_bytes(fmt[4:8], "little")
-    bits = int.from_bytes(fmt[14:16], "little")
+    block_align, bits = int.from_bytes(fmt[12:14], "little"), int.from_bytes(fmt[14:16], "little")
     if tag == _WAVE_EXTENSIBLE and len(fmt) >= 26:
         tag = int.from_bytes(fmt[24:26], "little")
     if tag not in (_WAVE_PCM, _WAVE_FLOAT):
@@ -761,9 +788,15 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
     if sample_rate is not None and rate != sample_rate:
         raise refuse(f"sampled at {rate} Hz, but the model expects {sample_rate} Hz; "
                      f"resample it first, e.g. sox IN -r {sample_rate} OUT.wav")
-    width = bits // 8
-    if bits % 8 or (tag == _WAVE_PCM and width not in (1, 2, 3, 4)) or (tag == _WAVE_FLOAT and width not in (4, 8)):
+    if (tag == _WAVE_PCM and not 1 <= bits <= 32) or (tag == _WAVE_FLOAT and bits not in (32, 64)):
         raise refuse(f"{bits}-bit {'float' if tag == _WAVE_FLOAT else 'integer'} samples are not supported")
+    # A sample's container: its bits rounded up to whole bytes, or wider
+    # (24-bit samples in 32-bit containers, as ALSA's arecord writes them).
+    width = block_align // channels
+    fits = width * 8 == bits if tag == _WAVE_FLOAT else 1 <= width <= 4 and width * 8 >= bits
+    if block_align % channels or not fits:
+        raise refuse(f"cannot read it as audio: its block_align, {block_align} bytes for {channels} channel(s), "
+                     f"does not fit {bits}-bit samples")
     pcm = pcm[: len(pcm) // (width * channels) * width * channels]  # whole frames
     if tag == _WAVE_FLOAT:
         samples = np.frombuffer(pcm, "<f4" if width == 4 else "<f8").astype(np.float32)
@@ -822,6 +855,7 @@ def transcribe(
     from estimate_warp). The result's text is the
     utterances joined by spaces, its words every word with times, its
     duration the seconds of audio."""
+    _counts("transcribe", chunk_ms=chunk_ms)
     if not 10 <= chunk_ms <= 100:
         raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
     recognizer = Recognizer(
@@ -840,11 +874,7 @@ def transcribe(
     if isinstance(audio, (str, os.PathLike)):
         samples = read_wav(audio, rate)
     else:
-        samples = np.asarray(audio)
-        if samples.dtype not in (np.int16, np.float32):
-            raise InvalidArgumentError(f"transcribe: samples are int16 or float32, not {samples.dtype.name}")
-        if samples.ndim != 1:
-            raise InvalidArgumentError(f"transcribe: samples are mono, one dimension; got shape {samples.shape}")
+        samples = _samples(audio, "transcribe")
     chunk = max(1, rate * chunk_ms // 1000)
     texts: List[str] = []
     all_words: List[Word] = []

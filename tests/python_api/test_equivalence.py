@@ -2,6 +2,7 @@
 on the same models and inputs."""
 
 import json
+import struct
 import subprocess
 import wave
 
@@ -146,14 +147,45 @@ def test_transcribe_matches_cli(sample, tarn_bin):
     assert round3(result.duration) == expected["duration"]
 
 
+def _pcm_wav(bits, container, payload):
+    """A mono 16 kHz integer PCM WAV file of `bits`-bit samples in containers
+    of `container` bytes (block_align)."""
+    fmt = struct.pack("<HHIIHH", 1, 1, 16000, 16000 * container, container, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(payload)) + payload
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _container_variants(sample, tmp_path):
+    """The sample's 16-bit PCM (read by the wave module) as WAV files whose
+    bits are not their containers' (12 in 16, 20 in 24, 24 in 32 as ALSA's
+    arecord writes them), each with the samples it holds as floats."""
+    with wave.open(str(sample), "rb") as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.int64)
+    twelve = pcm & ~0xF
+    twenty = pcm << 8 | 0xA0  # bits below the 16, left-justified as 20 bits
+    twenty_four = pcm << 16 | 0x5500
+    as_bytes = lambda values, width: np.stack([(values >> (8 * i)) & 0xFF for i in range(width)], 1).astype(np.uint8)
+    cases = {
+        "12_in_16": (_pcm_wav(12, 2, as_bytes(twelve, 2).tobytes()), twelve / 2**15),
+        "20_in_24": (_pcm_wav(20, 3, as_bytes(twenty, 3).tobytes()), twenty / 2**23),
+        "24_in_32": (_pcm_wav(24, 4, as_bytes(twenty_four, 4).tobytes()), twenty_four / 2**31),
+    }
+    out = {}
+    for name, (data, samples) in cases.items():
+        out[name] = (tmp_path / f"{name}.wav", samples.astype(np.float32))
+        out[name][0].write_bytes(data)
+    return out
+
+
 def _wav_variants(sample, tmp_path):
     """The sample as WAV files the wave module could not read, each as a
     recorder or a tool writes it: 32-bit float (sox), 4 channels (sox writes
-    the extensible header), 24-bit in the extensible header, and a data size
-    left as a streaming writer's placeholder (~0)."""
+    the extensible header), 24-bit in the extensible header, a data size
+    left as a streaming writer's placeholder (~0), and samples narrower
+    than their containers (_container_variants)."""
     import subprocess
 
-    out = {}
+    out = {name: path for name, (path, _) in _container_variants(sample, tmp_path).items()}
     for name, args in (("float", ["-e", "floating-point", "-b", "32"]), ("four_channels", ["-c", "4"]),
                        ("24bit_extensible", ["-b", "24", "-c", "3"])):
         out[name] = tmp_path / f"{name}.wav"
@@ -178,6 +210,8 @@ def test_wav_files_the_cli_reads_are_read_alike(tarn_bin, tmp_path):
         ], name
         assert round3(result.duration) == expected["duration"], name
     assert np.array_equal(tarn.read_wav(tmp_path / "streamed.wav"), tarn.read_wav(SAMPLES[0]))
+    for name, (path, samples) in _container_variants(SAMPLES[0], tmp_path).items():
+        assert np.array_equal(tarn.read_wav(path), samples), name
     # A data chunk that declares 0 bytes, audio after it: refused by both.
     data = bytearray(SAMPLES[0].read_bytes())
     at = data.index(b"data")
@@ -332,3 +366,24 @@ def test_model_audio_is_the_training_recipe(models):
             np.testing.assert_array_equal(np.float32(audio[key]), np.float32(value), err_msg=key)
     assert audio["warp"] == 1.0
     assert tarn.Model(models["tokens"]).audio is None
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float32])
+def test_samples_in_the_other_byte_order_are_the_same_samples(dtype):
+    """Samples in the other byte order (np.frombuffer(data, ">i2")) are taken
+    as the session APIs take them: results equal the machine order's."""
+    model = tarn.Model(SPEECH_MODEL)
+    samples = tarn.read_wav(SAMPLES[1])
+    native = np.round(samples * 32768).astype(np.int16) if dtype == np.int16 else samples
+    swapped = native.astype(native.dtype.newbyteorder("S"))
+    assert tarn.transcribe(model, swapped) == tarn.transcribe(model, native)
+    results = []
+    for array in (native, swapped):
+        recognizer = tarn.Recognizer(model)
+        recognizer.accept(array)
+        results.append((recognizer.pop_results(), recognizer.final_result()))
+    assert results[0] == results[1]
+    estimators = [tarn.WarpEstimator(model) for _ in range(2)]
+    estimators[0].accept(native)
+    estimators[1].accept(swapped)
+    assert estimators[0].estimate() == estimators[1].estimate()

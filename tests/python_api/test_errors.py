@@ -341,3 +341,74 @@ def test_convert_takes_a_model_config(tmp_path):
     config = ModelConfig(d_model=16, num_layers=1, num_heads=2, d_key=8, d_value=8, d_ff=32, vocab_size=10, output_dim=10)
     tarn.convert(build_model(config, 0).state_dict(), tmp_path / "m.tarn", config=config)
     assert tarn.Model(tmp_path / "m.tarn").config.d_model == 16
+
+
+def test_a_name_that_is_not_utf8_is_quoted_in_the_message(tmp_path):
+    """The runtime quotes a path as the file system's bytes; the message
+    shows the bytes that are not UTF-8 as escapes (it had no message)."""
+    for name, content, error in ((b"missing-\xff.tarn", None, tarn.IoError),
+                                 (b"damaged-\xe9.tarn", b"x" * 100, tarn.InvalidModelError)):
+        path = tmp_path / os.fsdecode(name)
+        if content is not None:
+            path.write_bytes(content)
+        with pytest.raises(error) as e:
+            tarn.Model(path)
+        assert os.fsencode(path).decode("utf-8", "backslashreplace") in str(e.value)
+
+
+def test_estimate_warp_refuses_one_file_for_a_list():
+    model = tarn.Model(SPEECH_MODEL)
+    for utterances in (str(SAMPLES[0]), SAMPLES[0], os.fsencode(SAMPLES[0])):
+        with pytest.raises(tarn.InvalidArgumentError, match="give a list of files or arrays"):
+            tarn.estimate_warp(model, utterances)
+
+
+def test_options_of_the_wrong_kind_are_tarn_errors_naming_them(frame_model):
+    model = tarn.Model(SPEECH_MODEL)
+    samples = np.zeros(1600, np.float32)
+    for call, message in [
+        (lambda: tarn.transcribe(model, samples, chunk_ms=50.5), "chunk_ms is 50.5"),
+        (lambda: tarn.Recognizer(model, warp="1.1x"), "warp is '1.1x'"),
+        (lambda: tarn.Recognizer(model).set_warp("1.1"), "warp is '1.1'"),
+        (lambda: tarn.Recognizer(model, hotwords=["six"], hotword_boost=None), "hotword_boost is None"),
+        (lambda: tarn.Recognizer(model, beam_prune=None), "beam_prune is None"),
+        (lambda: tarn.WarpEstimator(model, [1.0, None]), r"candidates\[1\] is None"),
+        (lambda: tarn.WarpEstimator(model, "1.0"), "list of candidate warps"),
+        (lambda: tarn.Model(None), "path is a NoneType"),
+    ]:
+        with pytest.raises(tarn.InvalidArgumentError, match=message):
+            call()
+
+
+def test_lists_of_integers_are_frames(frame_model):
+    """A list takes the dtype (the comment at _array): [0] * frame_size is a
+    frame of zeros, as np.zeros(frame_size, np.float32) is."""
+    n = frame_model.frame_size
+    ints = [[(3 * i + t) % 7 - 3 for i in range(n)] for t in range(5)]
+    floats = np.array(ints, dtype=np.float32)
+    assert np.array_equal(frame_model.session().step_frame([0] * n), frame_model.session().step_frame(np.zeros(n, np.float32)))
+    assert np.array_equal(frame_model.session().prefill(ints, outputs=True), frame_model.session().prefill(floats, outputs=True))
+    with pytest.raises(tarn.InvalidArgumentError, match="expected float32 values, got bool"):
+        frame_model.session().step_frame([True] * n)
+
+
+def test_convert_takes_a_loaded_models_config(tmp_path):
+    """tarn.convert(state_dict, out, config=Model.config): the file written
+    again from a loaded model's config (its `causal`, its labels) is the
+    file written from the dict it was converted with, byte for byte."""
+    from converter.reference import ModelConfig
+    from tests.goldens import build_model
+
+    common = dict(d_model=16, num_layers=1, num_heads=2, d_key=8, d_value=8, d_ff=32, vocab_size=10, output_dim=4)
+    for attention in ("causal", "bidirectional"):
+        config = dict(common, attention=attention)
+        state_dict = build_model(ModelConfig(**config), 0).state_dict()
+        first, again = tmp_path / f"{attention}.tarn", tmp_path / f"{attention}-again.tarn"
+        tarn.convert(state_dict, first, config=config, labels=["<blank>", "a", "b", "c"])
+        loaded = tarn.Model(first).config
+        assert loaded.labels == ("<blank>", "a", "b", "c")
+        tarn.convert(state_dict, again, config=loaded)
+        assert again.read_bytes() == first.read_bytes(), attention
+        # Labels given win over the config's.
+        tarn.convert(state_dict, again, config=loaded, labels=["<blank>", "x", "y", "z"])
+        assert tarn.Model(again).config.labels == ("<blank>", "x", "y", "z")
