@@ -27,7 +27,7 @@ StepGraphs::Entry* StepGraphs::Use(uint64_t shape) {
       return &e;
     }
   }
-  const Entry fresh = {shape, nullptr, false, now};
+  const Entry fresh = {shape, nullptr, 0, now};
   if (entries_.size() < kCapacity) {
     entries_.push_back(fresh);
     return nullptr;
@@ -57,7 +57,7 @@ void StepGraphs::EndCapture(cudaStream_t stream, const Status& enqueued,
   if (!captured ||
       cudaGraphInstantiate(&entry->graph, graph, 0) != cudaSuccess) {
     entry->graph = nullptr;
-    entry->direct = true;
+    ++entry->failed_captures;
     // A call refused inside the capture also left its error as the
     // thread's last one; cleared, so that the next launch's check does not
     // report it.

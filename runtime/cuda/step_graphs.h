@@ -36,14 +36,16 @@ class StepGraphs {
   Status Run(uint64_t shape, cudaStream_t stream, Enqueue&& enqueue) {
     Entry* entry = Use(shape);
     if (entry == nullptr) return enqueue();
-    if (entry->graph == nullptr && !entry->direct) {
-      // A shape that cannot be captured (a launch refused inside a
-      // capture) keeps running directly, where a real error shows as
-      // itself. Nothing captured has run.
+    if (entry->graph == nullptr && entry->failed_captures < kCaptureTries) {
+      // A failed capture ran nothing, and the call runs directly, where a
+      // real error shows as itself. The shape is captured again on its next
+      // call, kCaptureTries times in all: another thread can invalidate a
+      // capture once (cuBLASLt syncs the device when a batch is destroyed),
+      // while a launch refused inside a capture is refused every time.
       if (BeginCapture(stream)) {
         EndCapture(stream, enqueue(), entry);
       } else {
-        entry->direct = true;
+        ++entry->failed_captures;
       }
     }
     if (entry->graph == nullptr) return enqueue();
@@ -51,14 +53,15 @@ class StepGraphs {
   }
 
   static constexpr size_t kCapacity = 16;
+  static constexpr uint8_t kCaptureTries = 3;
   // Shapes held as graphs now.
   size_t graphs() const;
 
  private:
   struct Entry {
     uint64_t shape;
-    cudaGraphExec_t graph;  // null until the shape's second call
-    bool direct;            // its capture failed: launched directly
+    cudaGraphExec_t graph;    // null until the shape's second call
+    uint8_t failed_captures;  // kCaptureTries: launched directly
     uint64_t last_use;
   };
   // The shape's entry, marked used; null (and a new entry, evicting the
@@ -66,7 +69,7 @@ class StepGraphs {
   Entry* Use(uint64_t shape);
   bool BeginCapture(cudaStream_t stream);
   // Ends the capture and instantiates its graph into `entry`; on any
-  // failure (`enqueued` too) drops it and marks the entry direct.
+  // failure (`enqueued` too) drops it and counts the failure.
   void EndCapture(cudaStream_t stream, const Status& enqueued, Entry* entry);
   Status Launch(const Entry& entry, cudaStream_t stream);
 

@@ -246,7 +246,9 @@ TEST(CudaBackend, ResetStartsAStreamOver) {
 // The graph cache alone, on copies through pinned memory: a shape's first
 // call runs directly, its second is captured, later ones replay the graph
 // with the inputs of their own call; the least recently used shape is
-// evicted; a call that cannot be captured keeps running directly.
+// evicted; a call that cannot be captured runs directly, and after
+// StepGraphs::kCaptureTries failed captures is no longer captured; a capture
+// another thread invalidated is tried again.
 TEST(CudaBackend, StepGraphsCaptureOnTheSecondCall) {
   TARN_REQUIRE_CUDA_DEVICE();
   cudaStream_t stream = nullptr;
@@ -257,8 +259,13 @@ TEST(CudaBackend, StepGraphsCaptureOnTheSecondCall) {
   ASSERT_EQ(cudaHostAlloc(&out, sizeof(int), cudaHostAllocDefault),
             cudaSuccess);
   ASSERT_EQ(cudaMalloc(&device, sizeof(int)), cudaSuccess);
-  bool synchronize_inside = false;  // makes the enqueue uncapturable
+  bool synchronize_inside = false;   // makes the enqueue uncapturable
+  bool sync_elsewhere_once = false;  // invalidates one capture
   const auto enqueue = [&] {
+    if (sync_elsewhere_once) {
+      std::thread([] { cudaDeviceSynchronize(); }).join();
+      sync_elsewhere_once = false;
+    }
     if (cudaMemcpyAsync(device, in, sizeof(int), cudaMemcpyHostToDevice,
                         stream) != cudaSuccess ||
         (synchronize_inside && cudaStreamSynchronize(stream) != cudaSuccess) ||
@@ -294,8 +301,21 @@ TEST(CudaBackend, StepGraphsCaptureOnTheSecondCall) {
   {
     StepGraphs graphs;
     synchronize_inside = true;
-    for (int value = 1; value < 4; ++value) call(graphs, 7, value);
+    for (int value = 1; value < 8; ++value) call(graphs, 7, value);
     EXPECT_EQ(graphs.graphs(), 0u);
+  }
+  {
+    // Another thread's device sync invalidates one capture: the shape is
+    // captured on its next call all the same.
+    StepGraphs graphs;
+    synchronize_inside = false;
+    call(graphs, 7, 1);
+    sync_elsewhere_once = true;
+    call(graphs, 7, 2);
+    EXPECT_FALSE(sync_elsewhere_once);
+    EXPECT_EQ(graphs.graphs(), 0u);
+    call(graphs, 7, 3);
+    EXPECT_EQ(graphs.graphs(), 1u);
   }
   cudaFree(device);
   cudaFreeHost(in);
