@@ -675,9 +675,6 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     }
   }
   const auto& buffers = *flat->buffers();
-  // The checksum covers the buffers, not which tensor names which: a
-  // damaged index pointing two tensors at one buffer is caught here.
-  std::vector<std::string> buffer_owner(buffers.size());  // "": unused
   for (const schema::Tensor* t : *flat->tensors()) {
     const std::string name = t->name()->str();
     if (tensors.count(name))
@@ -734,13 +731,6 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
                      std::to_string(t->buffer()) + " of " +
                      std::to_string(buffers.size()));
     }
-    std::string& owner = buffer_owner[t->buffer()];
-    if (!owner.empty()) {
-      return Invalid("tensors '" + owner + "' and '" + name +
-                     "' share buffer " + std::to_string(t->buffer()) +
-                     "; each tensor has its own");
-    }
-    owner = name;
     const auto* data = buffers[t->buffer()]->data();
     if (data->size() != view.bytes) {
       return Invalid("tensor '" + name + "' " + ShapeString(view.shape) +
@@ -763,6 +753,23 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     weight_bytes_by_dtype[static_cast<size_t>(PublicDType(view.dtype))] +=
         view.bytes;
     tensors.emplace(name, std::move(view));
+  }
+  // The checksum covers the buffers, not which tensor reads which bytes: an
+  // index naming one buffer twice, or two buffers laid over the same bytes
+  // (FlatBuffers lets a table or vector be referenced twice), would give
+  // two tensors one set of weights.
+  std::vector<std::pair<const uint8_t*, const std::string*>> starts;
+  for (const auto& [name, view] : tensors) {
+    starts.emplace_back(static_cast<const uint8_t*>(view.data), &name);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (size_t i = 1; i < starts.size(); ++i) {
+    const size_t before = tensors.at(*starts[i - 1].second).bytes;
+    if (starts[i].first < starts[i - 1].first + before) {
+      return Invalid("tensors '" + *starts[i - 1].second + "' and '" +
+                     *starts[i].second +
+                     "' share bytes of the file; each tensor has its own");
+    }
   }
   if (verify_checksum) {
     XXH64_state_t* state = XXH64_createState();

@@ -124,6 +124,71 @@ TEST(BadModel, TensorPointsPastTheBuffers) {
   EXPECT_THAT(status.message(), HasSubstr("refers to buffer 100000"));
 }
 
+// The checksum covers the buffers, not which tensor reads which bytes: two
+// tensors named on one buffer, or two buffer tables laid over one vector
+// (FlatBuffers lets an offset point anywhere ahead of it), would run with
+// one set of weights. Loaded unchecked, so the sharing is what is refused.
+TEST(BadModel, TwoTensorsOverTheSameBytes) {
+  LoadOptions unchecked;
+  unchecked.verify_checksum = false;
+  const auto load = [&](AlignedBytes& bytes) {
+    std::unique_ptr<Model> model;
+    return Model::FromBuffer(bytes.data(), bytes.size(), &model, unchecked);
+  };
+  const auto index_of = [](schema::Model* model, const std::string& name) {
+    const auto* tensors = model->tensors();
+    for (uint32_t i = 0; i < tensors->size(); ++i) {
+      if (tensors->Get(i)->name()->str() == name) return i;
+    }
+    ADD_FAILURE() << "no tensor " << name;
+    return 0u;
+  };
+  {
+    AlignedBytes bytes(GoldenModelPath("relu"));
+    auto* model = schema::GetMutableModel(bytes.data());
+    auto* tensors = model->mutable_tensors();
+    const uint32_t weight = index_of(model, "layers.0.norm1.weight");
+    const uint32_t bias = index_of(model, "layers.0.norm1.bias");
+    ASSERT_TRUE(tensors->GetMutableObject(bias)->mutate_buffer(
+        tensors->Get(weight)->buffer()));
+    Status status = load(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+    EXPECT_THAT(status.message(), HasSubstr("share bytes of the file"));
+  }
+  {
+    // Every pair of [d_model] tensors whose first buffer table's data
+    // offset can point at the second's vector (offsets point forward).
+    AlignedBytes bytes(GoldenModelPath("relu"));
+    auto* model = schema::GetMutableModel(bytes.data());
+    const char* names[] = {"layers.0.norm1.weight", "layers.0.norm1.bias",
+                           "layers.1.norm1.weight", "layers.1.norm1.bias"};
+    bool laid_over = false;
+    for (const char* a : names) {
+      for (const char* b : names) {
+        if (laid_over || a == b) continue;
+        auto* table = reinterpret_cast<flatbuffers::Table*>(
+            model->mutable_buffers()->GetMutableObject(
+                model->tensors()->Get(index_of(model, a))->buffer()));
+        auto* field = table->GetAddressOf(schema::Buffer::VT_DATA);
+        const uint8_t* vector =
+            model->buffers()
+                ->Get(model->tensors()->Get(index_of(model, b))->buffer())
+                ->data()
+                ->Data() -
+            sizeof(flatbuffers::uoffset_t);  // its length
+        if (field == nullptr || vector <= field) continue;
+        flatbuffers::WriteScalar<flatbuffers::uoffset_t>(
+            field, static_cast<flatbuffers::uoffset_t>(vector - field));
+        laid_over = true;
+      }
+    }
+    ASSERT_TRUE(laid_over);
+    Status status = load(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+    EXPECT_THAT(status.message(), HasSubstr("share bytes of the file"));
+  }
+}
+
 TEST(BadModel, NullModelOutput) {
   Status status = Model::Load(GoldenModelPath("relu"), nullptr);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
