@@ -169,12 +169,18 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
                       ", past the model's learned positions (" +
                       std::to_string(target.max_position) + ")");
   }
-  // No stream takes 2^62 steps (146,000 years at a step a microsecond);
-  // past that, stepping would wrap the counter.
+  // No stream takes 2^62 steps or frames (146,000 years at one a
+  // microsecond); past that, stepping would wrap the counters (a hop of 4
+  // or more frames keeps the steps of 2^64 - 1 frames under 2^62).
   if (header->position > (uint64_t{1} << 62)) {
     return Status(StatusCode::kInvalidArgument,
                   "snapshot is damaged: it is at step " +
                       std::to_string(header->position) + ", past 2^62");
+  }
+  if (seen > (uint64_t{1} << 62)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: it has seen " + std::to_string(seen) +
+                      " frames, past 2^62");
   }
   if (header->checksum != 0 &&
       header->checksum !=

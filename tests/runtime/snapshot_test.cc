@@ -226,6 +226,29 @@ TEST(Snapshot, StepCountThatWouldWrapIsRefused) {
       << status.message();
 }
 
+// Nor a frame count: with a hop of 4 frames, 2^64 - 1 frames are under 2^62
+// steps, and the next frame would wrap the count to 0 as the steps go on.
+// Here (a hop of 3) frames past 2^62 whose steps are consistent with them.
+TEST(Snapshot, FrameCountThatWouldWrapIsRefused) {
+  std::unique_ptr<Model> model = LoadGolden("speech");
+  ASSERT_TRUE(model);
+  const ModelConfig& c = model->config();
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  const uint64_t seen = uint64_t{3} << 61, no_checksum = 0;
+  const uint64_t steps = (seen - c.stack_window) / c.stack_hop + 1;
+  ASSERT_LE(steps, uint64_t{1} << 62);
+  std::memcpy(snapshot.data() + 32, &steps, sizeof steps);
+  std::memcpy(snapshot.data() + 40, &seen, sizeof seen);
+  std::memcpy(snapshot.data() + 56, &no_checksum, sizeof no_checksum);
+  const Status status = session->Restore(snapshot.data(), snapshot.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("frames, past 2^62"), std::string::npos)
+      << status.message();
+}
+
 // A bidirectional frame model's session after EncodeFrames: its counters
 // (steps after the frames encoded) restore as they were.
 TEST(Snapshot, AfterEncodingFramesRestores) {
