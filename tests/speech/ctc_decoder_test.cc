@@ -527,6 +527,15 @@ ctc::ContextGraph Graph(const std::vector<std::string>& labels,
   return graph;
 }
 
+// A label of no text would decode as an empty word and a double space.
+TEST(CtcLabels, AnEmptyLabelIsRefused) {
+  ctc::LabelSet set;
+  const Status status = ctc::MakeLabelSet({"<blank>", " ", "a", "b", ""}, &set);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("label 4 is empty"), std::string::npos)
+      << status.message();
+}
+
 // Each label of a phrase earns its boost (the leading separator nothing);
 // a failed partial match gives back exactly what it earned; a completed
 // phrase keeps its bonus; a match starts only at a word's start.
