@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -690,6 +691,357 @@ TEST(CtcHotwords, WideBeamMatchesBruteForce) {
     EXPECT_NEAR(std::exp(h.log_score), best_p, 1e-6) << "trial " << trial;
   }
   EXPECT_GT(changed, 0);  // the hotwords mattered somewhere
+}
+
+// The hotwords' bonus by the rules of tarn/ctc.hpp (Hotwords), written over
+// strings, independently of the automaton. A phrase is spelled as a
+// separator, its words joined by single separators, a separator; the text
+// is read after a virtual separator. The match after some text is the
+// text's longest suffix that begins a phrase's spelling (found by trying
+// every suffix). The match holds a bonus: each of its labels after its
+// leading separator, or after the last complete phrase inside it, earns the
+// largest boost of the phrases whose spelling begins with the match up to
+// that label. A match that is a complete phrase keeps what it holds for
+// good. The bonus after some text is what was kept plus what the match
+// holds while incomplete; at the end of the text, as if a separator
+// followed, only what that separator completes is kept.
+class ReferenceHotwords {
+ public:
+  ReferenceHotwords(const std::vector<CtcHotword>& hotwords,
+                    double default_boost) {
+    for (const CtcHotword& h : hotwords) {
+      std::string spelling = " ", word;
+      for (char ch : h.phrase + " ") {
+        if (std::isspace(static_cast<unsigned char>(ch))) {
+          if (!word.empty()) spelling += word + " ";
+          word.clear();
+        } else {
+          word +=
+              static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        }
+      }
+      spellings_.push_back(spelling);
+      boosts_.push_back(h.boost > 0 ? h.boost : default_boost);
+    }
+  }
+
+  // The bonus after each label of `text` (and the match there), and at its
+  // end.
+  double Bonus(const std::string& text, std::vector<double>* trace = nullptr,
+               std::vector<std::string>* matches = nullptr) const {
+    std::string seen = " ";
+    double kept = 0;
+    for (char ch : text) {
+      seen += ch;
+      const std::string match = Match(seen);
+      double held = Held(match);
+      if (Complete(match)) {
+        kept += held;
+        held = 0;
+      }
+      if (trace) trace->push_back(kept + held);
+      if (matches) matches->push_back(match);
+    }
+    const std::string closed = Match(seen + " ");
+    return kept + (Complete(closed) ? Held(closed) : 0);
+  }
+
+  // The phrases as spelled: " w1 w2 ... ".
+  const std::vector<std::string>& spellings() const { return spellings_; }
+
+ private:
+  bool Begins(const std::string& u, size_t phrase) const {
+    return spellings_[phrase].compare(0, u.size(), u) == 0;
+  }
+  bool Complete(const std::string& u) const {
+    return std::find(spellings_.begin(), spellings_.end(), u) !=
+           spellings_.end();
+  }
+  std::string Match(const std::string& seen) const {
+    for (size_t k = 0; k < seen.size(); ++k) {
+      const std::string suffix = seen.substr(k);
+      for (size_t i = 0; i < spellings_.size(); ++i) {
+        if (Begins(suffix, i)) return suffix;
+      }
+    }
+    return "";
+  }
+  double Held(const std::string& match) const {
+    double held = 0;
+    for (size_t n = 2; n <= match.size(); ++n) {
+      if (Complete(match.substr(0, n - 1))) held = 0;
+      double largest = 0;
+      for (size_t i = 0; i < spellings_.size(); ++i) {
+        if (Begins(match.substr(0, n), i))
+          largest = std::max(largest, boosts_[i]);
+      }
+      held += largest;
+    }
+    return held;
+  }
+
+  std::vector<std::string> spellings_;
+  std::vector<double> boosts_;
+};
+
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char ch : text + " ") {
+    if (ch == ' ') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word += ch;
+    }
+  }
+  return words;
+}
+
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words)
+    text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+// Labels blank, separator, a, b, c: short words over three letters, so that
+// random phrases overlap, repeat words and share labels.
+const std::vector<std::string> kAbc = {"<blank>", " ", "a", "b", "c"};
+
+std::string RandomWord(std::mt19937& rng) {
+  std::string word;
+  for (uint32_t k = 0, n = 1 + rng() % 2; k < n; ++k) word += "abc"[rng() % 3];
+  return word;
+}
+
+// One to four phrases of one to three words, each new one made from an
+// earlier one where there is one: a prefix of it (whole words, or the first
+// word cut short), it followed by more words, its last words followed by
+// others (an overlap), a word of it repeated, or the same phrase again;
+// boosts in quarters of a nat, 0 (the default) among them; now and then a
+// capital or a doubled space, which the automaton's spelling undoes.
+std::vector<CtcHotword> RandomHotwords(std::mt19937& rng) {
+  std::vector<CtcHotword> hotwords;
+  for (uint32_t count = 1 + rng() % 4; hotwords.size() < count;) {
+    std::vector<std::string> words;
+    if (hotwords.empty() || rng() % 6 == 0) {
+      for (uint32_t k = 0, n = 1 + rng() % 3; k < n; ++k)
+        words.push_back(RandomWord(rng));
+    } else {
+      const auto other =
+          SplitWords(ReferenceHotwords({hotwords[rng() % hotwords.size()]}, 1)
+                         .spellings()[0]);
+      const size_t n = other.size();
+      switch (rng() % 5) {
+        case 0:  // a prefix
+          words.assign(other.begin(), other.begin() + 1 + rng() % n);
+          if (words.size() == n && words.back().size() > 1)
+            words.back().pop_back();
+          break;
+        case 1:  // longer
+          words = other;
+          words.push_back(RandomWord(rng));
+          break;
+        case 2:  // overlapping
+          words.assign(other.begin() + rng() % n, other.end());
+          words.push_back(RandomWord(rng));
+          break;
+        case 3: {  // a word repeated
+          words = other;
+          const size_t at = rng() % n;
+          words.insert(words.begin() + at, words[at]);
+          break;
+        }
+        default:  // the same phrase, maybe another boost
+          words = other;
+      }
+      if (words.size() > 3) words.erase(words.begin(), words.end() - 3);
+    }
+    std::string phrase = JoinWords(words);
+    if (rng() % 8 == 0) {
+      phrase[0] = static_cast<char>(std::toupper(phrase[0]));
+      const size_t space = phrase.find(' ');
+      if (space != std::string::npos) phrase.insert(space, " ");
+    }
+    hotwords.push_back({phrase, 0.25f * (rng() % 9)});
+  }
+  return hotwords;
+}
+
+// A text the beam search can form (no leading or doubled separator), mostly
+// of the phrases' words: words, whole phrases and random words, cut at a
+// random length of at most 14 labels (maybe inside a word, or after a
+// separator).
+std::string RandomText(std::mt19937& rng,
+                       const std::vector<std::string>& spellings) {
+  std::vector<std::string> words;
+  for (uint32_t k = 0, n = rng() % 5; k < n; ++k) {
+    const auto phrase = SplitWords(spellings[rng() % spellings.size()]);
+    switch (rng() % 3) {
+      case 0:
+        words.insert(words.end(), phrase.begin(), phrase.end());
+        break;
+      case 1:
+        words.push_back(phrase[rng() % phrase.size()]);
+        break;
+      default:
+        words.push_back(RandomWord(rng));
+    }
+  }
+  std::string text = JoinWords(words) + " ";
+  if (text == " ") return "";
+  return text.substr(0, std::min<size_t>(14, rng() % (text.size() + 1)));
+}
+
+std::string Describe(const std::vector<CtcHotword>& hotwords) {
+  std::string out;
+  for (const CtcHotword& h : hotwords)
+    out += " [" + h.phrase + ":" + std::to_string(h.boost) + "]";
+  return out;
+}
+
+// The automaton (Next, Gain, EndGain) against the reference over seeded
+// random phrase sets: the bonus after every label and at the end of each
+// text, and one state per match (prefixes that merge share a state).
+TEST(CtcHotwords, AutomatonFollowsTheRulesOverRandomPhrases) {
+  // The reference on PartialMatchGivesItsBonusBack's worked examples.
+  const ReferenceHotwords turn_on({{"turn on", 2.0f}, {"the light", 0}}, 1);
+  std::vector<double> trace;
+  EXPECT_EQ(turn_on.Bonus("turn of", &trace), 0.0);
+  EXPECT_EQ(trace[5], 12.0);
+  trace.clear();
+  EXPECT_EQ(turn_on.Bonus("turn on the lamp", &trace), 16.0);
+  EXPECT_EQ(trace[12], 22.0);
+  EXPECT_EQ(turn_on.Bonus("return on"), 0.0);
+  trace.clear();
+  EXPECT_EQ(ReferenceHotwords({{"a a b", 0}}, 1).Bonus("a a a b ", &trace),
+            6.0);
+  EXPECT_EQ(trace[3], 4.0);
+  EXPECT_EQ(trace[4], 3.0);
+
+  std::mt19937 rng(13);
+  constexpr float kDefaultBoost = 1.5f;
+  int given_back = 0, kept = 0, completed_by_end = 0, prefixes = 0,
+      overlaps = 0;
+  for (int set = 0; set < 300; ++set) {
+    const std::vector<CtcHotword> hotwords = RandomHotwords(rng);
+    const ReferenceHotwords reference(hotwords, kDefaultBoost);
+    const ctc::ContextGraph graph = Graph(kAbc, hotwords, kDefaultBoost);
+    for (const std::string& a : reference.spellings()) {
+      for (const std::string& b : reference.spellings()) {
+        // a begins b; a's end (from one of its separators) begins b.
+        prefixes += a.size() < b.size() && b.compare(0, a.size(), a) == 0;
+        for (size_t k = 1; k + 1 < a.size(); ++k) {
+          overlaps += a[k] == ' ' && b.compare(0, a.size() - k, a, k) == 0;
+        }
+      }
+    }
+    std::map<std::string, int32_t> state_of = {{" ", graph.start()}};
+    std::map<int32_t, std::string> match_of = {{graph.start(), " "}};
+    for (int t = 0; t < 20; ++t) {
+      const std::string text = RandomText(rng, reference.spellings());
+      SCOPED_TRACE("set " + std::to_string(set) + Describe(hotwords) +
+                   ", text \"" + text + "\"");
+      std::vector<double> expected;
+      std::vector<std::string> matches;
+      const double at_end = reference.Bonus(text, &expected, &matches);
+      int32_t state = graph.start();
+      double bonus = 0;
+      for (size_t i = 0; i < text.size(); ++i) {
+        const int32_t next =
+            graph.Next(state, IndexOf(kAbc, std::string(1, text[i])));
+        bonus += graph.Gain(state, next);
+        state = next;
+        ASSERT_NEAR(bonus, expected[i], 1e-9) << "after label " << i;
+        ASSERT_EQ(state_of.emplace(matches[i], state).first->second, state)
+            << "match \"" << matches[i] << "\" after label " << i;
+        ASSERT_EQ(match_of.emplace(state, matches[i]).first->second, matches[i])
+            << "state " << state << " after label " << i;
+        given_back += i > 0 && expected[i] < expected[i - 1];
+      }
+      ASSERT_NEAR(bonus + graph.EndGain(state), at_end, 1e-9) << "at the end";
+      kept += at_end > 0;
+      completed_by_end += at_end > (text.empty() ? 0 : expected.back());
+    }
+  }
+  // Every rule was exercised.
+  EXPECT_GT(prefixes, 100);    // (phrase pairs) one begins another
+  EXPECT_GT(overlaps, 200);    // one's last words begin another, or itself
+  EXPECT_GT(given_back, 500);  // (labels) a failed match
+  EXPECT_GT(kept, 1000);       // (texts) a bonus at the end
+  EXPECT_GT(completed_by_end, 300);  // the end completes a phrase
+}
+
+// A beam wide enough to hold every prefix (at most 232 prefixes of 4 labels
+// are formable: all are kept until the last step) against every labelling
+// of 5 steps over 5 labels, with random phrase sets as above and, in half
+// the trials, a word list: the labelling that maximises log P + the
+// reference's bonus at the end, among those the beam can form and, with a
+// word list, whose words are all listed; its text and probability.
+TEST(CtcHotwords, WideBeamMatchesBruteForceOverRandomPhrases) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 1.5f);
+  int changed = 0, with_words = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    CtcDecoderOptions options;
+    options.beam_width = kMaxCtcBeamWidth;
+    options.max_labels = 8;
+    options.hotwords = RandomHotwords(rng);
+    options.hotword_boost = 1.5f;
+    const ReferenceHotwords reference(options.hotwords, options.hotword_boost);
+    if (rng() % 2) {
+      for (uint32_t k = 0, n = 2 + rng() % 4; k < n; ++k) {
+        const auto phrase = SplitWords(
+            reference.spellings()[rng() % reference.spellings().size()]);
+        options.words.push_back(rng() % 2 ? phrase[rng() % phrase.size()]
+                                          : RandomWord(rng));
+      }
+      ++with_words;
+    }
+    std::vector<std::vector<float>> steps(5, std::vector<float>(kAbc.size()));
+    for (auto& step : steps) {
+      for (float& s : step) s = normal(rng);
+    }
+    double best_rank = -INFINITY, best_p = 0, most_p = -1;
+    std::string best, most_probable;
+    for (const auto& [labelling, p] : BruteForce(steps, 0)) {
+      const std::string text = Text(kAbc, labelling);
+      if (text.find("  ") != std::string::npos || text[0] == ' ') continue;
+      bool listed = true;
+      for (const std::string& word : SplitWords(text)) {
+        listed &= options.words.empty() ||
+                  std::find(options.words.begin(), options.words.end(), word) !=
+                      options.words.end();
+      }
+      if (!listed) continue;
+      std::string trimmed = text;
+      if (!trimmed.empty() && trimmed.back() == ' ') trimmed.pop_back();
+      const double rank = std::log(p) + reference.Bonus(text);
+      if (rank > best_rank) {
+        best_rank = rank;
+        best_p = p;
+        best = trimmed;
+      }
+      if (p > most_p) {
+        most_p = p;
+        most_probable = trimmed;
+      }
+    }
+    changed += best != most_probable;
+    std::unique_ptr<CtcDecoder> beam;
+    Status status = CtcDecoder::Create(kAbc, options, &beam);
+    ASSERT_TRUE(status.ok()) << status.message();
+    const CtcHypothesis h = Decode(*beam, steps);
+    std::string words;
+    for (const std::string& w : options.words) words += " " + w;
+    EXPECT_EQ(h.text, best) << "trial " << trial << Describe(options.hotwords)
+                            << ", words" << words;
+    // (BruteForce sums float exponentials.)
+    EXPECT_NEAR(h.log_score, std::log(best_p), 1e-6) << "trial " << trial;
+  }
+  EXPECT_GT(changed, 75);  // the hotwords mattered
+  EXPECT_GT(with_words, 100);
 }
 
 TEST(CtcHotwords, RefusesWhatItCannotDo) {
