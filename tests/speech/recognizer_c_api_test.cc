@@ -156,7 +156,9 @@ void Load(const std::string& path, Loaded* loaded) {
   ASSERT_TRUE(status.ok()) << status.message();
 }
 
-// Greedy, then the word-list beam search, on a held-out sample with two
+// Greedy, then the word-list beam search (without final silence, and with
+// the default's 300 ms, which the endpoints' replay and the final result
+// step), then the beam search with hotwords, on a held-out sample with two
 // utterances (a sample, 1.2 s of silence, the sample again), in 100 ms
 // chunks: the C API gives the C++ Recognizer's utterances, word times and
 // partial results, from 16-bit PCM and from floats alike, and again after a
@@ -174,19 +176,43 @@ TEST(RecognizerCApi, SameAsCppRecognizer) {
   std::vector<const char*> word_pointers;
   for (const auto& w : words) word_pointers.push_back(w.c_str());
 
-  for (uint32_t beam : {0u, 8u}) {
-    SCOPED_TRACE("beam " + std::to_string(beam));
+  const char* phrases[2] = {"music go", "next yes"};
+  const float boosts[2] = {2.0f, 0};
+
+  struct Case {
+    uint32_t beam;
+    bool word_list, hotwords;
+    uint32_t final_silence_ms;  // kDefault: the default's
+  };
+  constexpr uint32_t kDefault = ~0u;
+  for (const Case& c :
+       {Case{0, false, false, kDefault}, Case{8, true, false, 0},
+        Case{8, true, false, kDefault}, Case{8, false, true, kDefault}}) {
+    SCOPED_TRACE(
+        "beam " + std::to_string(c.beam) + (c.word_list ? ", word list" : "") +
+        (c.hotwords ? ", hotwords" : "") + ", final silence " +
+        (c.final_silence_ms == kDefault ? "default"
+                                        : std::to_string(c.final_silence_ms)));
     tarn::RecognizerOptions cpp_options;
     tarn_recognizer_options options = tarn_recognizer_options_default();
     EXPECT_EQ(options.endpoint_silence_ms, cpp_options.endpoint_silence_ms);
     EXPECT_EQ(options.final_silence_ms, cpp_options.final_silence_ms);
     EXPECT_EQ(options.warp, cpp_options.warp);
-    if (beam) {
-      cpp_options.beam_width = options.beam_width = beam;
-      cpp_options.final_silence_ms = options.final_silence_ms = 0;
+    cpp_options.beam_width = options.beam_width = c.beam;
+    if (c.final_silence_ms != kDefault) {
+      cpp_options.final_silence_ms = options.final_silence_ms =
+          c.final_silence_ms;
+    }
+    if (c.word_list) {
       cpp_options.words = words;
       options.words = word_pointers.data();
       options.word_count = word_pointers.size();
+    }
+    if (c.hotwords) {
+      cpp_options.hotwords = {{phrases[0], boosts[0]}, {phrases[1], boosts[1]}};
+      options.hotwords = phrases;
+      options.hotword_boosts = boosts;
+      options.hotword_count = 2;
     }
     std::vector<std::string> cpp_partials;
     const auto expected =

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,15 +28,19 @@ std::string Fixture(const std::string& name) {
   return std::string(dir ? dir : "speech-fixtures") + "/" + name;
 }
 
-std::vector<float> ReadAudio(const std::string& name) {
+std::vector<float> ReadAudioFile(const std::string& path) {
   SF_INFO info{};
-  SNDFILE* file = sf_open(Fixture(name).c_str(), SFM_READ, &info);
-  EXPECT_NE(file, nullptr) << Fixture(name);
+  SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
+  EXPECT_NE(file, nullptr) << path;
   if (file == nullptr) return {};
   std::vector<float> samples(static_cast<size_t>(info.frames));
   sf_readf_float(file, samples.data(), info.frames);
   sf_close(file);
   return samples;
+}
+
+std::vector<float> ReadAudio(const std::string& name) {
+  return ReadAudioFile(Fixture(name));
 }
 
 std::unique_ptr<Model> LoadModel(const std::string& name) {
@@ -449,6 +454,76 @@ TEST(Recognizer, RandomCallSizesChangeNothing) {
           << "stream " << stream << ", chunking " << chunking;
     }
   }
+}
+
+// The same on the bundled model and samples (examples/asr): a trained
+// model's scores over real words, which the hand-set fixtures lack, through
+// greedy decoding and the beam search, with and without its word list and
+// hotwords; calls of up to 40 000 samples, and of up to 800.
+TEST(Recognizer, RandomCallSizesChangeNothingOnTheBundledModel) {
+  const std::string asr = TARN_ASR_EXAMPLE_DIR;
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(asr + "/model/asr.tarn", &model);
+  ASSERT_TRUE(status.ok()) << status.message();
+  std::vector<std::vector<float>> clips;
+  for (const char* name :
+       {"en-gb_m3_012200.wav", "slt_012603.wav", "en-us_klatt4_012205.wav",
+        "en-gb-x-rp_belinda_012255.wav", "slt_012600.wav",
+        "en-gb-x-rp_f5_012219.wav"}) {
+    clips.push_back(ReadAudioFile(asr + "/samples/" + name));
+    ASSERT_FALSE(clips.back().empty()) << name;
+  }
+  std::vector<std::string> words;
+  std::ifstream list(asr + "/words.txt");
+  for (std::string word; list >> word;) words.push_back(word);
+  ASSERT_EQ(words.size(), 40u);
+  std::mt19937 random(11);
+  auto below = [&](uint32_t n) { return static_cast<uint32_t>(random() % n); };
+  size_t utterances = 0, recognised = 0;
+  for (int stream = 0; stream < 16; ++stream) {
+    std::vector<float> audio;
+    for (uint32_t part = 0, parts = 1 + below(3); part < parts; ++part) {
+      audio.insert(audio.end(), below(16000), 0.0f);
+      const std::vector<float>& clip = clips[below(6)];
+      audio.insert(audio.end(), clip.begin(),
+                   clip.begin() +
+                       (below(3) ? clip.size()
+                                 : below(static_cast<uint32_t>(clip.size()))));
+    }
+    RecognizerOptions options;
+    options.beam_width = below(3) ? 2 + below(7) : 0;
+    if (options.beam_width > 0 && below(2)) options.words = words;
+    if (options.beam_width > 0 && below(2)) {
+      options.hotwords = {{"turn on the light", 0.5f * below(5)},
+                          {"play music", 0},
+                          {"call home", 2.0f}};
+    }
+    options.endpoint_silence_ms = below(4) ? 100 + below(900) : 0;
+    options.max_utterance_ms = below(2) ? 300 + below(2000) : 30000;
+    options.reset_after_silence_ms = below(2) ? 50 + below(1000) : 2000;
+    options.final_silence_ms = below(600);
+    auto reference = Make(*model, options);
+    const auto results = Recognize(*reference, audio, 160);
+    const std::string expected = Describe(results);
+    utterances += results.size();
+    for (const auto& r : results) recognised += r.words.size();
+    for (int chunking = 0; chunking < 2; ++chunking) {
+      const uint32_t most = chunking ? 800 : 40000;
+      auto recognizer = Make(*model, options);
+      EXPECT_EQ(Describe(RecognizeIn(*recognizer, audio,
+                                     [&] { return 1 + below(most); })),
+                expected)
+          << "stream " << stream << ", chunking " << chunking << ", beam "
+          << options.beam_width << ", words " << options.words.size()
+          << ", hotwords " << options.hotwords.size() << ", endpoint "
+          << options.endpoint_silence_ms << ", max " << options.max_utterance_ms
+          << ", idle " << options.reset_after_silence_ms << ", final silence "
+          << options.final_silence_ms;
+    }
+  }
+  // Words came out, in more utterances than streams (endpoints, limits).
+  EXPECT_GT(recognised, 60u);
+  EXPECT_GT(utterances, 20u);
 }
 
 TEST(Recognizer, ResetStartsOver) {
