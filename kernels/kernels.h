@@ -209,9 +209,12 @@ struct KernelTable {
   // dense_i8 on dynamically quantised activations, with integer dot
   // products (VNNI's vpdpbusd, AVX2's vpmaddubsw, NEON's sdot). Each row of x
   // is quantised on its own, symmetrically:
-  //   a = max_i |x[r][i]| (NaNs skipped),  inv = 127 / a,  sx = a / 127,
-  //   qx[i] = nearbyint(clamp(x[r][i] * inv, -127, 127))  (0 where the
-  //           product is NaN: x NaN, or inf * 0, or 0 * inf),
+  //   a = max_i |x[r][i]| (NaNs skipped),  u = 2^100 if a < 2^-100 else 1,
+  //   inv = 127 / (a u),  sx = a / 127,
+  //   qx[i] = nearbyint(clamp((x[r][i] u) * inv, -127, 127))  (0 where the
+  //           product is NaN: x NaN, or inf * 0),
+  // (u, exact, keeps 127 / a from overflowing for tiny rows, which would
+  // send every nonzero element to +-127),
   // each operation rounded once, ties to even. Then per output
   //   sum = sum_i qx[i] q[o][i]   (int32, exact: inputs <= kDenseQ8MaxInputs)
   //   y[r][o] = clamp(fma(float(sum), sx * scale[o], b[o] or 0))

@@ -32,11 +32,15 @@ inline float MaxAbs(size_t n, const float* x) {
 // with x[i] ~ sx * qx[i]; a is MaxAbs(n, x).
 inline float QuantizeRow(size_t n, const float* x, float a, size_t padded,
                          int8_t* qx) {
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  // A row under 2^-100 is scaled by 2^100 first (exact for such values):
+  // below 127 / FLT_MAX, 127 / a overflows to inf and every nonzero element
+  // would quantise to +-127. Every other row's bytes are as they were.
+  const float up = a < 0x1p-100f ? 0x1p100f : 1.0f;
+  const float inv = a > 0.0f ? 127.0f / (a * up) : 0.0f;
   for (size_t i = 0; i < n; ++i) {
-    float v = x[i] * inv;
-    // A NaN product (x NaN; x infinite, so inv 0; or a below 127 / FLT_MAX,
-    // so inv infinite, times x 0) is 0: the clamps below would make it 127.
+    float v = (x[i] * up) * inv;
+    // A NaN product (x NaN; x infinite, so inv 0) is 0: the clamps below
+    // would make it 127.
     v = v == v ? v : 0.0f;
     v = v < 127.0f ? v : 127.0f;
     v = v > -127.0f ? v : -127.0f;

@@ -51,8 +51,9 @@ Layer RandomLayer(size_t inputs, size_t outputs, uint32_t seed) {
 // (skipped by the maximum, quantised to 0), a largest magnitude that is
 // negative and last (past a variant's whole vectors when inputs is not a
 // multiple of them), an infinity (inv 0: every product inf * 0 or 0 is 0)
-// and a row so small that inv is infinite (its zeros 0 * inf, quantised to
-// 0, not 127).
+// and a row so small that 127 / a would overflow (scaled by 2^100 first:
+// 1e-38 is level 42 of -3e-38's -127, not +-127, and its zeros stay 0), and
+// one of subnormals.
 std::vector<float> RandomRows(size_t rows, size_t inputs, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<float> x = Uniform(rows * inputs, -3.0f, 3.0f, rng);
@@ -76,6 +77,11 @@ std::vector<float> RandomRows(size_t rows, size_t inputs, uint32_t seed) {
         row[i] = i % 2 == 0 ? 0.0f : (i % 4 == 1 ? 1e-38f : -3e-38f);
       }
     }
+    if (r % 11 == 6) {
+      for (size_t i = 0; i < inputs; ++i) {
+        row[i] = (i % 3 == 0 ? 1e-45f : -1e-41f) * static_cast<float>(i % 5);
+      }
+    }
   }
   return x;
 }
@@ -91,10 +97,14 @@ std::vector<float> Reference(const Layer& l, size_t rows,
     for (size_t i = 0; i < l.inputs; ++i) {
       if (!std::isnan(row[i])) a = std::max(a, std::fabs(row[i]));
     }
-    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+    // Tiny rows are scaled up by 2^100, as kernels.h says, in double here:
+    // exact, so the same products as the contract's float ones.
+    const double up = a < std::ldexp(1.0, -100) ? std::ldexp(1.0, 100) : 1.0;
+    const float inv = a > 0.0f ? 127.0f / static_cast<float>(a * up) : 0.0f;
     std::vector<int> qx(l.inputs);
     for (size_t i = 0; i < l.inputs; ++i) {
-      const float product = row[i] * inv;
+      const float product =
+          static_cast<float>(static_cast<double>(row[i]) * up) * inv;
       const float v = std::min(127.0f, std::max(-127.0f, product));
       qx[i] = std::isnan(product) ? 0 : static_cast<int>(std::nearbyint(v));
     }
