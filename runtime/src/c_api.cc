@@ -1,7 +1,7 @@
 // The C API (tarn/tarn.h) over the C++ one: handles are the C++ objects
 // themselves, statuses map one to one, and no exception crosses.
 
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -26,7 +26,27 @@ thread_local char last_error[1024] = "";
 
 tarn_status Record(const Status& status) {
   if (status.ok()) return TARN_STATUS_OK;
-  std::snprintf(last_error, sizeof last_error, "%s", status.message().c_str());
+  const std::string& message = status.message();
+  constexpr size_t kRoom = sizeof last_error - 1;
+  if (message.size() <= kRoom) {
+    std::memcpy(last_error, message.c_str(), message.size() + 1);
+  } else {
+    // Its start and its end, which says what went wrong after a long
+    // path: each cut at a character's start, never inside UTF-8.
+    constexpr char kGap[] = " ... ";
+    const auto starts_character = [&](size_t i) {
+      return (static_cast<unsigned char>(message[i]) & 0xC0) != 0x80;
+    };
+    size_t head = (kRoom - (sizeof kGap - 1)) / 2;
+    while (head > 0 && !starts_character(head)) --head;
+    size_t tail = message.size() - (kRoom - (sizeof kGap - 1) - head);
+    while (tail < message.size() && !starts_character(tail)) ++tail;
+    char* out = last_error;
+    out = std::copy_n(message.data(), head, out);
+    out = std::copy_n(kGap, sizeof kGap - 1, out);
+    out = std::copy(message.begin() + tail, message.end(), out);
+    *out = '\0';
+  }
   return static_cast<tarn_status>(status.code());
 }
 
@@ -318,9 +338,13 @@ void tarn_session_options_init(tarn_session_options* options, size_t size) {
 
 size_t tarn_model_session_bytes(const tarn_model* model,
                                 const tarn_session_options* options) {
-  tarn::SessionOptions cpp;
-  if (model == nullptr || !Options(options, &cpp).ok()) return 0;
-  return Cpp(model)->session_bytes(cpp);
+  try {  // the checks' messages allocate
+    tarn::SessionOptions cpp;
+    if (model == nullptr || !Options(options, &cpp).ok()) return 0;
+    return Cpp(model)->session_bytes(cpp);
+  } catch (...) {
+    return 0;
+  }
 }
 
 tarn_status tarn_session_create(const tarn_model* model,
@@ -465,9 +489,13 @@ void tarn_batch_options_init(tarn_batch_options* options, size_t size) {
 
 size_t tarn_model_batch_bytes(const tarn_model* model,
                               const tarn_batch_options* options) {
-  tarn::BatchOptions cpp;
-  if (model == nullptr || !Options(options, &cpp).ok()) return 0;
-  return Cpp(model)->batch_bytes(cpp);
+  try {  // the checks' messages allocate
+    tarn::BatchOptions cpp;
+    if (model == nullptr || !Options(options, &cpp).ok()) return 0;
+    return Cpp(model)->batch_bytes(cpp);
+  } catch (...) {
+    return 0;
+  }
 }
 
 tarn_status tarn_batch_create(const tarn_model* model,

@@ -20,7 +20,8 @@ namespace tarn {
 namespace c_api {
 
 // TARN_STATUS_OK for an ok status; otherwise keeps its message as the
-// calling thread's last error (truncated to 1023 bytes) and returns its code.
+// calling thread's last error (one over 1023 bytes as its start and end,
+// cut between characters) and returns its code.
 tarn_status Record(const Status& status);
 
 // Runs `body` (returning a tarn::Status), turning exceptions into statuses.

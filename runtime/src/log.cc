@@ -29,12 +29,17 @@ Sink CurrentSink() {
 
 void Send(LogLevel level, const char* message) {
   const Sink current = CurrentSink();
-  if (current.cpp != nullptr) {
-    current.cpp(level, message, current.user_data);
-  } else if (current.c != nullptr) {
-    current.c(static_cast<tarn_log_level>(level), message, current.user_data);
-  } else if (level >= LogLevel::kWarning) {
-    std::fprintf(stderr, "tarn: %s\n", message);
+  // An exception a callback throws is dropped here: the code that logs is
+  // not written for one to pass through it (nor may one leave a C call).
+  try {
+    if (current.cpp != nullptr) {
+      current.cpp(level, message, current.user_data);
+    } else if (current.c != nullptr) {
+      current.c(static_cast<tarn_log_level>(level), message, current.user_data);
+    } else if (level >= LogLevel::kWarning) {
+      std::fprintf(stderr, "tarn: %s\n", message);
+    }
+  } catch (...) {
   }
 }
 

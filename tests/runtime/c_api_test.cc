@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,59 @@ TEST(CApiLog, TheCallbackReceivesWhatTheLibraryLogs) {
   tarn_session_free(session);
   EXPECT_EQ(logged.messages.size(), count);
   tarn_model_free(model);
+}
+
+// A C++ callback that throws (the same sink as C's): the exception is
+// dropped where the library logs, so it neither leaves a C call nor passes
+// through code not written for it; the call logs and succeeds.
+TEST(CApiLog, AnExceptionFromTheCallbackIsDropped) {
+  const std::string path = GoldenModelPath("tokens");
+  tarn_model* model = nullptr;
+  ASSERT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_OK)
+      << LastError();
+  int calls = 0;
+  SetLogCallback(
+      [](LogLevel, const char*, void* user_data) {
+        ++*static_cast<int*>(user_data);
+        throw std::runtime_error("from the log callback");
+      },
+      &calls);
+  tarn_session* session = nullptr;
+  tarn_status status = TARN_STATUS_INTERNAL;
+  EXPECT_NO_THROW(status = tarn_session_create(model, nullptr, &session));
+  SetLogCallback(nullptr, nullptr);
+  EXPECT_EQ(status, TARN_STATUS_OK) << LastError();
+  EXPECT_GT(calls, 0);
+  tarn_session_free(session);
+  tarn_model_free(model);
+}
+
+// A message longer than the 1023 bytes tarn_last_error() holds keeps its
+// end, which says what went wrong after a long path, and is cut between
+// UTF-8 characters.
+TEST(CApi, ALongErrorKeepsItsEndAndWholeCharacters) {
+  std::string path = ::testing::TempDir();
+  while (path.size() < 1500) path += "\xc3\xa9t\xc3\xa9/";
+  path += "model.tarn";
+  tarn_model* model = nullptr;
+  ASSERT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_IO_ERROR);
+  const std::string message = tarn_last_error();
+  EXPECT_LE(message.size(), 1023u);
+  EXPECT_NE(message.find("No such file or directory"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(" ... "), std::string::npos) << message;
+  // Valid UTF-8: every continuation byte follows a lead byte or another.
+  for (size_t i = 0; i < message.size(); ++i) {
+    const unsigned char byte = message[i];
+    if ((byte & 0xC0) == 0x80) {
+      ASSERT_GT(i, 0u);
+      const unsigned char before = message[i - 1];
+      EXPECT_TRUE((before & 0xC0) == 0x80 || (before & 0xE0) == 0xC0)
+          << "byte " << i;
+    } else if ((byte & 0xE0) == 0xC0) {
+      ASSERT_LT(i + 1, message.size()) << "a lead byte at the end";
+    }
+  }
 }
 
 // The kernels' warnings reach the same callback. The kernel variant is

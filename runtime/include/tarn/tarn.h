@@ -71,7 +71,9 @@
  * tarn_batch_options, and the speech library's in tarn/speech.h) start with
  * struct_size, which their _default() function sets: start from it and change
  * the fields you need. Fields are only ever added at the end, each version
- * larger than the last, and the library reads the fields that fit in
+ * larger than the last (a struct's tail padding is a named field that must
+ * be 0, so that a field added later grows it), and the library reads the
+ * fields that fit in
  * struct_size, the defaults for the rest: a program built against an older
  * tarn.h keeps working with a newer library. The _default() functions are
  * inline, so that they build the struct of the header the program was built
@@ -117,7 +119,8 @@ typedef enum tarn_status {
 
 /* The message of the last call that failed on the calling thread ("" if
  * none has). Thread-local: calls on other threads do not change it. Valid
- * until the next failing call on this thread. */
+ * until the next failing call on this thread. At most 1023 bytes: a longer
+ * message (a long path's) keeps its start and its end, " ... " between. */
 const char* tarn_last_error(void);
 
 /* "ok", "invalid argument", ...: the status's name. */

@@ -102,7 +102,8 @@ class Status {
 // are): the last callback set, from either side, receives everything.
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 // `message` is one line without a newline, valid for the call only. Called
-// on whichever thread logs, possibly several at once.
+// on whichever thread logs, possibly several at once. An exception it
+// throws is caught and dropped.
 using LogCallback = void (*)(LogLevel level, const char* message,
                              void* user_data);
 // Sends every message, at every level, to `callback` with `user_data`;

@@ -91,6 +91,13 @@ typedef struct tarn_recognizer_options {
    * stores one); 1, none; or a factor in [0.5, 2], e.g. from
    * tarn_estimate_warp(). Earlier versions get 0. */
   float warp;
+  /* 0. The struct's tail as a field, so that a field added later grows it
+   * and this library refuses it (TARN_STATUS_UNSUPPORTED) instead of
+   * reading it as padding. (The third version added final_silence_ms in
+   * the second's tail padding: a struct_size of 88 is read as the third,
+   * so a second-version struct must have that padding zeroed, as
+   * tarn_recognizer_options_default() leaves it.) */
+  uint32_t reserved;
 } tarn_recognizer_options;
 
 typedef struct tarn_recognized_word {
