@@ -10,9 +10,11 @@
 #   libtarn_cuda   cuda.hpp (with -DTARN_CUDA=ON)      tarn::cuda     tarn-cuda
 #
 # (libtarn_kernels.a, which libtarn.a links, is installed beside it.) The
-# libraries are static: their own dependencies (pthreadpool, cpuinfo,
-# threads, the C++ runtime) are named in INTERFACE_LINK_LIBRARIES and in
-# Libs.private.
+# libraries are static (STATIC in their add_library, whatever
+# BUILD_SHARED_LIBS says): their own dependencies are named in Libs.private
+# and, for CMake, in INTERFACE_LINK_LIBRARIES: pthreadpool, cpuinfo and
+# threads by the export, the C++ runtime (stdc++, m) by tarnConfig.cmake,
+# which adds it to tarn::tarn for C-only consumers.
 
 include(CMakePackageConfigHelpers)
 
@@ -29,6 +31,10 @@ if(TARGET tarn_cuda)
   # runtime, cuBLAS and cuBLASLt (find_package(CUDAToolkit) in tarnConfig.cmake).
   list(APPEND TARN_INSTALL_LIBRARIES tarn_cuda tarn_cuda_kernels)
   list(APPEND TARN_PC_FILES tarn-cuda)
+  # tarn-cuda.pc's -L for those: the toolkit's library directory found at
+  # configure time (the toolkit's lib64 is on no default search path). A
+  # space in it is escaped for pkg-config.
+  string(REPLACE " " "\\ " TARN_PC_CUDA_LIBDIR "${CUDAToolkit_LIBRARY_DIR}")
   install(FILES ${TARN_CUDA_HEADERS}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tarn)
 endif()

@@ -21,10 +21,10 @@ demo_packages=(
 speech_corpus_packages=(python3-torch python3-numpy libopenblas0-openmp espeak-ng sox flite)
 # Tests, goldens, sanitizers, ARM under qemu, benchmarks and the image
 # model's data; Ninja, which keeps both cores busy through the test
-# command's builds.
+# command's builds; git, with which the clang_format test lists the files.
 test_packages=(
   "${speech_corpus_packages[@]}"
-  ninja-build clang clang-format libclang-rt-14-dev
+  ninja-build git clang clang-format libclang-rt-14-dev
   libxnnpack-dev python3-flatbuffers python3-xxhash
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-pytest python3-matplotlib python3-venv python3-dev
