@@ -732,7 +732,8 @@ def _whole_chunks(data: bytes, at: int) -> bool:
 def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the file") -> np.ndarray:
     """A WAV file's bytes as float32 mono samples, as `tarn transcribe`
     (libsndfile) reads them: integer PCM of 1 to 32 bits, left-justified in
-    containers of block_align / channels bytes (1 to 4) and scaled by the
+    containers of their bits rounded up to whole bytes (24-bit samples in
+    32-bit ones where block_align says 4 bytes a channel) and scaled by the
     container to [-1, 1) (12-bit samples in 16-bit containers as 16-bit, 24
     in 32 as 32), float samples as they are, channels averaged; the
     extensible header;
@@ -790,13 +791,13 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
                      f"resample it first, e.g. sox IN -r {sample_rate} OUT.wav")
     if (tag == _WAVE_PCM and not 1 <= bits <= 32) or (tag == _WAVE_FLOAT and bits not in (32, 64)):
         raise refuse(f"{bits}-bit {'float' if tag == _WAVE_FLOAT else 'integer'} samples are not supported")
-    # A sample's container: its bits rounded up to whole bytes, or wider
-    # (24-bit samples in 32-bit containers, as ALSA's arecord writes them).
-    width = block_align // channels
-    fits = width * 8 == bits if tag == _WAVE_FLOAT else 1 <= width <= 4 and width * 8 >= bits
-    if block_align % channels or not fits:
-        raise refuse(f"cannot read it as audio: its block_align, {block_align} bytes for {channels} channel(s), "
-                     f"does not fit {bits}-bit samples")
+    # A sample's container, as libsndfile (tarn transcribe) takes it: its
+    # bits rounded up to whole bytes, samples left-justified in it, and
+    # block_align unread but for 24-bit samples in 32-bit containers
+    # (block_align 4 a channel, as ALSA's arecord writes them).
+    width = (bits + 7) // 8
+    if tag == _WAVE_PCM and bits == 24 and block_align == 4 * channels:
+        width = 4
     pcm = pcm[: len(pcm) // (width * channels) * width * channels]  # whole frames
     if tag == _WAVE_FLOAT:
         samples = np.frombuffer(pcm, "<f4" if width == 4 else "<f8").astype(np.float32)

@@ -181,8 +181,9 @@ def _wav_variants(sample, tmp_path):
     """The sample as WAV files the wave module could not read, each as a
     recorder or a tool writes it: 32-bit float (sox), 4 channels (sox writes
     the extensible header), 24-bit in the extensible header, a data size
-    left as a streaming writer's placeholder (~0), and samples narrower
-    than their containers (_container_variants)."""
+    left as a streaming writer's placeholder (~0), samples narrower than
+    their containers (_container_variants), and a block_align that is not
+    the samples' (0 and 4 for 16-bit mono)."""
     import subprocess
 
     out = {name: path for name, (path, _) in _container_variants(sample, tmp_path).items()}
@@ -196,6 +197,14 @@ def _wav_variants(sample, tmp_path):
     data[4:8] = b"\xff\xff\xff\xff"
     out["streamed"] = tmp_path / "streamed.wav"
     out["streamed"].write_bytes(bytes(data))
+    # block_align 0 and 4 for 16-bit mono: libsndfile sizes samples by their
+    # bits and reads both as the sample.
+    fmt = sample.read_bytes().index(b"fmt ") + 8
+    for align in (0, 4):
+        data = bytearray(sample.read_bytes())
+        data[fmt + 12 : fmt + 14] = align.to_bytes(2, "little")
+        out[f"block_align_{align}"] = tmp_path / f"block_align_{align}.wav"
+        out[f"block_align_{align}"].write_bytes(bytes(data))
     return out
 
 
