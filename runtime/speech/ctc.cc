@@ -50,19 +50,20 @@ Status MakeLabelSet(const std::vector<std::string>& labels, LabelSet* set) {
       static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return Invalid("too many labels");
   }
-  // An empty label would be a word of no text, or hold off an endpoint.
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i].empty()) {
-      return Invalid("label " + std::to_string(i) +
-                     " is empty: a CTC label is the blank, the word "
-                     "separator or text");
-    }
-  }
   set->labels = labels;
   set->blank = 0;
   set->separator = -1;
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] == "<blank>") set->blank = static_cast<int>(i);
+  }
+  // An empty text label would be a word of no text, or hold off an
+  // endpoint; the blank's text is never used (index 0 may be "").
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty() && static_cast<int>(i) != set->blank) {
+      return Invalid("label " + std::to_string(i) +
+                     " is empty: a CTC label other than the blank is the word "
+                     "separator or text");
+    }
   }
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] == " " && static_cast<int>(i) != set->blank) {

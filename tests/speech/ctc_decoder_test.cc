@@ -528,13 +528,18 @@ ctc::ContextGraph Graph(const std::vector<std::string>& labels,
   return graph;
 }
 
-// A label of no text would decode as an empty word and a double space.
+// A text label of no text would decode as an empty word and a double
+// space.
 TEST(CtcLabels, AnEmptyLabelIsRefused) {
   ctc::LabelSet set;
   const Status status = ctc::MakeLabelSet({"<blank>", " ", "a", "b", ""}, &set);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("label 4 is empty"), std::string::npos)
       << status.message();
+  // The blank's text is never used: index 0, the blank where no label is
+  // named "<blank>", may be empty.
+  EXPECT_TRUE(ctc::MakeLabelSet({"", " ", "a", "b"}, &set).ok());
+  EXPECT_EQ(set.blank, 0);
 }
 
 // Each label of a phrase earns its boost (the leading separator nothing);

@@ -133,7 +133,8 @@ struct CtcHypothesis {
 
 class CtcDecoder {
  public:
-  // Fails for fewer than 2 labels, a beam width above kMaxCtcBeamWidth, a
+  // Fails for fewer than 2 labels, an empty label other than the blank, a
+  // beam width above kMaxCtcBeamWidth, a
   // word list or hotwords with greedy decoding or without a separator
   // label, a word or hotword that the labels cannot spell (the message names
   // it and the character), an empty hotword, a boost that is negative,
