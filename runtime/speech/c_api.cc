@@ -36,7 +36,7 @@ tarn::Status Invalid(const std::string& message) {
 constexpr size_t kOptionsFirst =
     TARN_OPTIONS_END(tarn_recognizer_options, beam_prune);
 constexpr size_t kOptionsKnown =
-    TARN_OPTIONS_END(tarn_recognizer_options, reserved);
+    TARN_OPTIONS_END(tarn_recognizer_options, warp);
 
 const tarn::Model* Cpp(const tarn_model* model) {
   return reinterpret_cast<const tarn::Model*>(model);
@@ -95,13 +95,6 @@ tarn_status tarn_recognizer_create(const tarn_model* model,
         tarn::c_api::ReadOptions(options, kOptionsFirst, kOptionsKnown,
                                  "tarn_recognizer_options", &given);
     if (!status.ok()) return status;
-    if (given.reserved != 0) {  // a field of a newer speech.h
-      return tarn::Status(
-          tarn::StatusCode::kUnsupported,
-          "tarn_recognizer_options sets fields this tarn does not know "
-          "(reserved is " +
-              std::to_string(given.reserved) + ", not 0)");
-    }
     tarn::RecognizerOptions cpp;
     cpp.beam_width = given.beam_width;
     if (given.word_count > 0 && given.words == nullptr) {

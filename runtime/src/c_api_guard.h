@@ -42,6 +42,11 @@ inline Status Null(const char* what) {
 }
 
 // Bytes of an options struct up to the end of `field`: a version's size.
+// A field added to a struct must end past the previous version's sizeof,
+// padding first where it would fit in that version's tail padding: bytes
+// there are unread (a caller's copy of the struct may leave anything in
+// them), so an older library would not notice the new field (the
+// recognizer's third version broke this once, speech.h).
 #define TARN_OPTIONS_END(type, field) \
   (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
 

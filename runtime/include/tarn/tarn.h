@@ -71,9 +71,7 @@
  * tarn_batch_options, and the speech library's in tarn/speech.h) start with
  * struct_size, which their _default() function sets: start from it and change
  * the fields you need. Fields are only ever added at the end, each version
- * larger than the last (a struct's tail padding is a named field that must
- * be 0, so that a field added later grows it), and the library reads the
- * fields that fit in
+ * larger than the last, and the library reads the fields that fit in
  * struct_size, the defaults for the rest: a program built against an older
  * tarn.h keeps working with a newer library. The _default() functions are
  * inline, so that they build the struct of the header the program was built

@@ -84,20 +84,16 @@ typedef struct tarn_recognizer_options {
    * it (the model emits a word's labels a few steps after its audio); and
    * the next utterance after an endpoint hears up to this much of the
    * trailing non-speech again, so that a word begun as the endpoint fell
-   * keeps its start. 0: none; at most 60000; default 300. */
+   * keeps its start. 0: none; at most 60000; default 300. (It sits in
+   * the second version's tail padding, so a struct_size of 88 is read as
+   * the third version: a second-version struct must have that padding
+   * zeroed, as tarn_recognizer_options_default() leaves it.) */
   uint32_t final_silence_ms;
   /* Added in the fourth version. The speaker's vocal tract warp: 0 (the
    * default), the model's own (none unless it is a speaker's model that
    * stores one); 1, none; or a factor in [0.5, 2], e.g. from
    * tarn_estimate_warp(). Earlier versions get 0. */
   float warp;
-  /* 0. The struct's tail as a field, so that a field added later grows it
-   * and this library refuses it (TARN_STATUS_UNSUPPORTED) instead of
-   * reading it as padding. (The third version added final_silence_ms in
-   * the second's tail padding: a struct_size of 88 is read as the third,
-   * so a second-version struct must have that padding zeroed, as
-   * tarn_recognizer_options_default() leaves it.) */
-  uint32_t reserved;
 } tarn_recognizer_options;
 
 typedef struct tarn_recognized_word {
