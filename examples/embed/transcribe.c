@@ -112,24 +112,66 @@ static int truncated(SNDFILE* audio, const char* path) {
   return 1;
 }
 
-/* A WAV written as a stream whose sizes were never filled in declares a
- * data chunk of 0 bytes with the audio after it: libsndfile reads no audio
- * from it and logs the bytes after as an unknown chunk. 1 for such a file,
- * after saying so, as `tarn transcribe` does. */
-static int placeholder(SNDFILE* audio, const char* path, sf_count_t frames) {
-  static char log[16384];
-  if (frames != 0) return 0;
-  sf_command(audio, SFC_GET_LOG_INFO, log, sizeof log);
-  if (strstr(log, "\ndata : 0\n") == NULL ||
-      strstr(log, "Unknown chunk marker") == NULL) {
-    return 0;
+static unsigned long le32(const unsigned char* p) {
+  return p[0] | p[1] << 8 | (unsigned long)p[2] << 16 |
+         (unsigned long)p[3] << 24;
+}
+
+/* Whether bytes [at, length) of `file` are whole RIFF chunks (an id of 4
+ * printable characters and a size that ends within the file), as a
+ * finished file's chunks after its data chunk are; audio is not. */
+static int whole_chunks(FILE* file, long at, long length) {
+  unsigned char chunk[8];
+  int i;
+  while (at < length) {
+    if (fseek(file, at, SEEK_SET) != 0 || fread(chunk, 1, 8, file) != 8) {
+      return 0;
+    }
+    for (i = 0; i < 4; ++i) {
+      if (chunk[i] < 0x20 || chunk[i] > 0x7e) return 0;
+    }
+    at += 8 + (long)le32(chunk + 4);
+    if (at > length) return 0;
+    if (at < length && (at & 1)) ++at; /* a pad byte */
   }
-  fprintf(stderr,
-          "%s: its data chunk declares 0 bytes of audio but more follow (a "
-          "WAV written as a stream, its sizes never filled in); rewrite its "
-          "header, e.g. sox --ignore-length %s OUT.wav\n",
-          path, path);
   return 1;
+}
+
+/* A WAV written as a stream whose sizes were never filled in declares a
+ * data chunk of 0 bytes with the audio after it, of which libsndfile reads
+ * nothing. 1 for such a file, found by reading its chunks as `tarn
+ * transcribe` does, after saying so in its words. */
+static int placeholder(const char* path, sf_count_t frames) {
+  unsigned char head[12], chunk[8];
+  long length, at = 12, follow;
+  unsigned long size;
+  int found = 0;
+  FILE* file;
+  if (frames != 0 || (file = fopen(path, "rb")) == NULL) return 0;
+  if (fread(head, 1, sizeof head, file) == sizeof head &&
+      memcmp(head, "RIFF", 4) == 0 && memcmp(head + 8, "WAVE", 4) == 0 &&
+      fseek(file, 0, SEEK_END) == 0 && (length = ftell(file)) > 0) {
+    while (fseek(file, at, SEEK_SET) == 0 &&
+           fread(chunk, 1, sizeof chunk, file) == sizeof chunk) {
+      size = le32(chunk + 4);
+      if (memcmp(chunk, "data", 4) == 0) {
+        follow = length > at + 8 ? length - at - 8 : 0;
+        if (size == 0 && follow > 0 && !whole_chunks(file, at + 8, length)) {
+          fprintf(stderr,
+                  "%s: its data chunk declares 0 bytes of audio but %ld "
+                  "follow (a WAV written as a stream, its sizes never filled "
+                  "in); rewrite its header, e.g. sox --ignore-length %s "
+                  "OUT.wav\n",
+                  path, follow, path);
+          found = 1;
+        }
+        break;
+      }
+      at += 8 + (long)size + (long)(size & 1);
+    }
+  }
+  fclose(file);
+  return found;
 }
 
 /* Prints one utterance's words and times; appends its text to transcript. */
@@ -182,8 +224,7 @@ int main(int argc, char** argv) {
             info.channels);
     goto done;
   }
-  if (truncated(audio, argv[2]) || placeholder(audio, argv[2], info.frames))
-    goto done;
+  if (truncated(audio, argv[2]) || placeholder(argv[2], info.frames)) goto done;
   if (tarn_model_load(argv[1], &model) != TARN_STATUS_OK) {
     fail(argv[1]);
     goto done;

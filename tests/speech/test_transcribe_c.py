@@ -71,15 +71,19 @@ def test_c_api_refuses_a_truncated_file(transcribe_c, tmp_path):
 
 def test_c_api_refuses_a_stream_written_file_as_the_cli_does(transcribe_c, tarn, tmp_path):
     # Its sizes never filled in: RIFF and data declare 0 bytes, the samples follow.
+    # Also with audio whose first bytes read as a chunk's printable name.
     wav = (SAMPLES / "en-gb_m3_012200.wav").read_bytes()
     data = wav.index(b"data")
-    stream = tmp_path / "stream.wav"
-    stream.write_bytes(wav[:4] + bytes(4) + wav[8:data + 4] + bytes(4) + wav[data + 8:])
-    for command in ([transcribe_c, MODEL, str(stream)], [tarn, "transcribe", MODEL, str(stream)]):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 1 and done.stdout == "", (command, done.stdout)
-        assert "its data chunk declares 0 bytes of audio" in done.stderr, done.stderr
-        assert "sox --ignore-length" in done.stderr, done.stderr
+    for name, audio in (("stream.wav", wav[data + 8:]), ("printable.wav", b"AAAA" + wav[data + 8:])):
+        stream = tmp_path / name
+        stream.write_bytes(wav[:4] + bytes(4) + wav[8:data + 4] + bytes(4) + audio)
+        messages = []
+        for command in ([transcribe_c, MODEL, str(stream)], [tarn, "transcribe", MODEL, str(stream)]):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 1 and done.stdout == "", (command, done.stdout)
+            messages.append(done.stderr.strip().removeprefix("error: "))
+        assert f"its data chunk declares 0 bytes of audio but {len(audio)} follow" in messages[1], messages
+        assert messages[0] == messages[1], messages
 
 
 def test_c_api_reads_a_word_list_as_the_cli_does(transcribe_c, tarn, tmp_path):
