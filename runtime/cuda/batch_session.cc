@@ -505,9 +505,10 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
   if (!status.ok()) return status;
   status = UseDevice(m_.device);
   if (!status.ok()) return status;
-  // Which streams step is kept in host_.dest (their output row, or -1), and
-  // stepped[] written only at the end: the caller's arrays may lie in the
-  // frames or the outputs.
+  // Which streams step is kept in host_.dest (their output row, or -1):
+  // the caller's streams may lie in the outputs, which are written before
+  // stepped[] (last, so that a stepped[] laid over the outputs still says
+  // which streams stepped).
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint32_t s = streams[i];
@@ -551,11 +552,11 @@ Status BatchSession::Impl::StepFrames(size_t n, const uint32_t* streams,
   const size_t width_out = m_.output_size;
   for (size_t i = 0; i < n; ++i) {
     const int32_t row = host_.dest[i];
-    stepped[i] = row >= 0;
     if (row < 0) continue;
     std::memcpy(outputs + i * width_out, out + size_t(row) * width_out,
                 width_out * sizeof(float));
   }
+  for (size_t i = 0; i < n; ++i) stepped[i] = host_.dest[i] >= 0;
   return Status::Ok();
 }
 
