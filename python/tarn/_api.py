@@ -733,7 +733,8 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
     """A WAV file's bytes as float32 mono samples, as `tarn transcribe`
     (libsndfile) reads them: integer PCM of 1 to 32 bits, left-justified in
     containers of their bits rounded up to whole bytes (24-bit samples in
-    32-bit ones where block_align says 4 bytes a channel) and scaled by the
+    32-bit ones where a plain PCM header's block_align says 4 bytes a
+    channel, where libsndfile guesses from the audio) and scaled by the
     container to [-1, 1) (12-bit samples in 16-bit containers as 16-bit, 24
     in 32 as 32), float samples as they are, channels averaged; the
     extensible header;
@@ -793,10 +794,15 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
         raise refuse(f"{bits}-bit {'float' if tag == _WAVE_FLOAT else 'integer'} samples are not supported")
     # A sample's container, as libsndfile (tarn transcribe) takes it: its
     # bits rounded up to whole bytes, samples left-justified in it, and
-    # block_align unread but for 24-bit samples in 32-bit containers
-    # (block_align 4 a channel, as ALSA's arecord writes them).
+    # block_align unread but in a plain PCM header (not the extensible one)
+    # of 24-bit samples and 4 bytes a channel: ALSA's arecord writes 24-bit
+    # samples in 32-bit containers so. There libsndfile guesses from the
+    # audio (a vote over 4 KB of it) whether the containers are 3 or 4
+    # bytes; this reads 4, so a recording too short or too quiet for its
+    # vote can be read otherwise by the two.
     width = (bits + 7) // 8
-    if tag == _WAVE_PCM and bits == 24 and block_align == 4 * channels:
+    plain_pcm = int.from_bytes(fmt[0:2], "little") == _WAVE_PCM
+    if plain_pcm and bits == 24 and block_align == 4 * channels:
         width = 4
     pcm = pcm[: len(pcm) // (width * channels) * width * channels]  # whole frames
     if tag == _WAVE_FLOAT:

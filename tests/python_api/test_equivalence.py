@@ -197,6 +197,14 @@ def _wav_variants(sample, tmp_path):
     data[4:8] = b"\xff\xff\xff\xff"
     out["streamed"] = tmp_path / "streamed.wav"
     out["streamed"].write_bytes(bytes(data))
+    # The extensible header's 24-bit samples with block_align 4 a channel:
+    # libsndfile reads 3-byte containers there (ALSA's 4 only in a plain
+    # PCM header).
+    data = bytearray(out["24bit_extensible"].read_bytes())
+    fmt = data.index(b"fmt ") + 8
+    data[fmt + 12 : fmt + 14] = (4 * 3).to_bytes(2, "little")
+    out["24bit_extensible_align_4"] = tmp_path / "24bit_extensible_align_4.wav"
+    out["24bit_extensible_align_4"].write_bytes(bytes(data))
     # block_align 0 and 4 for 16-bit mono: libsndfile sizes samples by their
     # bits and reads both as the sample.
     fmt = sample.read_bytes().index(b"fmt ") + 8
