@@ -616,8 +616,9 @@ TEST(CudaBackend, PrefillRefusesTokensInsideItsOutputs) {
 
 TEST(CudaBackend, StreamsMayLieInTheOutputs) {
   TARN_REQUIRE_CUDA_DEVICE();
-  // The CPU's SessionBatch reads nothing of a call's arrays after writing
-  // its outputs; neither may the GPU's.
+  // The CPU's SessionBatch steps sessions whose list lies in its outputs;
+  // the GPU's takes streams laid over its outputs, and a stepped[] there
+  // too (written after the outputs).
   for (const char* name : {"tokens", "speech"}) {
     std::unique_ptr<Model> model = LoadGolden(name);
     ASSERT_TRUE(model);
