@@ -30,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -105,14 +106,32 @@ def adapt_norms(checkpoint, target, wavs, warp):
         raise failure(f"adapt.py ({target})", result)
 
 
+class _Skipped(Exception):
+    """A call not started because another had failed."""
+
+
 def run_jobs(function, arguments, jobs):
     """[function(*a) for a in arguments], run by `jobs` threads. The first
-    failure cancels the calls not yet started and is raised once the running
+    failure stops the calls not yet started and is raised once the running
     ones end (not after every call has run)."""
+    failed_once = threading.Event()
+
+    def call(*a):
+        # Checked by the worker itself: the main thread's cancelling comes
+        # after it wakes, while the workers take the next calls at once.
+        if failed_once.is_set():
+            raise _Skipped()
+        try:
+            return function(*a)
+        except BaseException:
+            failed_once.set()
+            raise
+
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(function, *a) for a in arguments]
+        futures = [pool.submit(call, *a) for a in arguments]
         concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
-        failed = [f for f in futures if f.done() and not f.cancelled() and f.exception() is not None]
+        failed = [f for f in futures if f.done() and not f.cancelled() and f.exception() is not None
+                  and not isinstance(f.exception(), _Skipped)]
         if failed:
             for f in futures:
                 f.cancel()
