@@ -338,13 +338,11 @@ void tarn_session_options_init(tarn_session_options* options, size_t size) {
 
 size_t tarn_model_session_bytes(const tarn_model* model,
                                 const tarn_session_options* options) {
-  try {  // the checks' messages allocate
+  return tarn::c_api::SizeOrZero([&]() -> size_t {  // messages allocate
     tarn::SessionOptions cpp;
     if (model == nullptr || !Options(options, &cpp).ok()) return 0;
     return Cpp(model)->session_bytes(cpp);
-  } catch (...) {
-    return 0;
-  }
+  });
 }
 
 tarn_status tarn_session_create(const tarn_model* model,
@@ -489,13 +487,11 @@ void tarn_batch_options_init(tarn_batch_options* options, size_t size) {
 
 size_t tarn_model_batch_bytes(const tarn_model* model,
                               const tarn_batch_options* options) {
-  try {  // the checks' messages allocate
+  return tarn::c_api::SizeOrZero([&]() -> size_t {  // messages allocate
     tarn::BatchOptions cpp;
     if (model == nullptr || !Options(options, &cpp).ok()) return 0;
     return Cpp(model)->batch_bytes(cpp);
-  } catch (...) {
-    return 0;
-  }
+  });
 }
 
 tarn_status tarn_batch_create(const tarn_model* model,

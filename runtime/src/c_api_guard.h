@@ -37,6 +37,17 @@ tarn_status Guard(Body&& body) {
   }
 }
 
+// Runs `body` (returning a size) for the C functions that return a size
+// rather than a status: 0, as they document for a failure, if it throws.
+template <typename Body>
+size_t SizeOrZero(Body&& body) {
+  try {
+    return body();
+  } catch (...) {
+    return 0;
+  }
+}
+
 inline Status Null(const char* what) {
   return Status(StatusCode::kInvalidArgument, std::string(what) + " is null");
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -461,20 +462,20 @@ TEST(Recognizer, RandomCallSizesChangeNothing) {
 // greedy decoding and the beam search, with and without its word list and
 // hotwords; calls of up to 40 000 samples, and of up to 800.
 TEST(Recognizer, RandomCallSizesChangeNothingOnTheBundledModel) {
-  const std::string asr = TARN_ASR_EXAMPLE_DIR;
+  const std::filesystem::path asr = TARN_ASR_EXAMPLE_DIR;
   std::unique_ptr<Model> model;
-  Status status = Model::Load(asr + "/model/asr.tarn", &model);
+  Status status = Model::Load((asr / "model" / "asr.tarn").string(), &model);
   ASSERT_TRUE(status.ok()) << status.message();
   std::vector<std::vector<float>> clips;
   for (const char* name :
        {"en-gb_m3_012200.wav", "slt_012603.wav", "en-us_klatt4_012205.wav",
         "en-gb-x-rp_belinda_012255.wav", "slt_012600.wav",
         "en-gb-x-rp_f5_012219.wav"}) {
-    clips.push_back(ReadAudioFile(asr + "/samples/" + name));
+    clips.push_back(ReadAudioFile((asr / "samples" / name).string()));
     ASSERT_FALSE(clips.back().empty()) << name;
   }
   std::vector<std::string> words;
-  std::ifstream list(asr + "/words.txt");
+  std::ifstream list(asr / "words.txt");
   for (std::string word; list >> word;) words.push_back(word);
   ASSERT_EQ(words.size(), 40u);
   std::mt19937 random(11);

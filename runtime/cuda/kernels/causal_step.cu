@@ -103,23 +103,9 @@ std::string CheckStepShape(const AttentionShape& shape, FeatureMapKind map) {
   if (shape.heads > 65535) {
     return std::to_string(shape.heads) + " heads exceed the grid (65535)";
   }
-  size_t shared = 0;
-  switch (shape.d_value) {
-    case 16:
-      shared = StepSharedBytes<16>(shape);
-      break;
-    case 32:
-      shared = StepSharedBytes<32>(shape);
-      break;
-    case 36:
-      shared = StepSharedBytes<36>(shape);
-      break;
-    case 64:
-      shared = StepSharedBytes<64>(shape);
-      break;
-    default:
-      shared = StepSharedBytes<128>(shape);
-  }
+  const size_t shared = WithValueDim(shape.d_value, [&](auto dv) {
+    return StepSharedBytes<decltype(dv)::value>(shape);
+  });
   if (shared > kSharedBytes) {
     return std::to_string(shape.heads) + " heads of C " +
            std::to_string(shape.feature_dim) + ", d_key " +
@@ -158,18 +144,9 @@ KernelStatus CausalStep(cudaStream_t stream, size_t n,
   args.eps = eps;
   args.state = state;
   args.y = y;
-  switch (shape.d_value) {
-    case 16:
-      return Launch<16>(stream, n, shape, args);
-    case 32:
-      return Launch<32>(stream, n, shape, args);
-    case 36:
-      return Launch<36>(stream, n, shape, args);
-    case 64:
-      return Launch<64>(stream, n, shape, args);
-    default:
-      return Launch<128>(stream, n, shape, args);
-  }
+  return WithValueDim(shape.d_value, [&](auto dv) {
+    return Launch<decltype(dv)::value>(stream, n, shape, args);
+  });
 }
 
 }  // namespace cuda

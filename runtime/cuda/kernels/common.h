@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "runtime/cuda/kernels/elementwise.h"
 
@@ -53,6 +54,25 @@ inline bool IsSupportedValueDim(size_t d_value) {
     if (d == d_value) return true;
   }
   return false;
+}
+
+// f(std::integral_constant<int, d_value>()) for one of kValueDims, whose
+// template instantiation it picks (CheckAttention has refused the others;
+// they reach the last one's).
+template <typename F>
+auto WithValueDim(size_t d_value, F&& f) {
+  switch (d_value) {
+    case 16:
+      return f(std::integral_constant<int, 16>());
+    case 32:
+      return f(std::integral_constant<int, 32>());
+    case 36:
+      return f(std::integral_constant<int, 36>());
+    case 64:
+      return f(std::integral_constant<int, 64>());
+    default:
+      return f(std::integral_constant<int, 128>());
+  }
 }
 
 inline std::string SupportedValueDims() {

@@ -155,18 +155,9 @@ KernelStatus CausalPrefill(cudaStream_t stream, size_t streams, size_t T,
   args.state = state;
   args.y = y;
   const size_t shared = PrefillShared(shape, map.kind, L);
-  switch (shape.d_value) {
-    case 16:
-      return Launch<16>(stream, streams, shared, args);
-    case 32:
-      return Launch<32>(stream, streams, shared, args);
-    case 36:
-      return Launch<36>(stream, streams, shared, args);
-    case 64:
-      return Launch<64>(stream, streams, shared, args);
-    default:
-      return Launch<128>(stream, streams, shared, args);
-  }
+  return WithValueDim(shape.d_value, [&](auto dv) {
+    return Launch<decltype(dv)::value>(stream, streams, shared, args);
+  });
 }
 
 }  // namespace cuda

@@ -1,10 +1,12 @@
 /* c_only.c MODEL.tarn: the core's C API from a C-only project. A missing
- * file is refused with TARN_STATUS_IO_ERROR (an exception caught inside the
- * library: the C++ runtime is linked); MODEL loads and steps one token to
- * finite outputs. Exits 0 when all holds, 1 saying why otherwise. */
+ * file (MODEL's name with a suffix) is refused with TARN_STATUS_IO_ERROR (an
+ * exception caught inside the library: the C++ runtime is linked); MODEL loads
+ * and steps one token to finite outputs. Exits 0 when all holds, 1 saying why
+ * otherwise. */
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tarn/tarn.h"
 
@@ -13,8 +15,15 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s MODEL.tarn\n", argv[0]);
     return 1;
   }
+  /* MODEL's name with a suffix no file has. */
+  static const char kSuffix[] = ".no-such-file";
+  char* missing = malloc(strlen(argv[1]) + sizeof kSuffix);
+  if (missing == NULL) return 1;
+  strcpy(missing, argv[1]);
+  strcat(missing, kSuffix);
   tarn_model* model = NULL;
-  tarn_status status = tarn_model_load("/nonexistent/model.tarn", &model);
+  tarn_status status = tarn_model_load(missing, &model);
+  free(missing);
   if (status != TARN_STATUS_IO_ERROR || model != NULL) {
     fprintf(stderr, "a missing file: %s, expected TARN_STATUS_IO_ERROR\n",
             tarn_status_name(status));
