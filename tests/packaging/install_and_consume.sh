@@ -110,8 +110,8 @@ if [ -n "$cuda" ]; then
     tarn-cuda)
   echo "pkg-config --cflags --libs --static tarn-cuda: $flags"
   # The CUDA toolkit's library directory is on no default search path (a
-  # machine may link without it only through a symlink such as
-  # /usr/local/lib64): tarn-cuda.pc must name it with -L.
+  # machine may link without it only through a symlink of its own):
+  # tarn-cuda.pc must name it with -L.
   found=
   for flag in $flags; do
     case $flag in
