@@ -15,7 +15,11 @@
 // allocate nothing, keep no state, make no system call, and check their
 // preconditions with assert() only; pointers need no particular alignment.
 // Buffers may overlap only where a comment says so. A kernel with n == 0 does
-// nothing.
+// nothing. "The same bits on every variant" below holds for every value but
+// a NaN: a NaN comes out where the scalar variant's does, with a sign and
+// payload that may differ (x86's fused multiply-subtract keeps a NaN
+// operand's sign where fma(a, b, -c) flips it, and which of two NaN
+// operands an addition returns depends on their order, the compiler's).
 //
 // Kernels() picks, once per process, the best variant the CPU supports (read
 // with cpuinfo); the environment variable TARN_KERNELS=scalar|avx2|avx512|neon
@@ -43,7 +47,7 @@ struct KernelTable {
   // y = elu(x) + 1 (phi of Katharopoulos et al.): x + 1 for x > 0, else
   // exp(x). x, y: [n]; y may alias x.
   void (*elu_plus_one)(size_t n, const float* x, float* y);
-  // y = max(x, 0). x, y: [n]; y may alias x.
+  // y = x > 0 ? x : +0 (NaN and -0 give +0). x, y: [n]; y may alias x.
   void (*relu)(size_t n, const float* x, float* y);
   // y = gelu(x) = 0.5 x (1 + erf(x / sqrt(2))), the exact form of
   // torch.nn.functional.gelu. x, y: [n]; y may alias x.

@@ -36,7 +36,11 @@ float32x4_t Gelu4(float32x4_t x) {
 void Relu(size_t n, const float* x, float* y) {
   assert(n == 0 || (x != nullptr && y != nullptr));
   const float32x4_t zero = vdupq_n_f32(0.0f);
-  Map<Vec>(n, x, y, [&](float32x4_t v) { return vmaxq_f32(v, zero); });
+  // A select, not vmaxq_f32, which passes a NaN on: NaN and -0 give +0, as
+  // the scalar x > 0 ? x : 0 and x86's maxps(x, 0) do.
+  Map<Vec>(n, x, y, [&](float32x4_t v) {
+    return vbslq_f32(vcgtq_f32(v, zero), v, zero);
+  });
 }
 
 void Gelu(size_t n, const float* x, float* y) {

@@ -1,5 +1,7 @@
 // Feature maps: elu_plus_one, relu, exp_shifted.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -104,10 +106,18 @@ TEST_P(FeatureAccuracy, Relu) {
   std::vector<float> x = Grid(-3.0f, 3.0f, 601);
   x.push_back(std::numeric_limits<float>::infinity());
   x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  x.push_back(-std::numeric_limits<float>::quiet_NaN());
+  x.push_back(-0.0f);
   std::vector<float> y(x.size());
   k->relu(x.size(), x.data(), y.data());
   for (size_t i = 0; i < x.size(); ++i) {
-    EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f) << "relu(" << x[i] << ")";
+    // Bits, so that a NaN or -0 passed through fails: both give +0.
+    const float expected = x[i] > 0 ? x[i] : 0.0f;
+    uint32_t got_bits, expected_bits;
+    std::memcpy(&got_bits, &y[i], sizeof got_bits);
+    std::memcpy(&expected_bits, &expected, sizeof expected_bits);
+    EXPECT_EQ(got_bits, expected_bits) << "relu(" << x[i] << ") = " << y[i];
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -133,12 +134,20 @@ inline uint32_t Bits(float f) {
 
 // Expects `actual` to be `expected` bit for bit (NaNs included); reports
 // the first few elements that are not.
+// With Nans::kAnyNan, a NaN matches any NaN (kernels.h: a NaN's sign and
+// payload may differ between variants).
+enum class Nans { kBitForBit, kAnyNan };
 inline void ExpectSameBits(const std::vector<float>& actual,
                            const std::vector<float>& expected,
-                           const std::string& what) {
+                           const std::string& what,
+                           Nans nans = Nans::kBitForBit) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   int reported = 0;
   for (size_t i = 0; i < actual.size() && reported < 5; ++i) {
+    if (nans == Nans::kAnyNan && std::isnan(actual[i]) &&
+        std::isnan(expected[i])) {
+      continue;
+    }
     if (Bits(actual[i]) != Bits(expected[i])) {
       ADD_FAILURE() << what << "[" << i << "] = " << actual[i] << ", expected "
                     << expected[i] << " bit for bit";
