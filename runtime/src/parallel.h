@@ -48,6 +48,14 @@ inline std::atomic<size_t>& UsableCoresForTesting() {
   return cores;
 }
 
+// The most members any team has run with since a test last set it to 0:
+// threads_test checks that teams of several members really ran, since the
+// same bits alone would pass with every team run on its caller.
+inline std::atomic<size_t>& LargestTeamForTesting() {
+  static std::atomic<size_t> members{0};
+  return members;
+}
+
 // The cores this process may run on: its CPU affinity mask where the system
 // has one (taskset, a container's cpuset), else every hardware thread.
 inline size_t UsableCores() {
@@ -198,6 +206,11 @@ void RunTeam(pthreadpool_t threads, const CoreGrant& grant, Fn&& fn) {
     return;
   }
   assert(members <= TeamSize(threads));
+  size_t largest = LargestTeamForTesting().load(std::memory_order_relaxed);
+  while (largest < members &&
+         !LargestTeamForTesting().compare_exchange_weak(
+             largest, members, std::memory_order_relaxed)) {
+  }
   struct Context {
     Fn* fn;
     size_t members;

@@ -6,7 +6,9 @@
 //
 // The seeds are valid snapshots of those models, written (in any build) by
 //   TARN_WRITE_SNAPSHOT_SEEDS=$PWD/tests/fuzz/seeds-snapshot \
-//       build/tests/fuzz/tarn_fuzz_replay_test --gtest_filter='*WriteSnapshot*'
+//       build/tests/fuzz/tarn_fuzz_replay_test --gtest_also_run_disabled_tests
+//       \
+//       --gtest_filter='*WriteSnapshotSeeds'
 // or by this fuzzer when that variable is set.
 
 #include <cstddef>

@@ -101,9 +101,11 @@ TEST_P(ThreadsTest, StepsAndPrefillBitIdenticalToOneThread) {
   const Results one = StepAndPrefill(*model, 1);
   ASSERT_FALSE(one.outputs.empty());
   for (int threads : kThreadCounts) {
+    LargestTeamForTesting() = 0;
     const Results many = StepAndPrefill(*model, threads);
     EXPECT_TRUE(SameBits(many.outputs, one.outputs)) << threads << " threads";
     EXPECT_TRUE(SameBits(many.state, one.state)) << threads << " threads";
+    EXPECT_EQ(LargestTeamForTesting().load(), size_t(threads));
   }
 }
 
@@ -113,7 +115,9 @@ TEST_P(ThreadsTest, BatchBitIdenticalToOneThread) {
   ASSERT_TRUE(model);
   const Results one = Batch(*model, 1);
   for (int threads : kThreadCounts) {
+    LargestTeamForTesting() = 0;
     const Results many = Batch(*model, threads);
+    EXPECT_EQ(LargestTeamForTesting().load(), size_t(threads));
     EXPECT_TRUE(SameBits(many.outputs, one.outputs)) << threads << " threads";
     EXPECT_TRUE(SameBits(many.state, one.state)) << threads << " threads";
   }
@@ -126,7 +130,9 @@ TEST_P(ThreadsTest, MoreThreadsThanCoresGiveTheSameBits) {
   std::unique_ptr<Model> model = LoadGolden(GetParam());
   ASSERT_TRUE(model);
   const Results one = StepAndPrefill(*model, 1), batch_one = Batch(*model, 1);
+  LargestTeamForTesting() = 0;
   const Results clamped = StepAndPrefill(*model, 5);
+  EXPECT_EQ(LargestTeamForTesting().load(), 2u);
   EXPECT_TRUE(SameBits(clamped.outputs, one.outputs));
   EXPECT_TRUE(SameBits(clamped.state, one.state));
   const Results batch_clamped = Batch(*model, 5);
@@ -143,12 +149,14 @@ TEST_P(ThreadsTest, SessionsSteppedAtOnceShareTheCores) {
   ASSERT_TRUE(model);
   const Results one = StepAndPrefill(*model, 1);
   constexpr int kSessions = 3;
+  LargestTeamForTesting() = 0;
   Results runs[kSessions];
   std::vector<std::thread> callers;
   for (Results& run : runs) {
     callers.emplace_back([&] { run = StepAndPrefill(*model, 2); });
   }
   for (std::thread& caller : callers) caller.join();
+  EXPECT_LE(LargestTeamForTesting().load(), 2u);
   for (const Results& run : runs) {
     EXPECT_TRUE(SameBits(run.outputs, one.outputs));
     EXPECT_TRUE(SameBits(run.state, one.state));

@@ -146,7 +146,9 @@ def main(argv=None) -> int:
               f"({len(samples)} samples); growth {growth} kB (allowed {args.rss_slack_kb})")
         ok &= growth <= args.rss_slack_kb
     else:
-        print("RSS: too short a run to sample after minute 1")
+        # No sample means no check: a failure, not a pass.
+        print(f"FAIL: no RSS sample after minute 1 ({len(samples)} samples in all), so no growth to bound")
+        ok = False
 
     if args.expect_text is not None and not args.manifest:
         wrong = [h for h in hypotheses if h["text"] != args.expect_text]
