@@ -194,7 +194,7 @@ def main():
     if args.model:
         import torch
 
-        recipe = torch.load(args.model, map_location="cpu")["recipe"]
+        recipe = torch.load(args.model, map_location="cpu", weights_only=False)["recipe"]
         np.save(args.out, features(samples, recipe))
     else:
         np.save(args.out, log_mel(samples).astype(np.float32))

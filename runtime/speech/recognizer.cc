@@ -666,7 +666,10 @@ class WarpEstimator::Impl {
     if (!status.ok()) return status;
     labels_ = model.output_size();
     bins_ = audio.num_mel_bins;
-    window_ = audio.window_length;
+    rate_ = audio.sample_rate;
+    step_samples_ =
+        (uint64_t{model.config().stack_window} - 1) * audio.hop_length +
+        audio.window_length;
     const size_t stack = model.config().stack_hop;
     pass_frames_ = size_t{kDefaultPrefillChunk} * stack;
     outputs_.resize((pass_frames_ / stack + 1) * labels_);
@@ -719,9 +722,10 @@ class WarpEstimator::Impl {
     if (!status.ok()) return status;
     if (candidates_.front().steps == 0) {
       return Refuse(
-          "the utterances hold no audio frame to estimate a warp "
-          "from (each frame is " +
-          std::to_string(window_) + " samples)");
+          "no utterance is long enough for a model step to estimate a "
+          "warp from (a step needs " +
+          std::to_string(step_samples_) + " samples of one utterance, " +
+          std::to_string(step_samples_ * 1000 / rate_) + " ms)");
     }
     WarpEstimate result;
     for (const Candidate& c : candidates_) {
@@ -801,8 +805,8 @@ class WarpEstimator::Impl {
   }
 
   std::vector<Candidate> candidates_;
-  size_t labels_ = 0, bins_ = 0, window_ = 0, pass_frames_ = 0;
-  uint64_t utterance_ = 0;
+  size_t labels_ = 0, bins_ = 0, pass_frames_ = 0;
+  uint64_t step_samples_ = 0, rate_ = 1, utterance_ = 0;
   std::vector<float> outputs_;     // [steps of a pass][labels]
   std::vector<double> log_probs_;  // [labels]
   std::vector<float> pcm_;         // [kPcmBlock]

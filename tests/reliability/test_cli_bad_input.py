@@ -467,9 +467,19 @@ def test_adapt_names_the_bad_file_among_good_ones(tmp_path):
 
 
 @needs_speech
-def test_adapt_without_a_frame_of_audio(tmp_path):
-    short = wav(tmp_path / "short.wav", data=tone()[:200])
-    fails_with(tarn("adapt", SPEECH, short, short), "no audio frame to estimate a warp from")
+def test_adapt_without_a_model_step_of_audio(tmp_path):
+    # A step of the golden speech model stacks 9 frames of 400 samples every
+    # 160: 1,680 samples. 1,679 hold 8 frames and no step.
+    short = wav(tmp_path / "short.wav", data=tone()[: 2 * 1679])
+    fails_with(
+        tarn("adapt", SPEECH, short, short),
+        "no utterance is long enough for a model step to estimate a warp from "
+        "(a step needs 1680 samples of one utterance, 105 ms)",
+    )
+    enough = wav(tmp_path / "enough.wav", data=tone()[: 2 * 1680])
+    result = tarn("adapt", SPEECH, short, enough)
+    assert result.returncode == 0, result.stderr
+    float(result.stdout)
 
 
 def test_adapt_with_a_model_without_front_end(tmp_path):

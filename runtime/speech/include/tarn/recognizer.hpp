@@ -224,7 +224,7 @@ const std::vector<float>& DefaultWarpCandidates();
 // utterances: samples at the model's rate, floats in [-1, 1) (as
 // Recognizer::AcceptWaveform). Fails for a model the Recognizer refuses, an
 // invalid candidate (AudioFrontEndConfig::warp), non-finite samples, or
-// audio too short for one frame.
+// no utterance long enough for one model step (stack_window frames).
 Status EstimateWarp(const Model& model,
                     const std::vector<std::vector<float>>& utterances,
                     const std::vector<float>& candidates,
