@@ -2,6 +2,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "kernels/test/test_util.h"
 
@@ -94,6 +99,62 @@ TEST(Dispatch, ChoiceFollowsEnvironmentOrIsTheBest) {
     }
   }
   EXPECT_EQ(ActiveIsa(), Isa::kScalar);
+}
+
+// The variants this machine must have, named by a source other than the
+// dispatcher's (cpuinfo and CPUID): TARN_EXPECT_VARIANTS, names separated by
+// commas (run-arm.sh names neon and neondot, which qemu's CPU has), else on
+// x86 Linux the flags /proc/cpuinfo shows. Without this test a variant the
+// dispatcher lost would only skip its own tests. AMX is left out: the OS
+// may refuse its tiles to the process.
+std::vector<std::string> ExpectedVariants() {
+  std::vector<std::string> names;
+  if (const char* listed = std::getenv("TARN_EXPECT_VARIANTS")) {
+    std::stringstream stream(listed);
+    for (std::string name; std::getline(stream, name, ',');) {
+      if (!name.empty()) names.push_back(name);
+    }
+    return names;
+  }
+#if defined(__x86_64__) && defined(__linux__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::string> flags;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::stringstream words(line.substr(line.find(':') + 1));
+    for (std::string flag; words >> flag;) flags.insert(flag);
+    break;
+  }
+  const auto has = [&](const char* flag) { return flags.count(flag) > 0; };
+  const bool avx2 = has("avx2") && has("fma") && has("f16c");
+  if (avx2) names.push_back("avx2");  // the table and the dot variant
+  if (avx2 && has("avx_vnni")) names.push_back("avxvnni");
+  if (has("avx512f")) names.push_back("avx512");
+  if (has("avx512f") && has("avx512_vnni")) names.push_back("avx512vnni");
+#endif
+  return names;
+}
+
+TEST(Dispatch, TheCpusVariantsAreAllThere) {
+  const std::vector<std::string> expected = ExpectedVariants();
+  std::string seen;
+  for (const std::string& name : expected) {
+    bool known = false;
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+      if (name != IsaName(isa)) continue;
+      known = true;
+      EXPECT_NE(KernelsFor(isa), nullptr) << "no " << name << " kernel table";
+    }
+    for (DotIsa dot : {DotIsa::kScalar, DotIsa::kAvx2, DotIsa::kAvxVnni,
+                       DotIsa::kAvx512Vnni, DotIsa::kNeonDot, DotIsa::kAmx}) {
+      if (name != DotIsaName(dot)) continue;
+      known = true;
+      EXPECT_NE(DenseQ8For(dot), nullptr) << "no " << name << " dense_q8";
+    }
+    EXPECT_TRUE(known) << "no variant is named " << name;
+    seen += " " + name;
+  }
+  std::printf("variants expected of this CPU:%s\n", seen.c_str());
 }
 
 TEST(Dispatch, Names) {

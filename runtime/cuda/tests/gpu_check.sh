@@ -10,7 +10,8 @@
 # BIN_DIR holds tarn_cuda_{kernels,backend,logic}_test and tarn_cuda_bench
 # (and, in BIN_DIR/lib, any shared library the GPU machine lacks);
 # GOLDENS_DIR is a build's tests/goldens. Every log lands in LOG_DIR; the
-# exit status is the number of steps that failed.
+# exit status is the number of steps that failed. A step that saw no CUDA
+# device fails here, where the tests and the benchmark skip it and exit 0.
 set -u
 bin=$1 goldens=$2 logs=$3
 mkdir -p "$logs"
@@ -23,6 +24,10 @@ step() { # step NAME SECONDS COMMAND...: runs it, logs it, counts a failure
   local start=$SECONDS
   timeout "$seconds" "$@" >"$logs/$name.log" 2>&1
   local rc=$?
+  if [ $rc = 0 ] && grep -q "no CUDA device" "$logs/$name.log"; then
+    echo "$name: no CUDA device"
+    rc=1
+  fi
   echo "$name: exit $rc in $((SECONDS - start)) s"
   if [ $rc != 0 ]; then
     failed=$((failed + 1))
