@@ -3,7 +3,7 @@
 same beam search with and without --hotwords, on utterances that contain a
 boosted phrase and on utterances that contain none.
 
-    /usr/bin/python3 examples/asr/hotwords_eval.py [--out /tmp/hotwords] \\
+    /usr/bin/python3 examples/asr/hotwords_eval.py [--out DIR] \\
         [--hotwords examples/asr/hotwords.txt] [--voices held-out|dev] \\
         [--count 150] [--beam 8] [--boost 2.0] [--tarn build/runtime/tarn] \\
         [--manifest examples/asr/data/manifest.tsv]

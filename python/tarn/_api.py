@@ -676,7 +676,8 @@ class WarpEstimator:
 
     def estimate(self) -> Tuple[float, Dict[float, float]]:
         """The warp and every candidate's score over everything heard; refused
-        before a frame's worth of audio."""
+        before the first model step (stack_window frames of one utterance:
+        1,680 samples for the bundled model)."""
         warp, tried, scores = _call(self._native.estimate)
         # The candidates as given (the runtime holds them as float32).
         return self._candidates[list(tried).index(warp)], dict(zip(self._candidates, scores))

@@ -207,7 +207,8 @@ tarn_status tarn_warp_estimator_accept_int16(tarn_warp_estimator* estimator,
 /* The samples after this start another utterance. */
 tarn_status tarn_warp_estimator_end_utterance(tarn_warp_estimator* estimator);
 /* *warp: the estimate over everything heard; fails before the first model
- * step (a frame's worth of audio). */
+ * step (stack_window frames of one utterance: 1,680 samples for the bundled
+ * model). */
 tarn_status tarn_warp_estimator_estimate(tarn_warp_estimator* estimator,
                                          float* warp);
 
