@@ -725,7 +725,7 @@ class WarpEstimator::Impl {
           "no utterance is long enough for a model step to estimate a "
           "warp from (a step needs " +
           std::to_string(step_samples_) + " samples of one utterance, " +
-          std::to_string(step_samples_ * 1000 / rate_) + " ms)");
+          std::to_string((step_samples_ * 1000 + rate_ - 1) / rate_) + " ms)");
     }
     WarpEstimate result;
     for (const Candidate& c : candidates_) {

@@ -5,10 +5,11 @@
 //       build-asan/tests/fuzz/snapshot-corpus tests/fuzz/seeds-snapshot
 //
 // The seeds are valid snapshots of those models, written (in any build) by
+// clang-format off
 //   TARN_WRITE_SNAPSHOT_SEEDS=$PWD/tests/fuzz/seeds-snapshot \
-//       build/tests/fuzz/tarn_fuzz_replay_test --gtest_also_run_disabled_tests
-//       \
-//       --gtest_filter='*WriteSnapshotSeeds'
+//       build/tests/fuzz/tarn_fuzz_replay_test \
+//       --gtest_also_run_disabled_tests --gtest_filter='*WriteSnapshotSeeds'
+// clang-format on
 // or by this fuzzer when that variable is set.
 
 #include <cstddef>

@@ -515,8 +515,7 @@ def test_generate_draws_pixels_from_the_mixture(tmp_path):
         filled += count * table[level]
         if filled >= 5:
             groups, filled = groups + 1, 0.0
-    if filled > 0:
-        group[group == groups] = groups - 1  # the short tail joins the last full group
+    group[group == groups] = groups - 1  # a short tail joins the last full group
     expected = np.bincount(group, weights=count * table)
     observed = np.bincount(group[levels], minlength=len(expected))
     dof = len(expected) - 1

@@ -217,9 +217,9 @@ TEST(EstimateWarp, RefusesWhatItCannotUse) {
       };
   refused(*model, audio, {}, "no candidate warps");
   refused(*model, audio, {1.0f, 0.1f}, "warp 0.1 is outside [0.5, 2]");
-  refused(*model, {}, DefaultWarpCandidates(), "no audio frame");
+  refused(*model, {}, DefaultWarpCandidates(), "long enough for a model step");
   refused(*model, {std::vector<float>(300, 0.1f)}, DefaultWarpCandidates(),
-          "no audio frame");
+          "a step needs 1680 samples of one utterance, 105 ms");
   std::vector<std::vector<float>> bad = {audio[0], audio[0]};
   bad[1][1000] = NAN;
   refused(*model, bad, DefaultWarpCandidates(), "utterance 1");
@@ -315,10 +315,11 @@ TEST(WarpEstimator, RefusesWhatItCannotUse) {
       WarpEstimator::Create(*model, DefaultWarpCandidates(), &estimator).ok());
   const std::vector<float> speech = ReadAudio("speech.wav");
   WarpEstimate estimate;
-  // Less than a frame: still nothing to estimate from.
+  // Less than a model step: still nothing to estimate from.
   ASSERT_TRUE(estimator->AcceptWaveform(speech.data(), 300).ok());
   Status status = estimator->Estimate(&estimate);
-  EXPECT_NE(status.message().find("no audio frame"), std::string::npos)
+  EXPECT_NE(status.message().find("long enough for a model step"),
+            std::string::npos)
       << status.message();
   EXPECT_EQ(estimator->Estimate(nullptr).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(estimator->EndUtterance().ok());
