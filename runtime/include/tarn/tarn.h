@@ -71,9 +71,9 @@
  * tarn_batch_options, and the speech library's in tarn/speech.h) start with
  * struct_size, which their _default() function sets: start from it and change
  * the fields you need. Fields are only ever added at the end, each new
- * version larger than the last (one exception, tarn/speech.h's
- * tarn_recognizer_options: its versions 2 and 3 are both 88 bytes on 64-bit
- * platforms), and the library reads the fields that fit in struct_size, the
+ * version larger than the last (one exception: tarn/speech.h's recognizer
+ * options, whose versions 2 and 3 are both 88 bytes on 64-bit platforms),
+ * and the library reads the fields that fit in struct_size, the
  * defaults for the rest: a program built against an older tarn.h keeps
  * working with a newer library. The _default() functions are
  * inline, so that they build the struct of the header the program was built
