@@ -157,14 +157,12 @@ def change_speed(samples, factor):
     return np.interp(positions, np.arange(len(samples)), samples)
 
 
-def augment(pieces, rng, speed_perturbed, robust=False, eq=0.0, eq_rng=None):
+def augment(pieces, rng, speed_perturbed, robust=False):
     """[samples, ...] of one training example -> augmented waveform (float64,
     16-bit grid); a fraction speed_perturbed of the pieces change speed.
     robust (--augment robust) adds a room (35 %) before the gain and a
     channel (25 %) after the noise; without it the random draws are those of
-    --augment basic, so earlier runs replay. A fraction eq of the examples
-    go through a random equaliser after the room, drawn from eq_rng so that
-    the other draws stay those of a run without it."""
+    --augment basic, so earlier runs replay."""
     sr = features.RECIPE["sample_rate"]
     parts = [np.zeros(rng.integers(0, int(0.3 * sr)))]
     spoken = []
@@ -180,8 +178,6 @@ def augment(pieces, rng, speed_perturbed, robust=False, eq=0.0, eq_rng=None):
     x = np.concatenate(parts)
     if robust and rng.random() < 0.35:
         x = convolve(x, room_impulse_response(rng, sr))
-    if eq and eq_rng.random() < eq:
-        x = equalise(x, eq_rng, sr)
     gain = 10 ** (rng.uniform(-30, 0) / 20) / (np.abs(x).max() + 1e-9)
     x *= gain
     roll = rng.random()
@@ -258,23 +254,6 @@ def channel(x, rng, sr):
     return mu_law(x) if roll < 0.85 else a_law(x)
 
 
-def equalise(x, rng, sr):
-    """A random microphone and room colour: a spectral tilt of -4..+4 dB per
-    octave about 1 kHz and one to three peaks or dips of up to 9 dB, 0.3-1.5
-    octaves wide, centred at 150 Hz-6 kHz; the curve is smooth in log
-    frequency and held within +-15 dB. A voice's spectral tilt and formant
-    balance is what a vocal-tract warp cannot move (README, "Speaker
-    adaptation, second step")."""
-    spectrum = np.fft.rfft(x)
-    octaves = np.log2(np.maximum(np.fft.rfftfreq(len(x), 1.0 / sr), 50.0) / 1000.0)
-    db = rng.uniform(-4, 4) * octaves
-    for _ in range(rng.integers(1, 4)):
-        centre = math.log2(math.exp(rng.uniform(math.log(150), math.log(6000))) / 1000.0)
-        width = rng.uniform(0.3, 1.5)
-        db += rng.uniform(-9, 9) * np.exp(-0.5 * ((octaves - centre) / (width / 2.355)) ** 2)
-    return np.fft.irfft(spectrum * 10 ** (np.clip(db, -15, 15) / 20), len(x))
-
-
 def spec_augment(feats, rng, freq_width=6, time_width=11, time_every=150):
     t, d = feats.shape
     for _ in range(2):
@@ -291,9 +270,9 @@ def spec_augment(feats, rng, freq_width=6, time_width=11, time_every=150):
 class Batches(torch.utils.data.Dataset):
     """One item = one padded batch; augmentation and features run in the DataLoader worker."""
 
-    def __init__(self, data, batches, recipe, train, seed, speed_perturbed=0.0, augment="basic", first=0, eq=0.0):
+    def __init__(self, data, batches, recipe, train, seed, speed_perturbed=0.0, augment="basic", first=0):
         self.data, self.batches, self.recipe, self.train, self.seed = data, batches, recipe, train, seed
-        self.speed_perturbed, self.augment, self.first, self.eq = speed_perturbed, augment, first, eq
+        self.speed_perturbed, self.augment, self.first = speed_perturbed, augment, first
 
     def __len__(self):
         return len(self.batches) - self.first
@@ -301,13 +280,12 @@ class Batches(torch.utils.data.Dataset):
     def __getitem__(self, index):
         index += self.first  # resuming mid-epoch: the batch's randomness depends on its index alone
         rng = np.random.default_rng([self.seed, index])
-        eq_rng = np.random.default_rng([self.seed, index, 1])
         feats, texts = [], []
         for example in self.batches[index]:
             pieces = [self.data[i][0] for i in example]
             texts.append(" ".join(self.data[i][1] for i in example))
             if self.train and self.augment == "robust":
-                x = augment(pieces, rng, self.speed_perturbed, robust=True, eq=self.eq, eq_rng=eq_rng)
+                x = augment(pieces, rng, self.speed_perturbed, robust=True)
                 alpha = rng.uniform(*VTLP_RANGE) if rng.random() < 0.6 else 1.0
                 f = features.features(x, self.recipe, warp=alpha)
                 feats.append(spec_augment(f, rng, freq_width=8, time_width=13, time_every=100))
@@ -438,8 +416,6 @@ def main(argv=None):
                         help="fraction of training utterances played 0.9-1.2 times as fast (0: none)")
     parser.add_argument("--augment", choices=("basic", "robust"), default="robust",
                         help="robust (the recipe's) or basic (the bundled model's runs 1-8)")
-    parser.add_argument("--eq", type=make_corpus.fraction, default=0.0,
-                        help="fraction of training examples through a random equaliser (--augment robust only)")
     parser.add_argument("--init", help="asr.pt to start from (its weights and feature statistics)")
     parser.add_argument("--checkpoint", help="resumable state (default: OUT with .ckpt)")
     parser.add_argument("--checkpoint-minutes", type=make_corpus.non_negative_float, default=5.0,
@@ -452,8 +428,6 @@ def main(argv=None):
                         help="splits scored (greedy, in Python) at the end")
     parser.add_argument("--stop-after", type=int, default=0, help=argparse.SUPPRESS)  # tests: an interruption
     args = parser.parse_args(argv)
-    if args.eq and args.augment != "robust":
-        parser.error("--eq needs --augment robust")
 
     stem = os.path.splitext(args.out)[0]
     checkpoint_path = args.checkpoint or stem + ".ckpt"
@@ -480,7 +454,7 @@ def main(argv=None):
     transcripts = hashlib.sha256("\n".join(r["path"] + "\t" + r["transcript"] for r in rows["train"]).encode())
     plan = {"steps": args.steps, "minutes": None if args.steps else args.minutes, "lr": args.lr,
             "frames_per_batch": args.frames_per_batch, "seed": args.seed, "speed_perturb": args.speed_perturb,
-            "augment": args.augment, **({"eq": args.eq} if args.eq else {}), "init": shown(args.init) if args.init else None,
+            "augment": args.augment, "init": shown(args.init) if args.init else None,
             "train_utterances": len(data["train"]), "train_transcripts": transcripts.hexdigest()[:16],
             "device": str(device), "threads": args.threads}
 
@@ -566,7 +540,7 @@ def main(argv=None):
         epoch_rng = rng.getstate()
         batches = make_batches(data["train"], args.frames_per_batch, rng, join_fraction=0.15)
         dataset = Batches(data["train"], batches, recipe, True, args.seed * 1000 + epoch, args.speed_perturb,
-                          args.augment, first=first_batch, eq=args.eq)
+                          args.augment, first=first_batch)
         loader_options = dict(num_workers=args.workers, prefetch_factor=4) if args.workers else {}
         loader = torch.utils.data.DataLoader(dataset, batch_size=None, shuffle=False, **loader_options)
         batch = first_batch
