@@ -104,9 +104,21 @@ TEST(Dispatch, ChoiceFollowsEnvironmentOrIsTheBest) {
 // The variants this machine must have, named by a source other than the
 // dispatcher's (cpuinfo and CPUID): TARN_EXPECT_VARIANTS, names separated by
 // commas (run-arm.sh names neon and neondot, which qemu's CPU has), else on
-// x86 Linux the flags /proc/cpuinfo shows. Without this test a variant the
+// Linux the features /proc/cpuinfo shows. Without this test a variant the
 // dispatcher lost would only skip its own tests. AMX is left out: the OS
 // may refuse its tiles to the process.
+std::set<std::string> CpuinfoWords(const char* key) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::string> words;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::stringstream stream(line.substr(line.find(':') + 1));
+    for (std::string word; stream >> word;) words.insert(word);
+    break;
+  }
+  return words;
+}
+
 std::vector<std::string> ExpectedVariants() {
   std::vector<std::string> names;
   if (const char* listed = std::getenv("TARN_EXPECT_VARIANTS")) {
@@ -117,14 +129,7 @@ std::vector<std::string> ExpectedVariants() {
     return names;
   }
 #if defined(__x86_64__) && defined(__linux__)
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::set<std::string> flags;
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::stringstream words(line.substr(line.find(':') + 1));
-    for (std::string flag; words >> flag;) flags.insert(flag);
-    break;
-  }
+  const std::set<std::string> flags = CpuinfoWords("flags");
   const auto has = [&](const char* flag) { return flags.count(flag) > 0; };
   // A flag the OS does not save the registers of (XCR0: YMM for AVX2, and
   // the opmask and ZMM states for AVX-512; a hypervisor may show the flag
@@ -141,6 +146,12 @@ std::vector<std::string> ExpectedVariants() {
   if (avx2 && has("avx_vnni")) names.push_back("avxvnni");
   if (avx512) names.push_back("avx512");
   if (avx512 && has("avx512_vnni")) names.push_back("avx512vnni");
+#elif defined(__aarch64__) && defined(__linux__)
+  const std::set<std::string> features = CpuinfoWords("Features");
+  if (features.count("asimd") > 0) {
+    names.push_back("neon");
+    if (features.count("asimddp") > 0) names.push_back("neondot");
+  }
 #endif
   return names;
 }
