@@ -40,6 +40,12 @@ constexpr size_t kPcmBlock = 1024;
 // or amplified signal stays within a few units.
 constexpr float kMaxSample = 64;
 
+// The sample where the window of frame `frames` - 1 ends: the audio the
+// first `frames` frames need (frames >= 1).
+uint64_t SamplesOfFrames(uint64_t frames, uint64_t hop, uint64_t window) {
+  return (frames - 1) * hop + window;
+}
+
 // Refuses a call with a sample that is not finite or beyond kMaxSample,
 // naming the first (and, for a warp estimator, its utterance), before
 // anything of it is consumed.
@@ -156,7 +162,7 @@ class Recognizer::Impl {
   void EndUtterance(uint64_t audio_end, uint64_t next_frame);
   // The sample where the window of the frame before `frame` ends.
   uint64_t AudioBefore(uint64_t frame) const {
-    return (frame - 1) * uint64_t{hop_} + window_;
+    return SamplesOfFrames(frame, hop_, window_);
   }
   // next_frame: the stream's frame the next utterance's session starts at.
   void RestartUtterance(uint64_t next_frame);
@@ -667,9 +673,8 @@ class WarpEstimator::Impl {
     labels_ = model.output_size();
     bins_ = audio.num_mel_bins;
     rate_ = audio.sample_rate;
-    step_samples_ =
-        (uint64_t{model.config().stack_window} - 1) * audio.hop_length +
-        audio.window_length;
+    step_samples_ = SamplesOfFrames(model.config().stack_window,
+                                    audio.hop_length, audio.window_length);
     const size_t stack = model.config().stack_hop;
     pass_frames_ = size_t{kDefaultPrefillChunk} * stack;
     outputs_.resize((pass_frames_ / stack + 1) * labels_);
