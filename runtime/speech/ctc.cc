@@ -149,6 +149,24 @@ class Speller {
   bool lower_ = false;
 };
 
+// A hotword phrase's words: its runs of characters between white space.
+std::vector<std::string> PhraseWords(const std::string& phrase) {
+  std::vector<std::string> words;
+  const char* space = " \t\r\n\f\v";
+  for (size_t start = 0;;) {
+    start = phrase.find_first_not_of(space, start);
+    if (start == std::string::npos) return words;
+    size_t end = phrase.find_first_of(space, start);
+    if (end == std::string::npos) end = phrase.size();
+    words.push_back(phrase.substr(start, end - start));
+    start = end;
+  }
+}
+
+std::string HotwordName(const std::vector<CtcHotword>& hotwords, size_t i) {
+  return "hotword " + std::to_string(i) + " (\"" + hotwords[i].phrase + "\")";
+}
+
 }  // namespace
 
 Status WordTrie::Build(const LabelSet& set,
@@ -183,6 +201,31 @@ Status WordTrie::Build(const LabelSet& set,
     uint8_t& is_word = is_word_[node[spellings.begin[i + 1] - 1]];
     word_count_ += is_word == 0;
     is_word = 1;
+  }
+  return Status::Ok();
+}
+
+Status WordTrie::CheckHotwords(const LabelSet& set,
+                               const std::vector<CtcHotword>& hotwords) const {
+  const Speller speller(set);
+  std::vector<int32_t> spelled;
+  for (size_t i = 0; i < hotwords.size(); ++i) {
+    for (std::string word : PhraseWords(hotwords[i].phrase)) {
+      speller.Normalise(&word);
+      spelled.clear();
+      size_t at = 0;
+      speller.Spell(word, &spelled, &at);  // spelled by ContextGraph::Build
+      int32_t node = 0;
+      for (size_t k = 0; k < spelled.size() && node >= 0; ++k) {
+        node = Child(node, spelled[k]);
+      }
+      if (node < 0 || !IsWord(node)) {
+        return Invalid(HotwordName(hotwords, i) + ": \"" + word +
+                       "\" is not in the word list, so the phrase could "
+                       "never be recognised; add the word to the list or "
+                       "drop the phrase");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -269,22 +312,14 @@ Status ContextGraph::Build(const LabelSet& set,
   std::vector<int32_t> spelled;
   for (size_t i = 0; i < hotwords.size(); ++i) {
     const CtcHotword& hotword = hotwords[i];
-    const std::string name =
-        "hotword " + std::to_string(i) + " (\"" + hotword.phrase + "\")";
+    const std::string name = HotwordName(hotwords, i);
     if (!(hotword.boost >= 0 && hotword.boost <= kMaxHotwordBoost)) {
       return Invalid(name + ": its boost " + std::to_string(hotword.boost) +
                      " is not a positive number of at most " +
                      std::to_string(kMaxHotwordBoost) + " nats per label");
     }
     spelled.assign(1, separator);
-    size_t start = 0;
-    const char* space = " \t\r\n\f\v";
-    for (;;) {
-      start = hotword.phrase.find_first_not_of(space, start);
-      if (start == std::string::npos) break;
-      size_t end = hotword.phrase.find_first_of(space, start);
-      if (end == std::string::npos) end = hotword.phrase.size();
-      std::string word = hotword.phrase.substr(start, end - start);
+    for (std::string word : PhraseWords(hotword.phrase)) {
       speller.Normalise(&word);
       size_t at = 0;
       const std::string missing = speller.Spell(word, &spelled, &at);
@@ -295,7 +330,6 @@ Status ContextGraph::Build(const LabelSet& set,
                        Quoted(missing) + " in \"" + word + "\")");
       }
       spelled.push_back(separator);
-      start = end;
     }
     if (spelled.size() == 1) return Invalid(name + " is empty");
     spellings.Add(spelled);
@@ -303,30 +337,93 @@ Status ContextGraph::Build(const LabelSet& set,
   }
   const std::vector<int32_t> node = edges_.Build(spellings);
   const size_t states = edges_.nodes();
-  std::vector<double> edge_boost(states, 0.0);  // of the label into a state
-  std::vector<uint8_t> complete(states, 0);
+  // edge_boost: of the label into a state, the largest boost of the
+  // phrases through it; phrase_boost: where phrases end, the largest of
+  // theirs (-1 elsewhere; every boost is positive by now).
+  std::vector<double> edge_boost(states, 0.0), phrase_boost(states, -1.0);
   for (size_t i = 0; i < spellings.size(); ++i) {
     // The leading separator earns nothing: it is no part of the phrase.
     for (size_t k = spellings.begin[i] + 1; k < spellings.begin[i + 1]; ++k) {
       edge_boost[node[k]] = std::max(edge_boost[node[k]], boosts[i]);
     }
-    complete[node[spellings.begin[i + 1] - 1]] = 1;
+    double& end = phrase_boost[node[spellings.begin[i + 1] - 1]];
+    end = std::max(end, boosts[i]);
   }
-  // Breadth first, so that a state's failure state (shallower) is done:
-  // the failure state of a child of s along c is Next(fail(s), c).
+  // Breadth first: parents, depths and the plain Aho-Corasick failure
+  // links (the longest proper suffix that is a state).
+  std::vector<int32_t> parent(states, 0), depth(states, 0), suffix(states, 0);
+  auto follow = [&](int32_t state, int32_t label) {
+    for (;;) {
+      const int32_t child = edges_.Child(state, label);
+      if (child >= 0) return child;
+      if (state == 0) return 0;
+      state = suffix[state];
+    }
+  };
+  std::vector<int32_t> order(1, 0);
+  for (size_t q = 0; q < order.size(); ++q) {
+    const int32_t s = order[q];
+    for (uint32_t e = edges_.begin(s); e < edges_.begin(s + 1); ++e) {
+      const int32_t child = edges_.child(e);
+      parent[child] = s;
+      depth[child] = depth[s] + 1;
+      suffix[child] = s == 0 ? 0 : follow(suffix[s], edges_.label(e));
+      order.push_back(child);
+    }
+  }
+  // Each state's path by the rules (tarn/ctc.hpp), which its labels alone
+  // decide: the phrases credited along it, what they keep (`kept`) and
+  // what the rest of the match holds at risk. Positions count from the
+  // path's leading separator, 1.
   fail_.assign(states, 0);
   reached_.assign(states, 0.0);
   at_risk_.assign(states, 0.0);
-  std::vector<int32_t> queue(1, 0);
-  for (size_t q = 0; q < queue.size(); ++q) {
-    const int32_t s = queue[q];
-    for (uint32_t e = edges_.begin(s); e < edges_.begin(s + 1); ++e) {
-      const int32_t child = edges_.child(e);
-      fail_[child] = s == 0 ? 0 : Next(fail_[s], edges_.label(e));
-      reached_[child] = at_risk_[s] + edge_boost[child];
-      at_risk_[child] = complete[child] ? 0.0 : reached_[child];
-      queue.push_back(child);
+  std::vector<double> kept(states, 0.0);
+  struct Occurrence {
+    int32_t begin, end;  // the positions of its separators
+  };
+  std::vector<Occurrence> credited;
+  std::vector<int32_t> path;
+  std::vector<double> cover;  // [position]: the largest credited boost
+  auto inside = [&](int32_t position, int32_t before) {
+    for (const Occurrence& o : credited) {
+      if (o.end < before && o.begin < position && position < o.end) {
+        return true;
+      }
     }
+    return false;
+  };
+  for (size_t q = 1; q < order.size(); ++q) {
+    const int32_t s = order[q];
+    const int32_t d = depth[s];
+    path.assign(d + 1, 0);
+    for (int32_t at = s; at != 0; at = parent[at]) path[depth[at]] = at;
+    credited.clear();
+    cover.assign(d + 1, -1.0);
+    for (int32_t j = 2; j <= d; ++j) {
+      for (int32_t c = path[j]; c != 0; c = suffix[c]) {
+        if (phrase_boost[c] < 0) continue;
+        const int32_t begin = j - depth[c] + 1;
+        if (inside(begin, j)) continue;  // would earn a credited label again
+        credited.push_back({begin, j});
+        for (int32_t i = begin + 1; i <= j; ++i) {
+          cover[i] = std::max(cover[i], phrase_boost[c]);
+        }
+      }
+    }
+    for (int32_t i = 2; i <= d; ++i) {
+      if (cover[i] >= 0) {
+        kept[s] += cover[i];
+      } else {
+        at_risk_[s] += edge_boost[path[i]];
+      }
+    }
+    reached_[s] = kept[s] - kept[parent[s]] + at_risk_[s];
+    // A failure may restart the match at one of the path's separators, but
+    // not at one inside a credited phrase, whose labels have earned.
+    int32_t u = suffix[s];
+    while (u != 0 && inside(d - depth[u] + 1, d + 1)) u = suffix[u];
+    fail_[s] = u;
   }
   separator_ = separator;
   start_ = Next(0, separator);
@@ -525,6 +622,10 @@ Status CtcDecoder::Create(const std::vector<std::string>& labels,
     context = std::make_unique<ctc::ContextGraph>();
     status = context->Build(set, options.hotwords, options.hotword_boost);
     if (!status.ok()) return status;
+    if (trie != nullptr) {
+      status = trie->CheckHotwords(set, options.hotwords);
+      if (!status.ok()) return status;
+    }
   }
   *decoder = ctc::MakeBeamDecoder(std::move(set), std::move(trie),
                                   std::move(context), options);

@@ -62,6 +62,10 @@ class WordTrie {
  public:
   // Fails naming the first word the labels cannot spell.
   Status Build(const LabelSet& set, const std::vector<std::string>& words);
+  // Fails naming the first hotword with a word not in the list (one the
+  // beam could never emit), given hotwords the labels can spell.
+  Status CheckHotwords(const LabelSet& set,
+                       const std::vector<CtcHotword>& hotwords) const;
   // The child of `node` along `label`, or -1.
   int32_t Child(int32_t node, int32_t label) const {
     return edges_.Child(node, label);
@@ -78,12 +82,15 @@ class WordTrie {
 
 // The hotwords' Aho-Corasick automaton (tarn/ctc.hpp, Hotwords): the
 // phrases' prefix tree and each state's failure state (its longest proper
-// suffix that is a state), so its memory grows with the phrases' labels,
-// not with the label set. A hypothesis's bonus is the sum of the gains of the
-// transitions its labels took; Gain() of a transition is the new state's
-// bonus since the last completed phrase on its path, minus the old state's
-// bonus at risk, so a failed partial match gives its bonus back exactly and
-// a completed phrase (whose state has nothing at risk) keeps it.
+// suffix that is a state and does not begin inside a phrase its path
+// credits), so its memory grows with the phrases' labels, not with the
+// label set. A hypothesis's bonus is the sum of the gains of the transitions
+// its labels took. A state's path alone decides what its credited phrases
+// keep and what its match holds at risk, because a failure never cuts a
+// credited phrase; Gain() of a transition is what the new state's phrases
+// kept beyond its parent's, plus what it holds, minus what the old state
+// held: a failed match gives its bonus back exactly, and a credited phrase
+// keeps it.
 class ContextGraph {
  public:
   // Fails naming the first phrase (and its index) that is empty or that the
@@ -120,10 +127,10 @@ class ContextGraph {
   int32_t separator_ = 0;
   EdgeLists edges_;
   std::vector<int32_t> fail_;  // [states]
-  // [states]: the boosts earned on the way to the state since the last
-  // completed phrase on its path, its own label's included.
+  // [states]: what the phrases the state credits keep beyond those its
+  // parent credits, plus at_risk_.
   std::vector<double> reached_;
-  // [states]: reached_, or 0 where a phrase is complete.
+  // [states]: the bonus its match holds at risk.
   std::vector<double> at_risk_;
 };
 

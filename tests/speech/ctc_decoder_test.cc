@@ -570,6 +570,101 @@ TEST(CtcHotwords, PartialMatchGivesItsBonusBack) {
   EXPECT_EQ(trace[4], 3.0);  // " a a" again: the first a given back
 }
 
+// The bonus when `text` ends, as the decoder ranks a final result: as if a
+// separator followed.
+double FinalBonus(const ctc::ContextGraph& graph,
+                  const std::vector<std::string>& labels,
+                  const std::string& text) {
+  int32_t state = graph.start();
+  double bonus = 0;
+  for (char ch : text) {
+    const int32_t next = graph.Next(state, IndexOf(labels, std::string(1, ch)));
+    bonus += graph.Gain(state, next);
+    state = next;
+  }
+  return bonus + graph.EndGain(state);
+}
+
+// A phrase inside a longer one's partial match keeps its bonus when the
+// longer one fails, and no label earns twice: a phrase that begins inside
+// a credited one (at one of its inner separators) is not credited, and a
+// repeated phrase earns once per repetition.
+TEST(CtcHotwords, InnerPhrasesKeepTheirBonusAndNoLabelEarnsTwice) {
+  const auto labels = Letters();
+  // "mom " keeps 3 x 4 when "call mom now" fails at "p"; "call " (5
+  // labels at 1) is given back. It used to give back "mom" too, so that
+  // adding "call mom now" made "tall mom please" outrank "call mom please".
+  const auto mom = Graph(labels, {{"mom", 3.0f}, {"call mom now", 0}});
+  std::vector<double> trace;
+  EXPECT_EQ(Bonus(mom, labels, "call mom please", &trace), 12.0);
+  EXPECT_EQ(trace[8], 17.0);  // "call mom ": 12 kept, 5 held
+  EXPECT_EQ(FinalBonus(mom, labels, "tall mom please"), 12.0);
+  // The longer phrase complete: "call " at 1, "mom " at its larger 3,
+  // "now" at 1.
+  EXPECT_EQ(FinalBonus(mom, labels, "call mom now"), 5.0 + 12.0 + 4.0);
+  // A repeated phrase: each of its labels once per repetition; one more
+  // "ha " is a partial match, given back at the end.
+  const auto ha = Graph(labels, {{"ha ha", 0}});
+  EXPECT_EQ(FinalBonus(ha, labels, "ha ha"), 6.0);
+  EXPECT_EQ(FinalBonus(ha, labels, "ha ha ha"), 6.0);
+  EXPECT_EQ(FinalBonus(ha, labels, "ha ha ha ha"), 12.0);
+  // "ha ha ha" listed too: its 9 labels, once (it used to earn less than
+  // "ha ha" alone gave).
+  const auto ha3 = Graph(labels, {{"ha ha", 0}, {"ha ha ha", 0}});
+  EXPECT_EQ(FinalBonus(ha3, labels, "ha ha ha"), 9.0);
+  // "b c" would begin inside "a b" (at its inner separator): not credited.
+  const auto ab = Graph(labels, {{"a b", 0}, {"b c", 0}});
+  EXPECT_EQ(FinalBonus(ab, labels, "a b c"), 4.0);
+  EXPECT_EQ(FinalBonus(ab, labels, "b c"), 4.0);
+  // "b" credited inside the partial "a b x": "b c" may still begin at
+  // its start, and adding "b" costs "a b c" nothing.
+  const auto bc = Graph(labels, {{"b c", 0}, {"a b x", 0}});
+  const auto bcb = Graph(labels, {{"b c", 0}, {"a b x", 0}, {"b", 0}});
+  EXPECT_EQ(FinalBonus(bc, labels, "a b c"), 4.0);
+  EXPECT_EQ(FinalBonus(bcb, labels, "a b c"), 4.0);
+  // A credited phrase's labels earn its own boost, not a larger one of a
+  // phrase it only begins.
+  const auto light =
+      Graph(labels, {{"turn on the light", 3.0f}, {"turn off the light", 0}});
+  EXPECT_EQ(FinalBonus(light, labels, "turn off the light"), 19.0);
+}
+
+// Decoding: "ha ha", then a weak " ha" (each label 0.2 against the blank's
+// 0.78). The hotword "ha ha" must not buy the repetition: its labels earned
+// once already. "call" narrowly beats "tall" (c 0.55, t 0.4): the hotwords
+// "mom" and "call mom now" must not turn it round.
+TEST(CtcHotwords, CreditedLabelsDoNotBuyAnotherWord) {
+  const auto labels = Letters();
+  std::vector<std::vector<float>> steps;
+  for (char ch : std::string("ha ha")) {
+    steps.push_back(Step(labels, {{std::string(1, ch), 0.95}}));
+    steps.push_back(Step(labels, {{"<blank>", 0.95}}));
+  }
+  for (const char* l : {" ", "h", "a"})
+    steps.push_back(Step(labels, {{l, 0.2}, {"<blank>", 0.78}}));
+  for (int i = 0; i < 3; ++i)
+    steps.push_back(Step(labels, {{"<blank>", 0.98}}));
+  CtcDecoderOptions options;
+  options.beam_width = 8;
+  std::unique_ptr<CtcDecoder> decoder;
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  EXPECT_EQ(Decode(*decoder, steps).text, "ha ha");
+  options.hotwords = {{"ha ha", 0}};
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  EXPECT_EQ(Decode(*decoder, steps).text, "ha ha");
+
+  steps.clear();
+  steps.push_back(Step(labels, {{"c", 0.55}, {"t", 0.40}}));
+  steps.push_back(Step(labels, {{"<blank>", 0.95}}));
+  for (char ch : std::string("all mom please")) {
+    steps.push_back(Step(labels, {{std::string(1, ch), 0.95}}));
+    steps.push_back(Step(labels, {{"<blank>", 0.95}}));
+  }
+  options.hotwords = {{"mom", 0}, {"call mom now", 0}};
+  ASSERT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  EXPECT_EQ(Decode(*decoder, steps).text, "call mom please");
+}
+
 // "cot" narrowly beats "cat" (o 0.6, a 0.3); the hotword "cat" turns it
 // round, and the reported score is still P(cat) without any bonus. Words
 // the scores make sure of are not forbidden.
@@ -701,15 +796,18 @@ TEST(CtcHotwords, WideBeamMatchesBruteForce) {
 // The hotwords' bonus by the rules of tarn/ctc.hpp (Hotwords), written over
 // strings, independently of the automaton. A phrase is spelled as a
 // separator, its words joined by single separators, a separator; the text
-// is read after a virtual separator. The match after some text is the
-// text's longest suffix that begins a phrase's spelling (found by trying
-// every suffix). The match holds a bonus: each of its labels after its
-// leading separator, or after the last complete phrase inside it, earns the
-// largest boost of the phrases whose spelling begins with the match up to
-// that label. A match that is a complete phrase keeps what it holds for
-// good. The bonus after some text is what was kept plus what the match
-// holds while incomplete; at the end of the text, as if a separator
-// followed, only what that separator completes is kept.
+// is read after a virtual separator, and positions count in it from that
+// one, 0. After each label, every phrase whose spelling ends there is
+// credited, unless it begins strictly inside a phrase credited before
+// (found by trying every phrase at every end); each label of a credited
+// phrase but its leading separator keeps the largest boost of the credited
+// phrases over it. The match is the longest suffix that begins a phrase's
+// spelling and does not begin strictly inside a credited phrase (found by
+// trying every suffix); its labels that no credited phrase covers, after its
+// leading separator, each hold the largest boost of the phrases whose
+// spelling begins with the match up to that label. The bonus after some
+// text is what is kept plus what the match holds; at the end of the text,
+// as if a separator followed, only what is kept.
 class ReferenceHotwords {
  public:
   ReferenceHotwords(const std::vector<CtcHotword>& hotwords,
@@ -735,35 +833,71 @@ class ReferenceHotwords {
   double Bonus(const std::string& text, std::vector<double>* trace = nullptr,
                std::vector<std::string>* matches = nullptr) const {
     std::string seen = " ";
-    double kept = 0;
+    std::vector<Credited> credited;
     for (char ch : text) {
       seen += ch;
-      const std::string match = Match(seen);
-      double held = Held(match);
-      if (Complete(match)) {
-        kept += held;
-        held = 0;
-      }
-      if (trace) trace->push_back(kept + held);
+      Credit(seen, &credited);
+      const std::string match = Match(seen, credited);
+      if (trace) trace->push_back(Kept(credited) + Held(seen, match, credited));
       if (matches) matches->push_back(match);
     }
-    const std::string closed = Match(seen + " ");
-    return kept + (Complete(closed) ? Held(closed) : 0);
+    Credit(seen + " ", &credited);
+    return Kept(credited);
   }
 
   // The phrases as spelled: " w1 w2 ... ".
   const std::vector<std::string>& spellings() const { return spellings_; }
 
  private:
+  struct Credited {
+    size_t begin, end;  // positions of its first and last separators
+    double boost;
+  };
+  static bool Inside(size_t position, size_t before,
+                     const std::vector<Credited>& credited) {
+    for (const Credited& c : credited) {
+      if (c.end < before && c.begin < position && position < c.end) return true;
+    }
+    return false;
+  }
+  // Credits the phrases that end at seen's last label.
+  void Credit(const std::string& seen, std::vector<Credited>* credited) const {
+    const size_t end = seen.size() - 1;
+    for (size_t i = 0; i < spellings_.size(); ++i) {
+      const std::string& spelling = spellings_[i];
+      if (spelling.size() > seen.size() ||
+          seen.compare(seen.size() - spelling.size(), spelling.size(),
+                       spelling) != 0) {
+        continue;
+      }
+      const size_t begin = seen.size() - spelling.size();
+      if (!Inside(begin, end, *credited))
+        credited->push_back({begin, end, boosts_[i]});
+    }
+  }
+  static double Cover(size_t position, const std::vector<Credited>& credited) {
+    double largest = -1;
+    for (const Credited& c : credited) {
+      if (c.begin < position && position <= c.end)
+        largest = std::max(largest, c.boost);
+    }
+    return largest;
+  }
+  static double Kept(const std::vector<Credited>& credited) {
+    size_t last = 0;
+    for (const Credited& c : credited) last = std::max(last, c.end);
+    double kept = 0;
+    for (size_t position = 1; position <= last; ++position)
+      kept += std::max(0.0, Cover(position, credited));
+    return kept;
+  }
   bool Begins(const std::string& u, size_t phrase) const {
     return spellings_[phrase].compare(0, u.size(), u) == 0;
   }
-  bool Complete(const std::string& u) const {
-    return std::find(spellings_.begin(), spellings_.end(), u) !=
-           spellings_.end();
-  }
-  std::string Match(const std::string& seen) const {
+  std::string Match(const std::string& seen,
+                    const std::vector<Credited>& credited) const {
     for (size_t k = 0; k < seen.size(); ++k) {
+      if (Inside(k, seen.size() - 1, credited)) continue;
       const std::string suffix = seen.substr(k);
       for (size_t i = 0; i < spellings_.size(); ++i) {
         if (Begins(suffix, i)) return suffix;
@@ -771,10 +905,12 @@ class ReferenceHotwords {
     }
     return "";
   }
-  double Held(const std::string& match) const {
+  double Held(const std::string& seen, const std::string& match,
+              const std::vector<Credited>& credited) const {
+    const size_t first = seen.size() - match.size();
     double held = 0;
     for (size_t n = 2; n <= match.size(); ++n) {
-      if (Complete(match.substr(0, n - 1))) held = 0;
+      if (Cover(first + n - 1, credited) >= 0) continue;
       double largest = 0;
       for (size_t i = 0; i < spellings_.size(); ++i) {
         if (Begins(match.substr(0, n), i))
@@ -1002,6 +1138,11 @@ TEST(CtcHotwords, WideBeamMatchesBruteForceOverRandomPhrases) {
         options.words.push_back(rng() % 2 ? phrase[rng() % phrase.size()]
                                           : RandomWord(rng));
       }
+      // Every hotword's words: the decoder refuses one it could never emit.
+      for (const std::string& spelling : reference.spellings()) {
+        for (const std::string& word : SplitWords(spelling))
+          options.words.push_back(word);
+      }
       ++with_words;
     }
     std::vector<std::vector<float>> steps(5, std::vector<float>(kAbc.size()));
@@ -1090,6 +1231,19 @@ TEST(CtcHotwords, RefusesWhatItCannotDo) {
   options.hotwords = {{"on", 0}};
   EXPECT_FALSE(  // no separator
       CtcDecoder::Create({"<blank>", "o", "n"}, options, &decoder).ok());
+  // A word the word list lacks could never be emitted: the phrase would
+  // silently never match.
+  options.words = {"turn", "on", "the", "light"};
+  options.hotwords = {{"turn on", 0}, {"What time is it", 0}};
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_NE(s.message().find("hotword 1 (\"What time is it\"): \"what\" is "
+                             "not in the word list"),
+            std::string::npos)
+      << s.message();
+  options.words = {"turn", "on", "what", "time", "is", "it"};
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.words = {"turn", "on", "what", "time", "is", "i"};  // a prefix only
+  EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
   options.hotwords = {{"Turn  ON", 0}};  // lowered, spaces collapsed
   EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
   // A beam whose prefix tree would not fit kMaxCtcDecoderBytes is refused

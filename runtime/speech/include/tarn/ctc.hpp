@@ -37,18 +37,23 @@
 // phrase only matches from the start of a word and is complete only when the
 // separator after its last word is emitted. A prefix's state in the
 // automaton is a function of its labels (the empty prefix starts after a
-// virtual separator), so prefixes that merge share it. Each label that
-// extends a partial match earns the phrase's boost (nats per label; the
-// leading separator earns nothing); when a match fails, the bonus of the
-// partial match is given back, keeping only that of the longest suffix that
-// is itself the start of a phrase; a completed phrase keeps its bonus for
-// good. A label shared by phrases of different boosts earns the largest.
-// Matches of a phrase inside a longer phrase's partial match are not
-// credited. The bonus enters the beam's ranking and pruning only: a
-// hypothesis's reported log_score stays its probability without the bonus.
-// The final result is ranked as if a separator followed the last label: a
-// phrase that lacks only its closing separator is complete, and an
-// unfinished match gives its bonus back.
+// virtual separator), so prefixes that merge share it. The bonus:
+//   - A complete phrase is credited where it ends, unless it begins inside
+//     (at an inner separator of) a phrase credited before it ended: then
+//     its words have earned already. Each label of a credited phrase but
+//     its leading separator keeps, for good, the largest boost (nats per
+//     label) of the credited phrases over it, once, however many are.
+//   - The match is the prefix's longest suffix that begins some phrase and
+//     does not begin inside a credited one. Its labels that no credited
+//     phrase covers are held at risk, each earning the largest boost of the
+//     phrases that begin with the match up to that label; when the match
+//     fails, what it held is given back.
+// So a phrase inside a longer one's partial match keeps its bonus when the
+// longer one fails, and no label earns twice. The bonus enters the beam's
+// ranking and pruning only: a hypothesis's reported log_score stays its
+// probability without the bonus. The final result is ranked as if a
+// separator followed the last label: a phrase that lacks only its closing
+// separator is complete, and an unfinished match gives its bonus back.
 //
 // Times. Steps are counted from creation or Reset(); a word's first and
 // last steps are those at which its first and last labels were emitted (for
@@ -137,9 +142,10 @@ class CtcDecoder {
   // beam width above kMaxCtcBeamWidth, a
   // word list or hotwords with greedy decoding or without a separator
   // label, a word or hotword that the labels cannot spell (the message names
-  // it and the character), an empty hotword, a boost that is negative,
-  // not finite or above kMaxHotwordBoost, or a beam search that would need
-  // more than kMaxCtcDecoderBytes.
+  // it and the character), an empty hotword, a hotword with a word that
+  // the word list lacks (it could never be emitted), a boost that is
+  // negative, not finite or above kMaxHotwordBoost, or a beam search that
+  // would need more than kMaxCtcDecoderBytes.
   static Status Create(const std::vector<std::string>& labels,
                        const CtcDecoderOptions& options,
                        std::unique_ptr<CtcDecoder>* decoder);
