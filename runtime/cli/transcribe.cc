@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -276,26 +277,36 @@ std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
   return "";
 }
 
-// Drops a UTF-8 byte order mark (some editors start a file with one) from
-// a file's first line: it is not text.
-void DropByteOrderMark(std::string* line) {
-  if (line->compare(0, 3, "\xEF\xBB\xBF") == 0) line->erase(0, 3);
+// A text file's lines, ended by "\n", "\r\n" or a lone "\r" (classic Mac
+// OS), which getline would leave inside one line; a UTF-8 byte order mark
+// (some editors start a file with one) is not text. False if unreadable.
+bool ReadLines(const std::string& path, std::vector<std::string>* lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  const std::string text{std::istreambuf_iterator<char>(in),
+                         std::istreambuf_iterator<char>()};
+  if (in.bad()) return false;
+  size_t at = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  while (at < text.size()) {
+    size_t end = text.find_first_of("\r\n", at);
+    if (end == std::string::npos) end = text.size();
+    lines->push_back(text.substr(at, end - at));
+    at = end + (text.compare(end, 2, "\r\n") == 0 ? 2 : 1);
+  }
+  return true;
 }
 
 std::vector<std::string> ReadWords(const std::string& path,
                                    std::string* error) {
-  std::ifstream in(path);
-  std::vector<std::string> words;
-  if (!in) {
+  std::vector<std::string> lines, words;
+  if (!ReadLines(path, &lines)) {
     *error = "cannot read the word list " + path;
     return words;
   }
-  std::string line;
-  for (size_t number = 1; std::getline(in, line); ++number) {
-    if (number == 1) DropByteOrderMark(&line);
-    const size_t begin = line.find_first_not_of(" \t\r");
+  for (const std::string& line : lines) {
+    const size_t begin = line.find_first_not_of(" \t");
     if (begin == std::string::npos) continue;
-    const size_t end = line.find_last_not_of(" \t\r");
+    const size_t end = line.find_last_not_of(" \t");
     words.push_back(line.substr(begin, end - begin + 1));
   }
   if (words.empty()) *error = "the word list " + path + " holds no words";
@@ -308,16 +319,15 @@ std::vector<std::string> ReadWords(const std::string& path,
 std::vector<CtcHotword> ReadHotwords(const std::string& path,
                                      std::vector<size_t>* lines,
                                      std::string* error) {
-  std::ifstream in(path);
+  std::vector<std::string> text;
   std::vector<CtcHotword> hotwords;
-  if (!in) {
+  if (!ReadLines(path, &text)) {
     *error = "cannot read the hotword file " + path;
     return hotwords;
   }
-  std::string line;
-  for (size_t number = 1; std::getline(in, line); ++number) {
-    if (number == 1) DropByteOrderMark(&line);
-    const char* space = " \t\r";
+  for (size_t number = 1; number <= text.size(); ++number) {
+    const std::string& line = text[number - 1];
+    const char* space = " \t";
     size_t end = line.find_last_not_of(space);
     if (end == std::string::npos) continue;
     CtcHotword hotword;
@@ -414,6 +424,7 @@ int Transcribe(const TranscribeOptions& o) {
     one.beam_width = 2;
     one.max_labels = 1;
     one.hotword_boost = options.hotword_boost;
+    one.words = options.words;  // a phrase's word the list lacks
     std::unique_ptr<CtcDecoder> decoder;
     for (size_t i = 0; i < options.hotwords.size(); ++i) {
       one.hotwords.assign(1, options.hotwords[i]);

@@ -130,10 +130,19 @@ def test_transcribe_outputs_inputs_and_options():
         ("a negative boost", "hello\nworld :-1\n", ["hotwords_bad.txt:2", ":-1"]),
         ("a boost without a phrase", ":2\n", ["hotwords_bad.txt:1", "without a phrase"]),
         ("an empty hotword file", "\n  \n", ["holds no phrases"]),
+        # Boosts reach the decoder from their own lines: it refuses one
+        # above its limit, and the message names the line.
+        ("a boost above the limit after a tab", "hello world\n\nthe\t:101\n", ["hotwords_bad.txt:3", "101"]),
+        # Classic Mac OS line ends are line ends, not word gaps.
+        ("lines ended by a lone CR", "hello :2\rna\u00efve world\r", ["hotwords_bad.txt:2", "na\u00efve world"]),
     ]:
         bad = FIXTURES / "hotwords_bad.txt"
-        bad.write_text(text)
+        bad.write_bytes(text.encode())
         error_case(f"--hotwords with {name}", [random_model, speech, "--hotwords", bad], *needles)
+    bad = FIXTURES / "hotwords_bad.txt"
+    bad.write_text("hello world\nopen the window\n")
+    error_case("--hotwords with a word the word list lacks", [random_model, speech, "--hotwords", bad, "--words", words],
+               "hotwords_bad.txt:2", "\"window\" is not in the word list")
     error_case("--chunk-ms below 10", [energy, speech, "--chunk-ms", "5"], "chunk-ms")
     error_case("--chunk-ms above 100", [energy, speech, "--chunk-ms", "150"], "chunk-ms")
 
