@@ -17,10 +17,17 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
+
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -54,6 +61,53 @@ nb::object ErrorClass(tarn::StatusCode code) {
 
 template <typename T>
 using Array = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
+
+// Threads inside a runtime call, the GIL released. Any still there when
+// Python exits (parked, below, or computing) keep their sessions and models,
+// which nanobind would report at exit as leaks of the binding's.
+std::atomic<int> threads_in_calls{0};
+
+// Releases the GIL for as long as it lives (one runtime call). A thread that
+// takes the GIL back while the interpreter finalizes (a daemon thread inside
+// a call when Python exits) is ended by CPython with pthread_exit before
+// 3.14, whose unwinding through this noexcept destructor, and nanobind's
+// frames, aborts the process. Such a thread is parked instead, forever, as
+// CPython 3.14 itself does: the process exits around it.
+class GilReleased {
+ public:
+  GilReleased() : state_(PyEval_SaveThread()) { ++threads_in_calls; }
+  ~GilReleased() {
+    if (Finalizing()) Park();
+#if defined(__GLIBCXX__)
+    // Finalization may begin while this thread waits for the GIL: CPython
+    // then ends it from inside PyEval_RestoreThread.
+    try {
+      PyEval_RestoreThread(state_);
+    } catch (abi::__forced_unwind&) {
+      Park();
+    }
+#else
+    PyEval_RestoreThread(state_);
+#endif
+    --threads_in_calls;
+  }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  static bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+  }
+  [[noreturn]] static void Park() {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+  }
+
+  PyThreadState* state_;
+};
 
 // Everything the runtime's ModelConfig holds, with the enumerations by name.
 nb::dict ConfigDict(const tarn::ModelConfig& c) {
@@ -136,7 +190,7 @@ class PyModel {
     std::unique_ptr<tarn::Model> model;
     tarn::Status status;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = tarn::Model::Load(path, &model, options);
     }
     Check(status);
@@ -193,7 +247,7 @@ void Run(std::mutex& busy, const char* what, Call&& call) {
   Exclusive use(busy, what);
   tarn::Status status;
   {
-    nb::gil_scoped_release release;
+    GilReleased released;
     status = call();
   }
   Check(status);
@@ -224,7 +278,7 @@ class PySession {
     tarn::Status status;
     bool stepped = false;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = session_->StepFrame(frame.data(), frame.size(), out.data(),
                                    out.size(), &stepped);
     }
@@ -244,7 +298,7 @@ class PySession {
     }
     tarn::Status status;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = session_->PrefillTokens(tokens.data(), tokens.size(), outputs,
                                        outputs_size);
     }
@@ -254,6 +308,7 @@ class PySession {
   size_t PrefillFrames(Array<const float> frames, size_t frame_count,
                        nb::object out) {
     Exclusive use(busy_, "session");
+    CheckFrameCount(frames, frame_count);
     float* outputs = nullptr;
     size_t outputs_size = 0;
     Array<float> out_array;
@@ -265,7 +320,7 @@ class PySession {
     tarn::Status status;
     size_t steps = 0;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = session_->PrefillFrames(frames.data(), frame_count, outputs,
                                        outputs_size, &steps);
     }
@@ -290,10 +345,11 @@ class PySession {
   size_t EncodeFrames(Array<const float> frames, size_t frame_count,
                       Array<float> out) {
     Exclusive use(busy_, "session");
+    CheckFrameCount(frames, frame_count);
     tarn::Status status;
     size_t steps = 0;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = session_->EncodeFrames(frames.data(), frame_count, out.data(),
                                       out.size(), &steps);
     }
@@ -321,7 +377,7 @@ class PySession {
     char* data = PyBytes_AS_STRING(bytes);
     tarn::Status status;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = session_->Snapshot(data, size);
     }
     Check(status);
@@ -371,6 +427,22 @@ class PySession {
   std::mutex& busy() { return busy_; }
 
  private:
+  // The runtime reads frame_count frames from the array: a count it does not
+  // hold (from a caller of this module's own; python/tarn passes
+  // len(frames)) is refused before the runtime reads past its end. Token
+  // models are the runtime's to refuse.
+  void CheckFrameCount(const Array<const float>& frames,
+                       size_t frame_count) const {
+    const size_t frame = model_->frame_size();
+    if (frame != 0 &&
+        (frames.size() % frame != 0 || frames.size() / frame != frame_count)) {
+      Fail(tarn::StatusCode::kInvalidArgument,
+           "frames: the array holds " + std::to_string(frames.size()) +
+               " floats, not frame_count " + std::to_string(frame_count) +
+               " x frame_size " + std::to_string(frame));
+    }
+  }
+
   std::shared_ptr<const tarn::Model> model_;
   std::unique_ptr<tarn::Session> session_;
   mutable std::mutex busy_;
@@ -398,7 +470,7 @@ class PyBatch {
     std::vector<tarn::Session*> raw = Raw(sessions);
     tarn::Status status;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = batch_->StepTokens(raw.data(), tokens.data(), raw.size(),
                                   out.data(), out.size());
     }
@@ -421,7 +493,7 @@ class PyBatch {
     std::unique_ptr<bool[]> stepped(new bool[raw.size() + 1]());
     tarn::Status status;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       status = batch_->StepFrames(raw.data(), frames.data(), raw.size(),
                                   out.data(), out.size(), stepped.get());
     }
@@ -534,7 +606,7 @@ class PyRecognizer {
     Exclusive use(busy_, "recognizer");
     const tarn::RecognitionResult* result = nullptr;
     {
-      nb::gil_scoped_release release;
+      GilReleased released;
       result = &recognizer_->FinalResult();
     }
     return ResultDict(*result);
@@ -621,6 +693,14 @@ class PyWarpEstimator {
 
 NB_MODULE(_tarn, m) {
   m.doc() = "tarn's C++ runtime; use the package `tarn`, not this module.";
+
+  // Threads still inside calls at exit keep their objects: no leak of the
+  // binding's for nanobind's exit handler to report. It was registered
+  // when this module's nanobind state was made, and exit handlers run last
+  // registered first: this runs before it.
+  Py_AtExit([] {
+    if (threads_in_calls > 0) nb::set_leak_warnings(false);
+  });
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

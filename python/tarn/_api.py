@@ -8,6 +8,7 @@ the runtime writes into. Every failure is a tarn.Error carrying the runtime's
 message; the GIL is released while the runtime computes.
 """
 
+import collections.abc
 import dataclasses
 import math
 import numbers
@@ -19,7 +20,13 @@ import numpy as np
 from . import _tarn
 from ._errors import Error, InvalidArgumentError, IoError
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, bytes, "os.PathLike[str]"]
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+# The largest values of the C++ types options cross as: uint32_t (widths,
+# milliseconds, chunk sizes, stream counts) and int (thread counts).
+_UINT32_MAX = 2**32 - 1
+_INT_MAX = 2**31 - 1
 
 
 def _call(function, *args):
@@ -68,11 +75,25 @@ def _model_native(model, what: str):
     return model._native
 
 
-def _counts(what: str, **values) -> None:
-    """Refuses, by name, an option that is not an int >= 0."""
+def _counts(what: str, maximum: int = _UINT32_MAX, **values) -> None:
+    """Refuses, by name, an option that is not an int in [0, maximum] (the
+    largest value of the C++ type it crosses as: nanobind would refuse a
+    larger one without naming it)."""
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise InvalidArgumentError(f"{what}: {name} is {value!r}; it must be an int >= 0")
+        if value > maximum:
+            raise InvalidArgumentError(f"{what}: {name} is {value}; it must be at most {maximum}")
+
+
+def _sequence(value, what: str, kind: str) -> list:
+    """`value`'s items as a list, refusing, by name, one string (a sequence
+    of characters, never meant as one) or a value that is not a sequence."""
+    if isinstance(value, (str, bytes)):
+        raise InvalidArgumentError(f"{what}: give a list of {kind}, not one string")
+    if not isinstance(value, collections.abc.Iterable):
+        raise InvalidArgumentError(f"{what} is a {type(value).__name__}, not a list of {kind}")
+    return list(value)
 
 
 def _number(what: str, name: str, value) -> float:
@@ -85,16 +106,18 @@ def _number(what: str, name: str, value) -> float:
 def _natives(sessions, what: str) -> list:
     """The native sessions of a batch call's `sessions`, each a Session."""
     natives = []
-    for i, session in enumerate(sessions):
+    for i, session in enumerate(_sequence(sessions, f"{what}: sessions", "tarn.Session")):
         if not isinstance(session, Session):
             raise InvalidArgumentError(f"{what}: sessions[{i}] is a {type(session).__name__}, not a tarn.Session")
         natives.append(session._native)
     return natives
 
 
-def _output(out: Optional[np.ndarray], shape: Tuple[int, ...], what: str) -> np.ndarray:
+def _output(out: Optional[np.ndarray], shape: Tuple[int, ...], what: str, fill: Optional[float] = None) -> np.ndarray:
+    """`out` checked, or a new array (of `fill` where the runtime may leave
+    rows unwritten)."""
     if out is None:
-        return np.empty(shape, np.float32)
+        return np.empty(shape, np.float32) if fill is None else np.full(shape, fill, np.float32)
     if not isinstance(out, np.ndarray) or out.dtype != np.float32 or not out.flags.c_contiguous:
         raise InvalidArgumentError(f"{what}: out must be a C-contiguous float32 numpy array")
     if not out.flags.writeable:
@@ -102,6 +125,17 @@ def _output(out: Optional[np.ndarray], shape: Tuple[int, ...], what: str) -> np.
     if out.shape != tuple(shape):
         raise InvalidArgumentError(f"{what}: out has shape {out.shape}; it must be {tuple(shape)}")
     return out
+
+
+class _NativeHandle:
+    """A class whose objects hold native memory, which pickle cannot carry
+    and a shallow copy would silently share: both are refused, with what to
+    do instead (_not_copied), unless the class defines __copy__."""
+
+    _not_copied = ""
+
+    def __reduce_ex__(self, protocol):
+        raise InvalidArgumentError(f"a tarn.{type(self).__name__} cannot be {self._not_copied}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +182,7 @@ class ModelConfig:
         return d
 
 
-class Model:
+class Model(_NativeHandle):
     """A .tarn model, mapped and validated completely on load.
 
     Immutable once loaded: any number of sessions, batches and recognizers on
@@ -166,10 +200,14 @@ class Model:
     int8 and uses integer dot products: faster, with the activations'
     rounding as well (`tarn ... --int8 dot`). Other files ignore it.
     verify_checksum: hash the weights and compare with the file's checksum.
+    copy.copy() and copy.deepcopy() give the model itself (it is immutable
+    and shared); pickling is refused (load the file again where needed).
     """
 
+    _not_copied = "pickled: it is a mapped file; load it again from its path (model.path) where it is needed"
+
     def __init__(self, path: PathLike, *, int8: str = "exact", verify_checksum: bool = True):
-        if not isinstance(path, (str, bytes, os.PathLike)):
+        if not isinstance(path, _PATH_TYPES):
             raise InvalidArgumentError(f"Model: the path is a {type(path).__name__}, not a str, bytes or os.PathLike")
         self._path = os.fspath(path)
         # The file system's bytes, so that any name open() takes loads.
@@ -196,6 +234,12 @@ class Model:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def __copy__(self) -> "Model":
+        return self
+
+    def __deepcopy__(self, memo) -> "Model":
+        return self
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.parameter_count} parameters"
@@ -241,6 +285,7 @@ class Model:
     def session_bytes(self, max_prefill_chunk: int = 64) -> int:
         """Bytes of one session's memory (state and scratch); 0 for a
         max_prefill_chunk a session cannot have."""
+        _counts("session_bytes", max_prefill_chunk=max_prefill_chunk)
         return _call(self._native.session_bytes, max_prefill_chunk)
 
     @property
@@ -275,7 +320,7 @@ class Model:
         return Session(self, num_threads=num_threads, max_prefill_chunk=max_prefill_chunk)
 
 
-class Session:
+class Session(_NativeHandle):
     """One stream's recurrent state: step it, prefill it, snapshot it.
 
     Its memory is allocated once (Model.session_bytes()) and never grows.
@@ -283,11 +328,19 @@ class Session:
     the same time gets tarn.Error); give each thread its own: they step in
     parallel, the GIL released. num_threads: threads for its dense layers,
     at most one per usable core (more run as that many, with the same bits).
+    copy.copy() and copy.deepcopy() are clone(); pickling is refused
+    (snapshot() is the state as bytes).
     """
+
+    _not_copied = (
+        "pickled: its state is native memory; pickle session.snapshot() (bytes) and restore() it into a session "
+        "of the same model"
+    )
 
     def __init__(self, model: Model, num_threads: int = 1, max_prefill_chunk: int = 64):
         native = _model_native(model, "Session")
-        _counts("Session", num_threads=num_threads, max_prefill_chunk=max_prefill_chunk)
+        _counts("Session", _INT_MAX, num_threads=num_threads)
+        _counts("Session", max_prefill_chunk=max_prefill_chunk)
         self._model = model
         self._native = _call(_tarn.Session, native, num_threads, max_prefill_chunk)
         # Kept: a session outlives its model's close().
@@ -385,19 +438,36 @@ class Session:
         clone._native = self._native.clone()
         return clone
 
+    # A copy sharing the native session would step both: a copy is a clone.
+    def __copy__(self) -> "Session":
+        return self.clone()
+
+    def __deepcopy__(self, memo) -> "Session":
+        return self.clone()
+
     def attention_state(self, layer: int) -> Tuple[np.ndarray, np.ndarray]:
         """Copies of one layer's attention state: S [heads, C, d_value] and
         z [heads, C]."""
-        return _call(self._native.attention_state, layer)
+        layers = self._config.num_layers
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise InvalidArgumentError(f"attention_state: layer is {layer!r}; it must be an int")
+        if not 0 <= layer < layers:
+            raise InvalidArgumentError(
+                f"attention_state: layer {layer} is out of range: the model has layers 0 to {layers - 1}"
+            )
+        return _call(self._native.attention_state, int(layer))
 
 
-class SessionBatch:
+class SessionBatch(_NativeHandle):
     """Steps many sessions of one model in one call; each result is bit for
     bit that of stepping the session alone."""
 
+    _not_copied = "pickled or copied: its scratch is native memory; make another with tarn.SessionBatch(model)"
+
     def __init__(self, model: Model, max_streams: int = 16, num_threads: int = 1):
         native = _model_native(model, "SessionBatch")
-        _counts("SessionBatch", max_streams=max_streams, num_threads=num_threads)
+        _counts("SessionBatch", max_streams=max_streams)
+        _counts("SessionBatch", _INT_MAX, num_threads=num_threads)
         self._model = model
         self._native = _call(_tarn.SessionBatch, native, max_streams, num_threads)
         self._output_size = model.output_size
@@ -418,7 +488,8 @@ class SessionBatch:
     def step_frames(self, sessions: Sequence[Session], frames, out: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
         """Feeds frames[i] ([n, frame_size] float32) to sessions[i]; returns
         (outputs [n, output_size], stepped [n] bool): row i is written where
-        session i stepped."""
+        session i stepped; the other rows are NaN (with `out` given, they
+        are left as they were)."""
         natives = _natives(sessions, "step_frames")
         frames = _array(frames, np.float32, "step_frames", 2)
         if frames.shape != (len(natives), self._frame_size):
@@ -426,7 +497,7 @@ class SessionBatch:
                 f"step_frames: frames are [{len(natives)}, {self._frame_size}] (a frame per session) for this model, "
                 f"got shape {frames.shape}"
             )
-        out = _output(out, (len(natives), self._output_size), "step_frames")
+        out = _output(out, (len(natives), self._output_size), "step_frames", fill=np.nan)
         stepped = _call(self._native.step_frames, natives, frames, out)
         return out, np.array(stepped, dtype=bool)
 
@@ -465,8 +536,12 @@ def _hotword_list(hotwords) -> List[Tuple[str, float]]:
     """[(phrase, boost)] from a list of phrases or pairs, or a dict."""
     if hotwords is None:
         return []
-    if isinstance(hotwords, str):
+    if isinstance(hotwords, (str, bytes)):
         raise InvalidArgumentError("hotwords: give a list of phrases (or a dict phrase -> boost), not one string")
+    if not isinstance(hotwords, collections.abc.Iterable):
+        raise InvalidArgumentError(
+            f"hotwords is a {type(hotwords).__name__}, not a list of phrases (or a dict phrase -> boost)"
+        )
     items = hotwords.items() if isinstance(hotwords, dict) else hotwords
     out = []
     for i, item in enumerate(items):
@@ -487,9 +562,7 @@ def _word_list(words) -> List[str]:
     """The words of a word list, each a str; None: no list."""
     if words is None:
         return []
-    if isinstance(words, (str, bytes)):
-        raise InvalidArgumentError("words: give a list of words, not one string")
-    out = list(words)
+    out = _sequence(words, "words", "words")
     for i, word in enumerate(out):
         if not isinstance(word, str):
             raise InvalidArgumentError(f"words[{i}] is a {type(word).__name__}, not a str")
@@ -498,7 +571,7 @@ def _word_list(words) -> List[str]:
     return out
 
 
-class Recognizer:
+class Recognizer(_NativeHandle):
     """Streaming speech recognition with a CTC speech model.
 
         recognizer = tarn.Recognizer(model)
@@ -523,7 +596,12 @@ class Recognizer:
     as the endpoint fell keeps its start. warp: the speaker's
     vocal tract warp (0: the model's own, none unless it is a speaker's model
     from adapt.py; 1: none; see estimate_warp).
+
+    transcribe() runs tarn.transcribe's loop over a whole file or array on
+    this recognizer (one per worker, reused file after file).
     """
+
+    _not_copied = "pickled or copied: its state is native memory; make another with tarn.Recognizer(model, ...)"
 
     def __init__(
         self,
@@ -542,8 +620,9 @@ class Recognizer:
     ):
         native = _model_native(model, "Recognizer")
         _counts("Recognizer", endpoint_ms=endpoint_ms, max_utterance_ms=max_utterance_ms,
-                reset_after_silence_ms=reset_after_silence_ms, threads=threads, final_silence_ms=final_silence_ms,
+                reset_after_silence_ms=reset_after_silence_ms, final_silence_ms=final_silence_ms,
                 **({} if beam is None else {"beam": beam}))
+        _counts("Recognizer", _INT_MAX, threads=threads)
         words = _word_list(words)
         phrases = _hotword_list(hotwords)
         if (words or phrases) and beam in (0, 1):
@@ -608,7 +687,8 @@ class Recognizer:
         return Result._from(self._native.final_result())
 
     def reset(self) -> None:
-        """Back to a new recognizer: audio, queue and clock cleared."""
+        """Audio, queue and clock cleared, as in a new recognizer; the warp
+        set_warp() set is kept."""
         self._native.reset()
 
     def set_warp(self, warp: float) -> None:
@@ -621,11 +701,66 @@ class Recognizer:
         """Samples, steps, utterances, audio and processing seconds, latency."""
         return self._native.stats()
 
+    def transcribe(
+        self, audio: Union[PathLike, np.ndarray], *, chunk_ms: int = 100, name: Optional[str] = None
+    ) -> Result:
+        """tarn.transcribe() on this recognizer, its options (and warp) as
+        they are: reset(), then the audio (a WAV path, or samples as
+        accept() takes them) fed in chunks of chunk_ms, each utterance
+        popped as it ends, then final_result(). The result's text is the
+        utterances joined by spaces, its words every word with times, its
+        duration the seconds of audio. A chunk refused raises its error
+        prefixed with where the chunk began, as `tarn transcribe` says it:
+        "NAME, the chunk from sample 8000 (0.500 s): ..." (name: the path's,
+        else "the samples")."""
+        rate = self.sample_rate
+        chunk = _chunk_samples(chunk_ms, rate)
+        if isinstance(audio, _PATH_TYPES):
+            samples = read_wav(audio, rate)
+            name = os.fsdecode(audio) if name is None else name
+        else:
+            samples = _samples(audio, "transcribe")
+            name = "the samples" if name is None else name
+        self.reset()
+        texts: List[str] = []
+        words: List[Word] = []
+
+        def emit(result: Result) -> None:
+            if result.words:
+                texts.append(result.text)
+                words.extend(result.words)
+
+        for begin in range(0, len(samples), chunk):
+            try:
+                self.accept(samples[begin : begin + chunk])
+            except Error as e:
+                # The runtime counts samples within the call: say where it began.
+                raise type(e)(f"{name}, the chunk from sample {begin} ({begin / rate:.3f} s): {e}") from None
+            for result in self.pop_results():
+                emit(result)
+        emit(self.final_result())
+        duration = self.stats()["audio_seconds"]
+        return Result(" ".join(texts), tuple(words), 0.0, duration, duration)
+
+
+def _chunk_samples(chunk_ms, rate: int) -> int:
+    """Samples in a chunk of chunk_ms, refusing what `tarn transcribe` does."""
+    _counts("transcribe", chunk_ms=chunk_ms)
+    if not 10 <= chunk_ms <= 100:
+        raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
+    return max(1, rate * chunk_ms // 1000)
+
 
 def _samples(samples, what: str) -> np.ndarray:
     """Mono int16 or float32 samples as a C-contiguous array in the
-    machine's byte order."""
-    array = _native_order(np.asarray(samples))
+    machine's byte order; a list of numbers as float32, as _array takes it
+    ([] is no samples)."""
+    if isinstance(samples, (str, bytes)):
+        raise InvalidArgumentError(f"{what}: samples are an array or a list of numbers, not a {type(samples).__name__}")
+    array = np.asarray(samples)
+    if not isinstance(samples, np.ndarray) and (array.dtype.kind in "fiu" or array.size == 0):
+        array = array.astype(np.float32)
+    array = _native_order(array)
     if array.dtype not in (np.int16, np.float32):
         raise InvalidArgumentError(f"{what}: samples are int16 or float32, not {array.dtype.name}")
     if array.ndim != 1:
@@ -640,7 +775,7 @@ def _accept(native, samples) -> None:
     _call(native.accept_int16 if array.dtype == np.int16 else native.accept_float, array)
 
 
-class WarpEstimator:
+class WarpEstimator(_NativeHandle):
     """estimate_warp fed as the audio arrives, so that a speaker's minutes of
     audio need not be kept: the model runs once per candidate warp alongside.
 
@@ -654,12 +789,15 @@ class WarpEstimator:
     estimate() over everything heard so far, the current utterance as it
     stands, is what estimate_warp gives for the same utterances."""
 
+    _not_copied = (
+        "pickled or copied: its state is native memory; make another with tarn.WarpEstimator(model, candidates)"
+    )
+
     def __init__(self, model: Model, candidates: Optional[Sequence[float]] = None):
         if candidates is None:
             # The runtime's defaults, float32, by their shortest decimals (0.85).
             candidates = [float(np.format_float_positional(c)) for c in np.float32(_tarn.default_warp_candidates())]
-        if isinstance(candidates, (str, bytes)):
-            raise InvalidArgumentError("WarpEstimator: give a list of candidate warps, not one string")
+        candidates = _sequence(candidates, "WarpEstimator: candidates", "candidate warps")
         self._candidates = [_number("WarpEstimator", f"candidates[{i}]", c) for i, c in enumerate(candidates)]
         native = _model_native(model, "WarpEstimator")
         self._model = model
@@ -693,12 +831,16 @@ def estimate_warp(
     i.e. with the largest mean log-probability of each step's most likely
     label. Returns the warp and every candidate's score. A few minutes of
     speech make it reliable."""
-    if isinstance(utterances, (str, bytes, os.PathLike)):
+    if isinstance(utterances, _PATH_TYPES):
         raise InvalidArgumentError(f"estimate_warp: give a list of files or arrays, not one {type(utterances).__name__}")
+    if not isinstance(utterances, collections.abc.Iterable):
+        raise InvalidArgumentError(
+            f"estimate_warp: utterances is a {type(utterances).__name__}, not a list of files or arrays"
+        )
     estimator = WarpEstimator(model, candidates)  # refuses a model that cannot listen
     rate = model.audio["sample_rate"]
     for u in utterances:
-        if isinstance(u, (str, os.PathLike)):
+        if isinstance(u, _PATH_TYPES):
             estimator.accept(read_wav(u, rate))
         else:
             estimator.accept(_array(u, np.float32, "utterance", ndim=1))
@@ -711,6 +853,8 @@ def estimate_warp(
 # ffmpeg write for more than two channels or more than 16 bits.
 _WAVE_PCM, _WAVE_FLOAT, _WAVE_EXTENSIBLE = 1, 3, 0xFFFE
 _WAVE_ENCODINGS = {2: "MS ADPCM", 6: "A-Law", 7: "U-Law", 0x11: "IMA ADPCM", 0x55: "MPEG layer 3"}
+# libsndfile's SF_MAX_CHANNELS: `tarn transcribe` reads no file with more.
+_MAX_CHANNELS = 1024
 
 
 def _whole_chunks(data: bytes, at: int) -> bool:
@@ -740,12 +884,21 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
     in 32 as 32), float samples as they are, channels averaged; the
     extensible header;
     a data chunk whose size a streaming writer left as ~0 read to the end.
-    Refuses, naming `name`: not a WAV file, truncated, a data chunk that
-    declares 0 bytes with audio after it (libsndfile reads none), another
-    encoding, another rate than `sample_rate`."""
+    Refuses, naming `name`, what libsndfile refuses: not a WAV file,
+    truncated, a data chunk that declares 0 bytes with audio after it, two
+    fmt chunks before the data, more than 1024 channels; and another
+    encoding, another rate than `sample_rate`, RF64 (which libsndfile reads).
+    `data` is the file's bytes (read_wav takes a path)."""
     def refuse(what: str) -> InvalidArgumentError:
         return InvalidArgumentError(f"{name}: {what}")
 
+    if isinstance(data, str):
+        raise InvalidArgumentError("decode_wav: data is a str: give the file's bytes (read_wav takes a path)")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"decode_wav: data is a {type(data).__name__}, not the file's bytes")
+    data = bytes(data)
+    if data[:4] == b"RF64":
+        raise refuse("RF64 (WAV over 4 GB) is not read by decode_wav; `tarn transcribe` reads it")
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise refuse("cannot read it as audio: not a RIFF/WAVE file")
     fmt, pcm, pos = None, None, 12
@@ -753,6 +906,8 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
         kind, size = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "little")
         body = pos + 8
         if kind == b"fmt ":
+            if fmt is not None:  # libsndfile reads no such file (one after the data it skips, as this does)
+                raise refuse("cannot read it as audio: it has two fmt chunks")
             if size < 16 or body + size > len(data):
                 raise refuse("cannot read it as audio: its fmt chunk is cut short")
             fmt = data[body : body + size]
@@ -788,6 +943,9 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
                      "samples, e.g. sox IN -e signed-integer -b 16 OUT.wav")
     if channels == 0:
         raise refuse("cannot read it as audio: it has no channels")
+    if channels > _MAX_CHANNELS:
+        raise refuse(f"cannot read it as audio: it has {channels} channels, more than the {_MAX_CHANNELS} "
+                     "libsndfile (tarn transcribe) reads")
     if sample_rate is not None and rate != sample_rate:
         raise refuse(f"sampled at {rate} Hz, but the model expects {sample_rate} Hz; "
                      f"resample it first, e.g. sox IN -r {sample_rate} OUT.wav")
@@ -830,13 +988,15 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
 def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
     """A WAV file's samples as float32 mono, as decode_wav() reads its
     bytes; refuses, naming the path, what decode_wav() refuses."""
-    path = os.fspath(path)
+    if not isinstance(path, _PATH_TYPES):
+        raise InvalidArgumentError(f"read_wav: the path is a {type(path).__name__}, not a str, bytes or os.PathLike")
+    name = os.fsdecode(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise IoError(f"{path}: cannot read it as audio: {e}") from None
-    return decode_wav(data, sample_rate, name=path)
+        raise IoError(f"{name}: cannot read it as audio: {e}") from None
+    return decode_wav(data, sample_rate, name=name)
 
 
 def transcribe(
@@ -862,10 +1022,9 @@ def transcribe(
     tract warp (none unless it is a speaker's model; warp: a speaker's, e.g.
     from estimate_warp). The result's text is the
     utterances joined by spaces, its words every word with times, its
-    duration the seconds of audio."""
-    _counts("transcribe", chunk_ms=chunk_ms)
-    if not 10 <= chunk_ms <= 100:
-        raise InvalidArgumentError(f"chunk_ms {chunk_ms} is outside [10, 100]")
+    duration the seconds of audio. Recognizer.transcribe() does the same on
+    an existing recognizer."""
+    _chunk_samples(chunk_ms, 1)  # refused before a recognizer is made
     recognizer = Recognizer(
         model,
         words=words,
@@ -878,27 +1037,7 @@ def transcribe(
         final_silence_ms=final_silence_ms,
         warp=warp,
     )
-    rate = recognizer.sample_rate
-    if isinstance(audio, (str, os.PathLike)):
-        samples = read_wav(audio, rate)
-    else:
-        samples = _samples(audio, "transcribe")
-    chunk = max(1, rate * chunk_ms // 1000)
-    texts: List[str] = []
-    all_words: List[Word] = []
-
-    def emit(result: Result) -> None:
-        if result.words:
-            texts.append(result.text)
-            all_words.extend(result.words)
-
-    for begin in range(0, len(samples), chunk):
-        recognizer.accept(samples[begin : begin + chunk])
-        for result in recognizer.pop_results():
-            emit(result)
-    emit(recognizer.final_result())
-    duration = recognizer.stats()["audio_seconds"]
-    return Result(" ".join(texts), tuple(all_words), 0.0, duration, duration)
+    return recognizer.transcribe(audio, chunk_ms=chunk_ms)
 
 
 def round3(seconds: float) -> float:

@@ -2,6 +2,7 @@
 on the same models and inputs."""
 
 import json
+import re
 import struct
 import subprocess
 import wave
@@ -404,3 +405,117 @@ def test_samples_in_the_other_byte_order_are_the_same_samples(dtype):
     estimators[0].accept(native)
     estimators[1].accept(swapped)
     assert estimators[0].estimate() == estimators[1].estimate()
+
+
+def test_batch_frame_rows_of_sessions_that_did_not_step_are_nan(models):
+    """step_frames without `out`: the row of a session that did not step is
+    NaN, not whatever memory the array was given."""
+    model = tarn.Model(models["frames"])
+    frames = _frames(3, model.frame_size, seed=7)
+    ahead, behind, alone = model.session(), model.session(), model.session()
+    for frame in frames[:2]:  # a step takes stack_window (3) frames
+        ahead.step_frame(frame)
+        alone.step_frame(frame)
+    out, stepped = tarn.SessionBatch(model).step_frames([ahead, behind], np.stack([frames[2], frames[0]]))
+    assert list(stepped) == [True, False]
+    assert np.array_equal(out[0].view(np.uint32), alone.step_frame(frames[2]).view(np.uint32))
+    assert np.isnan(out[1]).all()
+
+
+def test_lists_of_samples_are_samples():
+    """Lists of numbers are float32 samples, as _array takes frames (an
+    empty list: none), in every API that takes audio."""
+    model = tarn.Model(SPEECH_MODEL)
+    samples = tarn.read_wav(SAMPLES[1])
+    assert tarn.transcribe(model, samples.tolist()) == tarn.transcribe(model, samples)
+    assert tarn.transcribe(model, []).text == ""
+    results = []
+    for given in (samples.tolist(), samples):
+        recognizer = tarn.Recognizer(model)
+        recognizer.accept([])
+        recognizer.accept(given)
+        results.append((recognizer.stats()["samples"], recognizer.pop_results(), recognizer.final_result()))
+    assert results[0] == results[1] and results[0][0] == len(samples)
+    estimators = [tarn.WarpEstimator(model) for _ in range(2)]
+    estimators[0].accept(samples.tolist())
+    estimators[1].accept(samples)
+    assert estimators[0].estimate() == estimators[1].estimate()
+
+
+def test_recognizer_transcribe_is_transcribe_on_a_recognizer_reused():
+    """Recognizer.transcribe resets the recognizer and runs transcribe's
+    loop: on one recognizer, file after file, the results of transcribe;
+    the warp set_warp set is kept by the reset (Recognizer.reset)."""
+    model = tarn.Model(SPEECH_MODEL)
+    recognizer = tarn.Recognizer(model)
+    recognizer.accept(tarn.read_wav(SAMPLES[0])[:5000])  # audio of another file, left over
+    for sample in SAMPLES[:3]:
+        assert recognizer.transcribe(sample) == tarn.transcribe(model, sample)
+        samples = tarn.read_wav(sample)
+        assert recognizer.transcribe(samples, chunk_ms=30) == tarn.transcribe(model, samples, chunk_ms=30)
+    recognizer.set_warp(0.7)
+    for sample in SAMPLES[:2]:
+        warped = tarn.transcribe(model, sample, warp=0.7)
+        assert warped != tarn.transcribe(model, sample)
+        assert recognizer.transcribe(sample) == warped
+
+
+def test_a_refused_chunk_is_named_as_the_cli_names_it(tarn_bin, tmp_path):
+    """A NaN in a file: transcribe names the file and where the refused
+    chunk began, as `tarn transcribe` does, not only the sample's place in
+    the call; samples given as an array are "the samples", or `name`."""
+    samples = np.zeros(16000, "<f4")
+    samples[8200] = np.nan
+    path = tmp_path / "a.wav"
+    fmt = struct.pack("<HHIIHH", 3, 1, 16000, 64000, 4, 32)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", samples.nbytes) + samples.tobytes()
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    cli = subprocess.run([str(tarn_bin), "transcribe", "-q", str(SPEECH_MODEL), str(path)], capture_output=True, text=True)
+    assert cli.returncode == 1
+    model = tarn.Model(SPEECH_MODEL)
+    with pytest.raises(tarn.InvalidArgumentError) as e:
+        tarn.transcribe(model, path)
+    assert f"{path}, the chunk from sample 8000 (0.500 s): " in str(e.value)
+    assert "sample 200 of this call is nan" in str(e.value)
+    assert str(e.value) in cli.stderr
+    with pytest.raises(tarn.InvalidArgumentError, match=r"^the samples, the chunk from sample 8000 \(0.500 s\): .*nan"):
+        tarn.transcribe(model, samples.astype(np.float32))
+    with pytest.raises(tarn.InvalidArgumentError, match=r"^s3://b/a.wav, the chunk from sample 8000 \(0.500 s\): "):
+        tarn.Recognizer(model).transcribe(samples.astype(np.float32), name="s3://b/a.wav")
+
+
+def _wav(chunks):
+    """A WAV file of the given RIFF chunks ((id, body) pairs)."""
+    body = b"WAVE" + b"".join(k + struct.pack("<I", len(b)) + b + b"\0" * (len(b) & 1) for k, b in chunks)
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def test_wav_files_the_cli_refuses_are_refused(tarn_bin, tmp_path):
+    """What libsndfile (`tarn transcribe`) refuses, decode_wav refuses, saying
+    why: two fmt chunks before the data, more than 1024 channels; RF64,
+    which libsndfile reads, decode_wav says it does not."""
+    pcm = np.zeros(1600, "<i2").tobytes()
+    fmt = lambda channels: struct.pack("<HHIIHH", 1, channels, 16000, 32000 * channels, 2 * channels, 16)
+    files = {
+        "two_fmt": (_wav([(b"fmt ", fmt(1)), (b"fmt ", fmt(1)), (b"data", pcm)]), "it has two fmt chunks"),
+        "channels": (_wav([(b"fmt ", fmt(1025)), (b"data", np.zeros(1025 * 10, "<i2").tobytes())]),
+                     "it has 1025 channels, more than the 1024"),
+    }
+    for name, (data, message) in files.items():
+        path = tmp_path / f"{name}.wav"
+        path.write_bytes(data)
+        with pytest.raises(tarn.InvalidArgumentError, match=f"^{re.escape(str(path))}: cannot read it as audio: {message}"):
+            tarn.read_wav(path)
+        cli = subprocess.run([str(tarn_bin), "transcribe", "-q", str(SPEECH_MODEL), str(path)], capture_output=True)
+        assert cli.returncode == 1, name
+    # 1024 channels and a second fmt chunk after the data: both read them.
+    for name, data in (("1024", _wav([(b"fmt ", fmt(1024)), (b"data", np.zeros(1024 * 10, "<i2").tobytes())])),
+                       ("fmt_after", _wav([(b"fmt ", fmt(1)), (b"data", pcm), (b"fmt ", fmt(1))]))):
+        path = tmp_path / f"{name}.wav"
+        path.write_bytes(data)
+        assert len(tarn.read_wav(path)) == (10 if name == "1024" else 1600), name
+        run_cli(tarn_bin, "transcribe", "-q", SPEECH_MODEL, path)
+    wav = SAMPLES[0].read_bytes()
+    rf64 = b"RF64" + b"\xff" * 4 + wav[8:]
+    with pytest.raises(tarn.InvalidArgumentError, match=r"^x.wav: RF64 \(WAV over 4 GB\) is not read by decode_wav"):
+        tarn.decode_wav(rf64, name="x.wav")

@@ -56,7 +56,7 @@ def test_wrong_shape(token_model, frame_model):
         session.step_frame(np.zeros((2, frame_model.frame_size), np.float32))
     with pytest.raises(tarn.InvalidArgumentError, match="frames are"):
         session.prefill(np.zeros((4, 3), np.float32))
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match=r"out has shape \(3,\); it must be \(50,\)"):
         token_model.session().step_token(1, out=np.zeros(3, np.float32))
     with pytest.raises(tarn.InvalidArgumentError, match="mono"):
         tarn.Recognizer(tarn.Model(SPEECH_MODEL)).accept(np.zeros((2, 10), np.int16))
@@ -74,7 +74,7 @@ def test_nan_frames(frame_model):
         session.prefill(frames)
     samples = np.zeros(1600, np.float32)
     samples[100] = np.nan
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match="sample 100 of this call is nan"):
         tarn.Recognizer(tarn.Model(SPEECH_MODEL)).accept(samples)
 
 
@@ -101,7 +101,7 @@ def test_damaged_files(tmp_path, models):
         tarn.Model(tmp_path / "missing.tarn")
     data = bytearray(models["tokens"].read_bytes())
     (tmp_path / "truncated.tarn").write_bytes(data[: len(data) // 2])
-    with pytest.raises(tarn.InvalidModelError):
+    with pytest.raises(tarn.InvalidModelError, match="truncated or corrupt"):
         tarn.Model(tmp_path / "truncated.tarn")
     data[-100] ^= 0xFF  # a weight byte: the checksum no longer matches
     (tmp_path / "flipped.tarn").write_bytes(data)
@@ -122,19 +122,19 @@ def test_damaged_files(tmp_path, models):
 def test_bad_snapshot(token_model, models):
     session = token_model.session()
     snapshot = bytearray(session.snapshot())
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match=f"snapshot size is {len(snapshot) - 1} bytes"):
         session.restore(bytes(snapshot[:-1]))
     other = tarn.Model(models["bidirectional"]).session()
-    with pytest.raises(tarn.Error):
+    with pytest.raises(tarn.InvalidArgumentError, match="snapshot belongs to another model"):
         other.restore(bytes(snapshot))
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match="a snapshot is bytes, not str"):
         session.restore("not bytes")
 
 
 def test_wrong_model_kind(token_model, models):
-    with pytest.raises(tarn.Error):  # not a speech model
+    with pytest.raises(tarn.InvalidArgumentError, match="this model takes tokens, not audio frames"):
         tarn.Recognizer(token_model)
-    with pytest.raises(tarn.Error):  # a causal model does not encode
+    with pytest.raises(tarn.UnsupportedError, match="attention is causal"):
         token_model.session().encode([1, 2, 3])
     with pytest.raises(tarn.Error, match="beam"):
         tarn.Recognizer(tarn.Model(SPEECH_MODEL), words=["one"], beam=1)
@@ -143,16 +143,16 @@ def test_wrong_model_kind(token_model, models):
 def test_batch_errors(token_model):
     a, b = token_model.session(), token_model.session()
     batch = tarn.SessionBatch(token_model, max_streams=2)
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match="sessions 0 and 1 are the same"):
         batch.step_tokens([a, a], [1, 2])
     with pytest.raises(tarn.InvalidArgumentError, match="tokens"):
         batch.step_tokens([a, b], [1])
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match="3 sessions for a batch of at most 2"):
         batch.step_tokens([a, b, token_model.session()], [1, 2, 3])
     with pytest.raises(tarn.InvalidArgumentError, match=r"sessions\[1\] is a NoneType, not a tarn.Session"):
         batch.step_tokens([a, None], [1, 2])
     assert a.position == b.position == 0
-    with pytest.raises(tarn.InvalidArgumentError):
+    with pytest.raises(tarn.InvalidArgumentError, match="max_prefill_chunk is -1; it must be an int >= 0"):
         token_model.session_bytes(-1)
     assert token_model.session_bytes(0) == 0  # what no session can have
 
@@ -170,23 +170,37 @@ def test_batch_frames_of_the_wrong_shape(frame_model):
 
 
 def test_one_session_in_two_threads_is_an_error_not_a_crash(models):
+    """A step on a session another thread holds in a long prefill raises
+    tarn.Error and changes nothing: the session ends as the steps taken
+    before the prefill and the prefill leave it."""
     model = tarn.Model(models["tokens"])
     session = model.session()
-    errors = []
+    tokens = np.arange(200_000, dtype=np.int32) % model.config.vocab_size
 
-    def work():
+    def prefill():
+        while True:
+            try:
+                return session.prefill(tokens)
+            except tarn.InvalidArgumentError as e:  # the main thread's step was inside: again
+                assert "in use by another thread" in str(e)
+
+    thread = threading.Thread(target=prefill)
+    thread.start()
+    stepped, error = 0, None
+    while error is None and thread.is_alive():
         try:
-            for _ in range(2000):
-                session.step_token(1)
+            session.step_token(1)
+            stepped += 1  # the prefill had not begun
         except tarn.Error as e:
-            errors.append(str(e))
-
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert all("in use by another thread" in e for e in errors)
+            error = e
+    thread.join()
+    assert isinstance(error, tarn.InvalidArgumentError)
+    assert "the session is in use by another thread" in str(error)
+    alone = model.session()
+    for _ in range(stepped):
+        alone.step_token(1)
+    alone.prefill(tokens)
+    assert session.snapshot() == alone.snapshot()
 
 
 def test_hotwords():
@@ -412,3 +426,106 @@ def test_convert_takes_a_loaded_models_config(tmp_path):
         # Labels given win over the config's.
         tarn.convert(state_dict, again, config=loaded, labels=["<blank>", "x", "y", "z"])
         assert tarn.Model(again).config.labels == ("<blank>", "x", "y", "z")
+
+
+def test_the_binding_refuses_a_frame_count_the_array_does_not_hold(frame_model):
+    """tarn._tarn takes the frame count apart from the array (the package
+    passes len(frames)): a count the array does not hold is refused before
+    the runtime reads past its end."""
+    n = frame_model.frame_size
+    session = frame_model.session()
+    frames = np.zeros((2, n), np.float32)
+    for call in (lambda count: session._native.prefill_frames(frames, count, None),
+                 lambda count: session._native.encode_frames(frames, count, np.zeros((100, 10), np.float32))):
+        for count in (1000, 1, 2**63):
+            with pytest.raises(tarn.InvalidArgumentError,
+                               match=rf"frames: the array holds {2 * n} floats, not frame_count {count} x frame_size {n}"):
+                call(count)
+    assert session.position == 0
+
+
+def test_arguments_of_the_wrong_kind_are_tarn_errors_naming_them(token_model):
+    model = tarn.Model(SPEECH_MODEL)
+    batch = tarn.SessionBatch(token_model)
+    for call, message in [
+        (lambda: tarn.WarpEstimator(model, 1.0), "WarpEstimator: candidates is a float, not a list of candidate warps"),
+        (lambda: tarn.Recognizer(model, words=5), "words is a int, not a list of words"),
+        (lambda: tarn.Recognizer(model, hotwords=5), "hotwords is a int, not a list of phrases"),
+        (lambda: tarn.estimate_warp(model, 5), "estimate_warp: utterances is a int, not a list of files or arrays"),
+        (lambda: batch.step_tokens(5, [1]), "step_tokens: sessions is a int, not a list of tarn.Session"),
+        (lambda: batch.step_tokens("ab", [1]), "step_tokens: sessions: give a list of tarn.Session, not one string"),
+        (lambda: tarn.read_wav(None), "read_wav: the path is a NoneType, not a str, bytes or os.PathLike"),
+        (lambda: tarn.decode_wav(None), "decode_wav: data is a NoneType, not the file's bytes"),
+        (lambda: tarn.decode_wav(str(SAMPLES[0])), r"decode_wav: data is a str: give the file's bytes \(read_wav takes a path\)"),
+        (lambda: tarn.Recognizer(model).accept(b"\0\0"), "accept: samples are an array or a list of numbers, not a bytes"),
+    ]:
+        with pytest.raises(tarn.InvalidArgumentError, match=message):
+            call()
+
+
+def test_integer_options_beyond_their_cpp_type_are_named(token_model):
+    """An option past the largest value of the C++ type it crosses as is
+    refused by name (nanobind's message named no argument)."""
+    model = tarn.Model(SPEECH_MODEL)
+    for call, message in [
+        (lambda: tarn.Recognizer(model, beam=2**33), "Recognizer: beam is 8589934592; it must be at most 4294967295"),
+        (lambda: tarn.Recognizer(model, endpoint_ms=2**32), "endpoint_ms is 4294967296; it must be at most 4294967295"),
+        (lambda: tarn.Recognizer(model, threads=2**31), "threads is 2147483648; it must be at most 2147483647"),
+        (lambda: tarn.transcribe(model, np.zeros(10, np.float32), final_silence_ms=2**32), "final_silence_ms is 4294967296"),
+        (lambda: token_model.session(num_threads=2**31), "Session: num_threads is 2147483648; it must be at most 2147483647"),
+        (lambda: token_model.session(max_prefill_chunk=2**32), "max_prefill_chunk is 4294967296; it must be at most"),
+        (lambda: token_model.session_bytes(2**32), "session_bytes: max_prefill_chunk is 4294967296"),
+        (lambda: token_model.session_bytes(-1), "session_bytes: max_prefill_chunk is -1; it must be an int >= 0"),
+        (lambda: tarn.SessionBatch(token_model, max_streams=2**32), "SessionBatch: max_streams is 4294967296"),
+        (lambda: tarn.SessionBatch(token_model, num_threads=2**31), "SessionBatch: num_threads is 2147483648"),
+    ]:
+        with pytest.raises(tarn.InvalidArgumentError, match=message):
+            call()
+    session = token_model.session()
+    layers = token_model.config.num_layers
+    for layer in (-1, layers, 2**32):
+        with pytest.raises(tarn.InvalidArgumentError,
+                           match=f"attention_state: layer {layer} is out of range: the model has layers 0 to {layers - 1}"):
+            session.attention_state(layer)
+    for layer in (1.5, True, "0"):
+        with pytest.raises(tarn.InvalidArgumentError, match=f"attention_state: layer is {layer!r}; it must be an int"):
+            session.attention_state(layer)
+    assert [a.shape for a in session.attention_state(np.int64(layers - 1))] == [a.shape for a in session.attention_state(0)]
+
+
+def test_a_copy_of_a_session_is_a_clone_and_pickling_is_refused(token_model):
+    import copy
+    import pickle
+
+    session = token_model.session()
+    session.step_token(3)
+    for copied in (copy.copy(session), copy.deepcopy(session), copy.deepcopy([session])[0]):
+        assert copied is not session and copied.position == 1
+        copied.step_token(4)
+        assert session.position == 1  # the copy steps alone
+        assert copied.snapshot() != session.snapshot()
+    with pytest.raises(tarn.InvalidArgumentError, match=r"a tarn.Session cannot be pickled: .* session.snapshot\(\)"):
+        pickle.dumps(session)
+    assert copy.copy(token_model) is token_model and copy.deepcopy(token_model) is token_model
+    model = tarn.Model(SPEECH_MODEL)
+    for thing, name in ((token_model, "Model"), (tarn.SessionBatch(token_model), "SessionBatch"),
+                        (tarn.Recognizer(model), "Recognizer"), (tarn.WarpEstimator(model), "WarpEstimator")):
+        with pytest.raises(tarn.InvalidArgumentError, match=f"a tarn.{name} cannot be pickled"):
+            pickle.dumps(thing)
+        if name != "Model":  # a copy would share its native state
+            with pytest.raises(tarn.InvalidArgumentError, match=f"a tarn.{name} cannot be pickled or copied"):
+                copy.copy(thing)
+
+
+def test_bytes_paths_are_paths(tmp_path):
+    model = tarn.Model(SPEECH_MODEL)
+    path = SAMPLES[0]
+    assert tarn.transcribe(model, os.fsencode(path)) == tarn.transcribe(model, str(path))
+    assert np.array_equal(tarn.read_wav(os.fsencode(path)), tarn.read_wav(path))
+    assert tarn.estimate_warp(model, [os.fsencode(path)]) == tarn.estimate_warp(model, [path])
+    # A name that is not UTF-8 is named as os.fsdecode() gives it.
+    odd = tmp_path / os.fsdecode(b"cut-\xff.wav")
+    odd.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(tarn.InvalidArgumentError, match="truncated") as e:
+        tarn.read_wav(os.fsencode(odd))
+    assert str(e.value).startswith(str(odd) + ": ")

@@ -2,6 +2,8 @@
 outputs as one thread stepping them in turn (the GIL is released while
 stepping; the speed-up is measured by bench/python_threads.py, not here)."""
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -49,3 +51,80 @@ def test_recognizers_in_threads_match(models):
     for t in threads:
         t.join()
     assert threaded == alone
+
+
+def test_the_gil_is_released_while_a_session_computes(models):
+    """While one thread prefills, the main thread runs Python: it counts the
+    iterations in which it found the session busy, i.e. ran while the
+    prefill was inside the runtime. Were the GIL held there, it could run
+    none of them."""
+    model = tarn.Model(models["tokens"])
+    session = model.session()
+    tokens = np.arange(200_000, dtype=np.int32) % model.config.vocab_size
+    thread = threading.Thread(target=session.prefill, args=(tokens,))
+    thread.start()
+    iterations_inside = 0
+    while thread.is_alive():
+        try:
+            session.position  # takes the session's lock, as every call does
+        except tarn.InvalidArgumentError as e:
+            assert "in use by another thread" in str(e)
+            iterations_inside += 1
+    thread.join()
+    assert session.position == len(tokens)
+    assert iterations_inside > 1
+
+
+_EXIT_WITH_A_DAEMON_INSIDE_A_CALL = """
+import gc, sys, threading, time
+import numpy as np
+import tarn
+
+# A cycle collected while Python finalizes: its sleep, the GIL released,
+# lets the daemon threads' calls end then, when taking the GIL back ends
+# a thread (pthread_exit before Python 3.14).
+gc.disable()
+class SlowFinalizer:
+    def __del__(self, sleep=time.sleep):
+        sleep(0.2)
+cycle = SlowFinalizer()
+cycle.me = cycle
+del cycle
+
+session = tarn.Model(sys.argv[1]).session()
+recognizer = tarn.Recognizer(tarn.Model(sys.argv[2]))
+audio = np.zeros(1600, np.float32)
+running = [threading.Event(), threading.Event()]
+
+def step():
+    while True:
+        session.step_token(1)
+        running[0].set()
+
+def listen():
+    while True:
+        recognizer.accept(audio)
+        recognizer.pop_results()
+        running[1].set()
+
+for work in (step, listen):
+    threading.Thread(target=work, daemon=True).start()
+for event in running:
+    event.wait()
+print("exiting", flush=True)
+"""
+
+
+def test_python_exits_cleanly_with_daemon_threads_inside_calls(models, tmp_path):
+    """Daemon threads looping tarn calls when the main thread exits: the
+    process exits 0 (it aborted when a thread's call ended during
+    finalization) and nanobind reports no leaks for the objects they hold."""
+    from conftest import SPEECH_MODEL
+
+    script = tmp_path / "exit.py"
+    script.write_text(_EXIT_WITH_A_DAEMON_INSIDE_A_CALL)
+    result = subprocess.run([sys.executable, str(script), str(models["tokens"]), str(SPEECH_MODEL)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "exiting\n"
+    assert "leaked" not in result.stderr
