@@ -3,19 +3,24 @@
     python examples/batch/transcribe_ray.py examples/asr/model/asr.tarn \
         examples/asr/samples --out transcripts.jsonl --workers 2
 
-AUDIO is a directory (searched recursively for --ext files), a manifest (a
+AUDIO is a directory (searched recursively for --ext files, directory links
+followed; every entry with the extension that is not a directory is listed,
+a dangling link too, so that it becomes an error row), a manifest (a
 .txt/.tsv file whose first column is a path, a header `path` allowed, or a
 .jsonl file of {"path": ...} objects; relative paths are taken from the
-manifest's folder), or a single file. Paths may be local or any URI pyarrow
-reads (s3://, gs://, hdfs://, ...), as Ray Data's own readers do.
+manifest's folder; a line that starts with # is a comment), or a single
+file. Paths may be local or any URI pyarrow reads (s3://, gs://, hdfs://,
+...), as Ray Data's own readers do.
 
 The pipeline is Ray Data's: the list of files -> map_batches with a callable
 class, Transcriber, of which each of --workers actors holds one tarn.Model and
 one tarn.Recognizer, reset between files -> rows streamed back to the driver,
 written to --out (.jsonl or .parquet). Each actor reads its files itself, so
-a file that cannot be read (missing, unreadable) or decoded (damaged, another
-sample rate) becomes a row with `error` set and the run goes on; Ray's
-read_binary_files would abort the whole run on the first unreadable path.
+a file that cannot be read (missing, unreadable, not a regular file) or
+decoded (damaged, another sample rate) becomes a row with `error` set and the
+run goes on; Ray's read_binary_files would abort the whole run on the first
+unreadable path. A file that kills its worker (out of memory, a native crash)
+is tried again on a restarted worker twice at most; then the run stops.
 
 Rows: path, text, words (word, start, end: seconds, rounded to the
 millisecond as `tarn transcribe --json` prints them), duration (seconds of
@@ -23,15 +28,25 @@ audio), rtf (seconds this worker spent on the file / duration), error (null
 or the message). Transcripts use `tarn transcribe`'s defaults (chunks of 100
 ms, greedy decoding or beam 8 with --words, endpoints after 500 ms), and
 equal its output file for file.
+
+Exit status: 0 when every file listed has its row and none is an error row;
+2 when every file has its row and some are error rows; 1 when the run could
+not start (a bad option, no files, a word list the model refuses) or stopped
+(a worker that died on the same files three times), or when the rows written
+are not exactly the files listed, in their order (the message says how many
+files have no row).
 """
 
 import argparse
+import collections
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 import time
+import warnings
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -76,6 +91,43 @@ def _join(base: str, relative: str) -> str:
     return base.rstrip("/") + "/" + relative if _is_uri(base) else os.path.join(base, relative)
 
 
+def _list_local(root: str, ext: str) -> List[str]:
+    """A local directory's entries named *ext that are not directories,
+    sorted, searched recursively through directory links as pyarrow's
+    listing is: a dangling link or an entry that cannot be read is listed
+    (pyarrow's listing leaves it out), to become its error row. A link
+    back to a directory being searched is not searched again."""
+    paths = []
+    stack = [(root, frozenset([_identity(root)]))]
+    while stack:
+        directory, ancestors = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                entries = list(entries)
+        except OSError as e:
+            raise SystemExit(f"{directory}: cannot list it: {e.strerror or e}") from None
+        for entry in entries:
+            try:
+                is_directory = entry.is_dir()  # follows a link
+            except OSError:
+                is_directory = False
+            if is_directory:
+                identity = _identity(entry.path)
+                if identity is not None and identity not in ancestors:
+                    stack.append((entry.path, ancestors | {identity}))
+            elif entry.name.lower().endswith(ext):
+                paths.append(entry.path)
+    return sorted(paths)
+
+
+def _identity(directory: str):
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def list_audio(source: str, ext: str) -> List[str]:
     """The files to transcribe: a directory's --ext files (sorted), a
     manifest's paths (in order), or the one file."""
@@ -84,12 +136,12 @@ def list_audio(source: str, ext: str) -> List[str]:
     if info.type == pafs.FileType.NotFound:
         raise SystemExit(f"{source}: no such file or directory")
     if info.type == pafs.FileType.Directory:
+        if not _is_uri(source):
+            return _list_local(inner, ext)
         found = fs.get_file_info(pafs.FileSelector(inner, recursive=True))
-        paths = sorted(f.path for f in found if f.type == pafs.FileType.File and f.path.lower().endswith(ext))
-        if _is_uri(source):
-            scheme = source.split("://", 1)[0]
-            paths = [f"{scheme}://{p}" for p in paths]
-        return paths
+        scheme = source.split("://", 1)[0]
+        return sorted(f"{scheme}://{f.path}" for f in found
+                      if f.type == pafs.FileType.File and f.path.lower().endswith(ext))
     if not source.lower().endswith((".txt", ".tsv", ".jsonl", ".json")):
         return [source]
     base = source.rsplit("/", 1)[0] if _is_uri(source) else os.path.dirname(os.path.abspath(source))
@@ -171,31 +223,24 @@ class Transcriber:
             os.unlink(local)  # the model keeps its mapping of the copy
         self._recognizer = tarn.Recognizer(self._model, words=words, beam=beam)
         self._rate = self._recognizer.sample_rate
-        self._chunk = max(1, self._rate * chunk_ms // 1000)
+        self._chunk_ms = chunk_ms
 
-    def _transcribe(self, samples: np.ndarray) -> Dict[str, object]:
-        # tarn.transcribe's loop, on this worker's recognizer instead of a new one.
-        recognizer = self._recognizer
-        recognizer.reset()
-        texts: List[str] = []
-        words = []
-
-        def emit(result) -> None:
-            if result.words:
-                texts.append(result.text)
-                words.extend({"word": w.word, "start": round3(w.start), "end": round3(w.end)} for w in result.words)
-
-        for begin in range(0, len(samples), self._chunk):
-            recognizer.accept(samples[begin : begin + self._chunk])
-            for result in recognizer.pop_results():
-                emit(result)
-        emit(recognizer.final_result())
-        return {"text": " ".join(texts), "words": words, "duration": recognizer.stats()["audio_seconds"]}
+    def _transcribe(self, samples: np.ndarray, name: str) -> Dict[str, object]:
+        # tarn.transcribe's loop on this worker's recognizer; a chunk it
+        # refuses raises "NAME, the chunk from sample N (S s): ...", as the
+        # CLI says it.
+        result = self._recognizer.transcribe(samples, chunk_ms=self._chunk_ms, name=name)
+        words = [{"word": w.word, "start": round3(w.start), "end": round3(w.end)} for w in result.words]
+        return {"text": result.text, "words": words, "duration": result.duration}
 
     def _row(self, path: str) -> Dict[str, object]:
         row = {"path": path, "text": None, "words": [], "duration": None, "rtf": None, "error": None}
         start = time.perf_counter()
         try:
+            # A fifo or a device would block or never end the read.
+            if not _is_uri(path) and not stat.S_ISREG(os.stat(path).st_mode):
+                row["error"] = f"{path}: cannot read it: not a regular file"
+                return row
             fs, inner = _filesystem(path)
             with fs.open_input_stream(inner) as f:
                 data = f.read()
@@ -205,9 +250,10 @@ class Transcriber:
         try:
             # The package's WAV reader, the CLI's reading of a WAV file.
             samples = self._tarn.decode_wav(data, self._rate, name=path)
-            row.update(self._transcribe(samples))
+            row.update(self._transcribe(samples, path))
         except (ValueError, self._tarn.Error) as e:
-            row["error"] = str(e) if str(e).startswith(path + ": ") else f"{path}: {e}"
+            named = str(e).startswith((path + ": ", path + ", "))
+            row["error"] = str(e) if named else f"{path}: {e}"
             return row
         except Exception as e:  # noqa: BLE001 - one file must not end a run over an archive
             row["error"] = f"{path}: {type(e).__name__}: {e}"
@@ -221,21 +267,36 @@ class Transcriber:
         return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
 
 
-def build_pipeline(paths: Sequence[str], model: str, workers: int, batch_size: int, words=None, beam=None, chunk_ms=100):
-    """The Ray Data pipeline: a Dataset of rows, one per path."""
+# A worker that dies (out of memory, a native crash) is restarted and its
+# batch tried again this many times; then the run stops. Ray Data's default,
+# -1 for both, retries such a batch forever.
+WORKER_RESTARTS = 2
+
+
+def build_pipeline(paths: Sequence[str], model: str, workers: int, batch_size: int, words=None, beam=None, chunk_ms=100,
+                   transcriber=None):
+    """The Ray Data pipeline: a Dataset of rows, one per path. transcriber:
+    the callable class, Transcriber or a subclass of it."""
     import ray
 
     # Enough blocks that every actor gets work; each block is one or a few batches.
     blocks = max(1, min(len(paths), math.ceil(len(paths) / batch_size)))
     files = ray.data.from_items([{"path": p} for p in paths], override_num_blocks=blocks)
-    return files.map_batches(
-        Transcriber,
-        fn_constructor_args=(model, words, beam, chunk_ms),
-        batch_size=batch_size,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=workers),
-        num_cpus=1,
-    )
+    with warnings.catch_warnings():
+        # Ray 2.60 takes max_restarts and max_task_retries for the actors only
+        # as ray_remote_args, which it calls deprecated for named parameters
+        # that do not include these two.
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
+        return files.map_batches(
+            transcriber or Transcriber,
+            fn_constructor_args=(model, words, beam, chunk_ms),
+            batch_size=batch_size,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=workers),
+            num_cpus=1,
+            max_restarts=WORKER_RESTARTS,
+            max_task_retries=WORKER_RESTARTS,
+        )
 
 
 class _Writer:
@@ -259,8 +320,31 @@ class _Writer:
         self._out.close()
 
 
+def rows_differ(listed: Sequence[str], written: Sequence[str]) -> Optional[str]:
+    """None if the rows written are exactly the files listed, in order (one
+    row per file); else what is wrong, naming how many files have no row."""
+    if list(written) == list(listed):
+        return None
+    missing = collections.Counter(listed) - collections.Counter(written)
+    extra = collections.Counter(written) - collections.Counter(listed)
+    what = f"{sum(missing.values())} of the {len(listed)} files listed have no row"
+    if extra:
+        what += f", {sum(extra.values())} rows are of no file listed or repeat one"
+    if not missing and not extra:
+        what += ", but the rows are not in the order of the files"
+    return what
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):
+        """A bad command line exits 1, as every run that did not happen
+        does: 2 says that some files are error rows."""
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = _ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", help="a speech .tarn model (local path or URI)")
     parser.add_argument("audio", help="a directory, a manifest (.txt/.tsv/.jsonl) or a file; local or a URI")
     parser.add_argument("--out", required=True, help="results: a .jsonl or .parquet file")
@@ -325,25 +409,36 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     first = None  # when the first rows arrived: the workers had started
     writer = _Writer(args.out)
-    files = errors = after_first = 0
+    written: List[str] = []  # the rows' paths, in the order written
+    errors = after_first = 0
     audio = busy = 0.0
     try:
         for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
             writer.write(batch)
+            written += batch.column("path").to_pylist()
             if first is None:
                 first = time.perf_counter()
             else:
                 after_first += batch.num_rows
-            files += batch.num_rows
             errors += batch.num_rows - batch.column("error").null_count
             for duration, rtf in zip(batch.column("duration").to_pylist(), batch.column("rtf").to_pylist()):
                 if duration:
                     audio += duration
                     busy += duration * rtf
+    except ray.exceptions.RayError as e:
+        # A worker that died on the same batch 1 + WORKER_RESTARTS times, or
+        # a cluster that went away. Ray has logged the whole story.
+        cause = (str(e).strip().splitlines() or [""])[0]
+        print(f"error: the run stopped ({type(e).__name__}: {cause}), a worker having died {1 + WORKER_RESTARTS} "
+              f"times on the same files (out of memory? a crash?) or the cluster having failed; {len(written)} of the "
+              f"{len(paths)} files' rows were written to {args.out}, {len(paths) - len(written)} files have no row",
+              file=sys.stderr)
+        return 1
     finally:
         writer.close()
     end = time.perf_counter()
     wall = end - start
+    files = len(written)
     steady = f"{after_first / (end - first):.2f} files/s" if after_first and end > first else "-"
     print(
         f"{files} files ({errors} errors), {audio:.1f} s of audio in {wall:.1f} s with {args.workers} worker(s): "
@@ -352,7 +447,11 @@ def main(argv=None) -> int:
         f"{os.getloadavg()[0]:.1f}; rows in {args.out}",
         file=sys.stderr,
     )
-    return 0
+    problem = rows_differ(paths, written)
+    if problem:
+        print(f"error: {args.out}: {problem}", file=sys.stderr)
+        return 1
+    return 2 if errors else 0
 
 
 if __name__ == "__main__":
