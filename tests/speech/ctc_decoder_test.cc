@@ -502,10 +502,11 @@ TEST(CtcDecoder, RefusesWhatItCannotDo) {
   EXPECT_EQ(decoder->steps(), 0u);
 }
 
-// Hotwords. The bonus along a label sequence, as the automaton adds it up.
+// Hotwords. The bonus along a label sequence, as the automaton adds it up
+// (after each label in *trace); *end gets the state it ends in.
 double Bonus(const ctc::ContextGraph& graph,
              const std::vector<std::string>& labels, const std::string& text,
-             std::vector<double>* trace = nullptr) {
+             std::vector<double>* trace = nullptr, int32_t* end = nullptr) {
   int32_t state = graph.start();
   double bonus = 0;
   for (char ch : text) {
@@ -514,6 +515,7 @@ double Bonus(const ctc::ContextGraph& graph,
     state = next;
     if (trace) trace->push_back(bonus);
   }
+  if (end) *end = state;
   return bonus;
 }
 
@@ -575,13 +577,8 @@ TEST(CtcHotwords, PartialMatchGivesItsBonusBack) {
 double FinalBonus(const ctc::ContextGraph& graph,
                   const std::vector<std::string>& labels,
                   const std::string& text) {
-  int32_t state = graph.start();
-  double bonus = 0;
-  for (char ch : text) {
-    const int32_t next = graph.Next(state, IndexOf(labels, std::string(1, ch)));
-    bonus += graph.Gain(state, next);
-    state = next;
-  }
+  int32_t state = 0;
+  const double bonus = Bonus(graph, labels, text, nullptr, &state);
   return bonus + graph.EndGain(state);
 }
 
