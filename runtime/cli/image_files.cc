@@ -152,23 +152,21 @@ Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
                       " pixels is larger than libpng writes (" +
                       std::to_string(kMaxPngSide) + " a side)");
   }
-  std::string written;
-  Status begun = BeginOutput(path, &written);
-  if (!begun.ok()) return begun;
+  OutputFile output;
+  Status status = output.Begin(path);
+  if (!status.ok()) return status;
   std::unique_ptr<std::FILE, FileCloser> file(
-      std::fopen(written.c_str(), "wb"));
+      std::fopen(output.written().c_str(), "wb"));
   if (!file) {
-    return FinishOutput(
-        path, written,
-        Status(StatusCode::kIoError,
-               "cannot write '" + path + "': " + std::strerror(errno)));
+    return Status(StatusCode::kIoError,
+                  "cannot write '" + path + "': " + std::strerror(errno));
   }
-  Status status = WritePng(file.get(), path, pixels, width, height);
+  status = WritePng(file.get(), path, pixels, width, height);
   if (std::fclose(file.release()) != 0 && status.ok()) {
     status = Status(StatusCode::kIoError,
                     "cannot write '" + path + "': " + std::strerror(errno));
   }
-  return FinishOutput(path, written, status);
+  return status.ok() ? output.Commit() : status;
 }
 
 }  // namespace tarn::cli

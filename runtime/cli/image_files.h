@@ -29,8 +29,8 @@ Status ReadIdxImages(const std::string& path, GreyImages* images);
 // The largest PNG side libpng writes by default.
 inline constexpr uint64_t kMaxPngSide = 1000000;
 
-// Writes an 8-bit greyscale PNG of [height][width] pixels, through its
-// partial file where it has one (output_file.h).
+// Writes an 8-bit greyscale PNG of [height][width] pixels, through a
+// temporary file where the path takes one (output_file.h).
 Status WriteGreyPng(const std::string& path, const uint8_t* pixels,
                     uint32_t width, uint32_t height);
 

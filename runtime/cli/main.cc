@@ -12,6 +12,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "generate.h"
@@ -29,6 +30,31 @@ namespace {
 int Fail(const Status& status) {
   std::cerr << "error: " << status.message() << "\n";
   return 1;
+}
+
+// `text` with its control characters shown as escapes: C0 and DEL as \xNN,
+// C1 (U+0080..U+009F, UTF-8 0xc2 0x80..0x9f) as \u00NN. Metadata comes
+// from the file: a newline in it would forge lines of `tarn info`, an
+// escape sequence drive the terminal.
+std::string Printable(const std::string& text) {
+  std::string shown;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next =
+        static_cast<unsigned char>(i + 1 < text.size() ? text[i + 1] : 0);
+    char escape[8];
+    if (c < 0x20 || c == 0x7f) {
+      std::snprintf(escape, sizeof escape, "\\x%02x", c);
+      shown += escape;
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+      std::snprintf(escape, sizeof escape, "\\u%04x", next);
+      shown += escape;
+      ++i;
+    } else {
+      shown += text[i];
+    }
+  }
+  return shown;
 }
 
 int Info(const std::string& path) {
@@ -108,14 +134,23 @@ int Info(const std::string& path) {
   std::printf("kernels          %s (int8 dot products: %s)\n", tarn_kernels(),
               tarn_int8_dot_kernels());
   for (const auto& [key, value] : model->metadata()) {
-    std::printf("meta %-11s %s\n", key.c_str(), value.c_str());
+    std::printf("meta %-11s %s\n", Printable(key).c_str(),
+                Printable(value).c_str());
   }
   return 0;
 }
 
-// Writes every layer's attention state as state_S.npy [layers, heads, C,
-// d_value] and state_z.npy [layers, heads, C].
-Status WriteState(const Session& session, const std::string& dir) {
+// An array to write to a .npy file.
+struct NpyOutput {
+  std::string path;
+  std::vector<size_t> shape;
+  std::vector<float> values;
+};
+
+// Every layer's attention state, as DIR/state_S.npy [layers, heads, C,
+// d_value] and DIR/state_z.npy [layers, heads, C].
+Status AddState(const Session& session, const std::string& dir,
+                std::vector<NpyOutput>* arrays) {
   const ModelConfig& c = session.model().config();
   std::vector<float> S, z;
   for (uint32_t l = 0; l < c.num_layers; ++l) {
@@ -126,25 +161,49 @@ Status WriteState(const Session& session, const std::string& dir) {
     S.insert(S.end(), layer_S, layer_S + n * c.d_value);
     z.insert(z.end(), layer_z, layer_z + n);
   }
-  Status status =
-      WriteNpy(dir + "/state_S.npy",
-               {c.num_layers, c.num_heads, c.feature_dim, c.d_value}, S);
-  if (!status.ok()) return status;
-  return WriteNpy(dir + "/state_z.npy",
-                  {c.num_layers, c.num_heads, c.feature_dim}, z);
+  arrays->push_back({dir + "/state_S.npy",
+                     {c.num_layers, c.num_heads, c.feature_dim, c.d_value},
+                     std::move(S)});
+  arrays->push_back({dir + "/state_z.npy",
+                     {c.num_layers, c.num_heads, c.feature_dim},
+                     std::move(z)});
+  return Status::Ok();
 }
 
-// Writes log P(level) of every step's output distribution, [steps, levels].
-Status WriteLogProbabilities(const ModelConfig& c, size_t steps,
-                             const std::vector<float>& outputs,
-                             const std::string& path) {
+// log P(level) of every step's output distribution, [steps, levels].
+std::vector<float> LogProbabilities(const ModelConfig& c, size_t steps,
+                                    const std::vector<float>& outputs) {
   std::vector<float> log_p(steps * c.output_levels);
   for (size_t t = 0; t < steps; ++t) {
     LogisticMixtureLogProbabilities(outputs.data() + t * c.output_dim,
                                     c.output_dim / 3, c.output_levels,
                                     log_p.data() + t * c.output_levels);
   }
-  return WriteNpy(path, {steps, c.output_levels}, log_p);
+  return log_p;
+}
+
+// Writes every array to its temporary file and only then renames them all
+// into place, so that a write that fails (a full disk) leaves none of the
+// run's outputs. Files written in place (a device, a pipe) cannot be taken
+// back: they are written after every temporary one.
+Status WriteOutputs(const std::vector<NpyOutput>& arrays) {
+  std::vector<OutputFile> files(arrays.size());  // each removes its temporary
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    Status status = files[i].Begin(arrays[i].path);
+    if (!status.ok()) return status;
+  }
+  for (bool in_place : {false, true}) {
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      if (files[i].in_place() != in_place) continue;
+      Status status = WriteNpy(files[i], arrays[i].shape, arrays[i].values);
+      if (!status.ok()) return status;
+    }
+  }
+  for (OutputFile& file : files) {
+    Status status = file.Commit();
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
 }
 
 // Steps a model over an input array; with `prefill` > 0, the first
@@ -165,8 +224,9 @@ int Run(const std::string& model_path, const std::string& input_path,
                            "output_distribution is " +
                            Name(model->config().output_distribution) + ")"));
   }
-  // Every output is checked before the run, so that none is written when
-  // another cannot be.
+  // Every output is checked before the run, and all are written before any
+  // is put in place (WriteOutputs), so that none is written when another
+  // cannot be.
   std::vector<std::string> output_files = {output_path};
   if (!log_probs_path.empty()) output_files.push_back(log_probs_path);
   if (!state_dir.empty()) {
@@ -278,13 +338,21 @@ int Run(const std::string& model_path, const std::string& input_path,
       }
     }
   }
-  status = WriteNpy(output_path, {steps, width}, outputs);
-  if (status.ok() && !log_probs_path.empty()) {
-    status =
-        WriteLogProbabilities(model->config(), steps, outputs, log_probs_path);
+  std::vector<float> log_p;
+  if (!log_probs_path.empty())
+    log_p = LogProbabilities(model->config(), steps, outputs);
+  std::vector<NpyOutput> arrays;
+  arrays.push_back({output_path, {steps, width}, std::move(outputs)});
+  if (!log_probs_path.empty()) {
+    arrays.push_back({log_probs_path,
+                      {steps, model->config().output_levels},
+                      std::move(log_p)});
   }
-  if (status.ok() && !state_dir.empty())
-    status = WriteState(*session, state_dir);
+  if (!state_dir.empty()) {
+    status = AddState(*session, state_dir, &arrays);
+    if (!status.ok()) return Fail(status);
+  }
+  status = WriteOutputs(arrays);
   return status.ok() ? 0 : Fail(status);
 }
 

@@ -1,6 +1,9 @@
 #include "npy.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -85,11 +88,17 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   }
   // The header is untrusted: every dimension must be a plain number, and
   // their product must neither overflow nor promise more bytes than the
-  // file holds, before anything is allocated.
+  // file holds, before anything is allocated. A pipe (--input /dev/stdin,
+  // <(...)) has no end to seek to: its data is counted as it is read.
   const std::streamoff data_start = in.tellg();
-  in.seekg(0, std::ios::end);
-  const auto available = static_cast<uint64_t>(in.tellg() - data_start);
-  in.seekg(data_start);
+  const bool seekable = data_start >= 0 && in.seekg(0, std::ios::end);
+  uint64_t available = 0;
+  if (seekable) {
+    available = static_cast<uint64_t>(in.tellg() - data_start);
+    in.seekg(data_start);
+  } else {
+    in.clear();
+  }
   array->shape.clear();
   std::stringstream dims(shape);
   std::string dim;
@@ -114,15 +123,34 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   if ((overflow && !empty) || count > UINT64_MAX / element_bytes) {
     return Bad(path, "shape (" + shape + ") is too large");
   }
-  if (count * element_bytes > available) {
-    return Bad(path, "data is truncated: expected " +
-                         std::to_string(count * element_bytes) +
+  const uint64_t needed = count * element_bytes;
+  std::vector<char> bytes;
+  if (!seekable) {
+    // Grown with what arrives, up to what the shape needs: a header
+    // promising more than the pipe brings allocates only what it brought.
+    char chunk[1 << 16];
+    while (bytes.size() < needed) {
+      const auto want = static_cast<std::streamsize>(
+          std::min<uint64_t>(sizeof chunk, needed - bytes.size()));
+      in.read(chunk, want);
+      bytes.insert(bytes.end(), chunk, chunk + in.gcount());
+      if (in.gcount() < want) break;  // the pipe's end
+    }
+    if (in.bad()) {
+      return Status(StatusCode::kIoError, "cannot read '" + path + "'");
+    }
+    available = bytes.size();
+  }
+  if (needed > available) {
+    return Bad(path, "data is truncated: expected " + std::to_string(needed) +
                          " bytes, the file holds " + std::to_string(available));
   }
-  std::vector<char> bytes(count * element_bytes);
-  if (!in.read(bytes.data(), bytes.size())) {
-    return Bad(path, "data is truncated: expected " +
-                         std::to_string(bytes.size()) + " bytes");
+  if (seekable) {
+    bytes.resize(needed);
+    if (!in.read(bytes.data(), bytes.size())) {
+      return Bad(path, "data is truncated: expected " +
+                           std::to_string(bytes.size()) + " bytes");
+    }
   }
   array->is_float = descr == "<f4";
   if (array->is_float) {
@@ -143,7 +171,7 @@ Status ReadNpy(const std::string& path, NpyArray* array) {
   return Status::Ok();
 }
 
-Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
+Status WriteNpy(const OutputFile& output, const std::vector<size_t>& shape,
                 const std::vector<float>& values) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (size_t dim : shape) header += std::to_string(dim) + ", ";
@@ -152,22 +180,26 @@ Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  std::string written;
-  Status begun = BeginOutput(path, &written);
-  if (!begun.ok()) return begun;
-  std::ofstream out(written, std::ios::binary);
-  const Status failed(StatusCode::kIoError, "cannot write '" + path + "'");
-  if (!out) return FinishOutput(path, written, failed);
-  out.write("\x93NUMPY\x01\x00", 8);
   const uint16_t length = static_cast<uint16_t>(header.size());
-  const char length_bytes[2] = {static_cast<char>(length & 0xff),
-                                static_cast<char>(length >> 8)};
-  out.write(length_bytes, 2);
-  out << header;
-  out.write(reinterpret_cast<const char*>(values.data()),
-            values.size() * sizeof(float));
-  out.close();
-  return FinishOutput(path, written, out ? Status::Ok() : failed);
+  // Magic, version 1.0, the header's length (little-endian), the header.
+  std::string head("\x93NUMPY\x01\x00", 8);
+  head += static_cast<char>(length & 0xff);
+  head += static_cast<char>(length >> 8);
+  head += header;
+  std::FILE* file = std::fopen(output.written().c_str(), "wb");
+  bool written =
+      file != nullptr &&
+      std::fwrite(head.data(), 1, head.size(), file) == head.size() &&
+      std::fwrite(values.data(), sizeof(float), values.size(), file) ==
+          values.size();
+  int error = errno;
+  if (file != nullptr && std::fclose(file) != 0 && written) {
+    written = false;  // the buffered bytes met a full disk
+    error = errno;
+  }
+  if (written) return Status::Ok();
+  return Status(StatusCode::kIoError, "cannot write '" + output.path() +
+                                          "': " + std::strerror(error));
 }
 
 }  // namespace tarn::cli

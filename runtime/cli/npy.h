@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "output_file.h"
 #include "tarn/tarn.hpp"
 
 namespace tarn::cli {
@@ -19,10 +20,11 @@ struct NpyArray {
   std::vector<int64_t> ints;  // otherwise
 };
 
+// Reads a file, or a pipe to its end (--input /dev/stdin).
 Status ReadNpy(const std::string& path, NpyArray* array);
-// Writes a float32 array through its partial file where it has one
-// (output_file.h).
-Status WriteNpy(const std::string& path, const std::vector<size_t>& shape,
+// Writes a float32 array into `output`'s temporary file (or in place); the
+// caller commits it.
+Status WriteNpy(const OutputFile& output, const std::vector<size_t>& shape,
                 const std::vector<float>& values);
 
 }  // namespace tarn::cli

@@ -13,81 +13,109 @@
 namespace tarn::cli {
 namespace {
 
-constexpr char kPartial[] = ".partial";
+// mkstemp's template: the X's become a name no file in the directory has.
+constexpr char kTemporarySuffix[] = ".partial-XXXXXX";
 
 Status CannotWrite(const std::string& path) {
   return Status(StatusCode::kIoError,
                 "cannot write '" + path + "': " + std::strerror(errno));
 }
 
-bool IsPartial(const std::string& path, const std::string& written) {
-  return written != path;
+// The mode a file created by open() gets (0666 less the umask): mkstemp
+// makes its file 0600, and the output should not be more private than a
+// file written directly.
+mode_t NewFileMode() {
+  const mode_t mask = umask(0);
+  umask(mask);
+  return 0666 & ~mask;
 }
 
 }  // namespace
 
-Status BeginOutput(const std::string& path, std::string* write_to) {
+OutputFile::~OutputFile() {
+  if (!in_place() && !committed_) std::remove(written_.c_str());
+}
+
+Status OutputFile::Begin(const std::string& path) {
+  path_ = path;
+  std::string target;  // the file the rename replaces
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return CannotWrite(path);  // a link loop, EACCES
     // Absent: created beside it. A dangling symlink: its target is
     // created, as a shell's redirection and cp do, not the link replaced by
     // a file (stat said the chain ends; the bound holds if it changes).
-    std::filesystem::path target = path;
+    std::filesystem::path link = path;
     std::error_code error;
-    for (int links = 0; std::filesystem::is_symlink(target, error); ++links) {
+    for (int links = 0; std::filesystem::is_symlink(link, error); ++links) {
       if (links == 40) {
         errno = ELOOP;
         return CannotWrite(path);
       }
       const std::filesystem::path next =
-          std::filesystem::read_symlink(target, error);
+          std::filesystem::read_symlink(link, error);
       if (error) {
         return Status(StatusCode::kIoError,
                       "cannot write '" + path + "': " + error.message());
       }
-      target = next.is_absolute() ? next : target.parent_path() / next;
+      link = next.is_absolute() ? next : link.parent_path() / next;
     }
-    *write_to = target.string() + kPartial;
-    return Status::Ok();
+    target = link.string();
+  } else {
+    if (S_ISDIR(st.st_mode)) {
+      return Status(StatusCode::kIoError,
+                    "cannot write '" + path + "': it is a directory");
+    }
+    if (!S_ISREG(st.st_mode)) {  // a device or pipe: written in place
+      written_ = path;
+      return Status::Ok();
+    }
+    if (access(path.c_str(), W_OK) != 0) return CannotWrite(path);
+    // A symlink's target is what the rename replaces.
+    std::unique_ptr<char, decltype(&std::free)> resolved(
+        realpath(path.c_str(), nullptr), &std::free);
+    if (resolved == nullptr) return CannotWrite(path);
+    target = resolved.get();
   }
-  if (S_ISDIR(st.st_mode)) {
-    return Status(StatusCode::kIoError,
-                  "cannot write '" + path + "': it is a directory");
-  }
-  if (!S_ISREG(st.st_mode)) {  // a device or pipe: written in place
-    *write_to = path;
-    return Status::Ok();
-  }
-  if (access(path.c_str(), W_OK) != 0) return CannotWrite(path);
-  // A symlink's target is what the rename replaces.
-  std::unique_ptr<char, decltype(&std::free)> target(
-      realpath(path.c_str(), nullptr), &std::free);
-  if (target == nullptr) return CannotWrite(path);
-  *write_to = std::string(target.get()) + kPartial;
-  return Status::Ok();
-}
-
-Status CheckWritable(const std::string& path) {
-  std::string written;
-  Status status = BeginOutput(path, &written);
-  if (!status.ok() || !IsPartial(path, written)) return status;
-  std::FILE* file = std::fopen(written.c_str(), "wb");
-  if (file == nullptr) {
+  std::string temporary = target + kTemporarySuffix;
+  const int fd = mkstemp(temporary.data());
+  if (fd < 0) {
     // Where the path itself exists (a file of /proc), the error is about
     // the file made beside it.
     const int error = errno;
-    struct stat st;
     const bool exists = stat(path.c_str(), &st) == 0;
     errno = error;
     if (!exists) return CannotWrite(path);
     return Status(StatusCode::kIoError,
-                  "cannot write '" + path + "': cannot create '" + written +
+                  "cannot write '" + path + "': cannot create '" + target +
+                      kTemporarySuffix +
                       "' beside it to replace it: " + std::strerror(error));
   }
-  std::fclose(file);
-  std::remove(written.c_str());
+  const bool moded = fchmod(fd, NewFileMode()) == 0;
+  const int error = errno;
+  close(fd);
+  if (!moded) {
+    std::remove(temporary.c_str());
+    errno = error;
+    return CannotWrite(path);
+  }
+  replaced_ = target;
+  written_ = temporary;
   return Status::Ok();
+}
+
+Status OutputFile::Commit() {
+  if (in_place() || committed_) return Status::Ok();
+  if (std::rename(written_.c_str(), replaced_.c_str()) != 0) {
+    return CannotWrite(path_);
+  }
+  committed_ = true;
+  return Status::Ok();
+}
+
+Status CheckWritable(const std::string& path) {
+  OutputFile output;  // its temporary is removed on return
+  return output.Begin(path);
 }
 
 Status CheckOutputsApart(
@@ -131,18 +159,6 @@ Status CheckOutputsApart(
     }
   }
   return Status::Ok();
-}
-
-Status FinishOutput(const std::string& path, const std::string& written,
-                    Status status) {
-  if (!IsPartial(path, written)) return status;
-  const std::string target =
-      written.substr(0, written.size() - (sizeof kPartial - 1));
-  if (status.ok() && std::rename(written.c_str(), target.c_str()) != 0) {
-    status = CannotWrite(path);
-  }
-  if (!status.ok()) std::remove(written.c_str());
-  return status;
 }
 
 }  // namespace tarn::cli

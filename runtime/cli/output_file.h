@@ -1,9 +1,10 @@
-// The CLI's output files (arrays, images) are written beside their path, as
-// PATH.partial, and renamed over PATH once complete: a failure leaves what
-// was at PATH as it was, never a half-written file. A path that exists but
-// is not a regular file (a terminal, /dev/stdout, a FIFO) cannot be renamed
-// over and is written in place; a symlink's target is replaced, not the
-// link.
+// The CLI's output files (arrays, images) are written to a temporary file
+// made beside their path, PATH.partial-XXXXXX (a name no file had: a user's
+// file and another run's temporary are never opened), and renamed over PATH
+// once complete: a failure leaves what was at PATH as it was, never a
+// half-written file. A path that exists but is not a regular file (a
+// terminal, /dev/stdout, a FIFO) cannot be renamed over and is written in
+// place; a symlink's target is replaced, not the link.
 
 #ifndef TARN_RUNTIME_CLI_OUTPUT_FILE_H_
 #define TARN_RUNTIME_CLI_OUTPUT_FILE_H_
@@ -16,12 +17,39 @@
 
 namespace tarn::cli {
 
-// Where to write `path`'s bytes, in `*write_to`: its partial file, or the
-// path itself (see above). Refuses an existing file that is not writable.
-Status BeginOutput(const std::string& path, std::string* write_to);
+// One output being written: Begin() makes its temporary file, the caller
+// writes to written(), Commit() renames it over the path. Until committed,
+// the temporary is removed when the object is destroyed.
+class OutputFile {
+ public:
+  OutputFile() = default;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();
 
-// Ok if `path` can be written: BeginOutput's checks, and its partial file is
-// created and removed, so that a long computation does not end in "cannot
+  // Creates the temporary file (empty) beside `path`, or none for a path
+  // written in place. Refuses a directory, an existing file that is not
+  // writable, and a directory that takes no new file, naming `path`.
+  Status Begin(const std::string& path);
+  // The path as given, for messages.
+  const std::string& path() const { return path_; }
+  // Where to write the bytes: the temporary file, or the path itself.
+  const std::string& written() const { return written_; }
+  // Whether the bytes go straight to the path (nothing to rename or remove).
+  bool in_place() const { return replaced_.empty(); }
+  // Renames the temporary file over the file it replaces; nothing for one
+  // written in place.
+  Status Commit();
+
+ private:
+  std::string path_;
+  std::string replaced_;  // what the rename replaces; empty when in place
+  std::string written_;
+  bool committed_ = false;
+};
+
+// Ok if `path` can be written: OutputFile::Begin's checks, its temporary
+// made and removed, so that a long computation does not end in "cannot
 // write".
 Status CheckWritable(const std::string& path);
 
@@ -31,12 +59,6 @@ Status CheckWritable(const std::string& path);
 Status CheckOutputsApart(
     const std::vector<std::string>& outputs,
     const std::vector<std::pair<std::string, std::string>>& inputs);
-
-// Ends the writing of `path` into `written` (BeginOutput's): with `status`
-// ok, renames a partial file into place; otherwise (or if the rename fails)
-// removes it. Returns the status of the whole write.
-Status FinishOutput(const std::string& path, const std::string& written,
-                    Status status);
 
 }  // namespace tarn::cli
 

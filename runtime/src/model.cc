@@ -54,6 +54,27 @@ bool ValidUtf8(const std::string& text) {
   return true;
 }
 
+// `size` bytes from a file as message text: printable ASCII as it is, any
+// other byte (and the backslash) as \xNN. A NUL pasted raw cut the C API's
+// tarn_last_error() short; control bytes reached terminals.
+std::string Escaped(const char* bytes, size_t size) {
+  std::string text;
+  for (size_t i = 0; i < size; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      text += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      text += {'\\', 'x', kHex[c >> 4], kHex[c & 0xf]};
+    }
+  }
+  return text;
+}
+
+std::string Escaped(const std::string& text) {
+  return Escaped(text.data(), text.size());
+}
+
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 2;
 constexpr uint16_t kSchemaMinor = 0;
@@ -460,7 +481,7 @@ Status Model::Impl::Init(const void* data, size_t size,
   }
   if (!schema::ModelBufferHasIdentifier(data)) {
     return Invalid("not a tarn model: file identifier is '" +
-                   std::string(reinterpret_cast<const char*>(bytes + 4), 4) +
+                   Escaped(reinterpret_cast<const char*>(bytes + 4), 4) +
                    "', expected 'TARN'");
   }
   if (reinterpret_cast<uintptr_t>(data) % kAlignment != 0) {
@@ -667,10 +688,22 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     for (uint32_t i = 0; i < metadata.size(); ++i) {
       const schema::KeyValue* kv = metadata[i];
       const std::string key = kv->key() ? kv->key()->str() : "";
-      if (!ValidUtf8(key) || (kv->value() && !ValidUtf8(kv->value()->str()))) {
+      const std::string value = kv->value() ? kv->value()->str() : "";
+      if (!ValidUtf8(key) || !ValidUtf8(value)) {
         // Named by its index: the key itself may be what is not text.
         return Invalid("model metadata entry " + std::to_string(i) +
                        " is not UTF-8 text");
+      }
+      // The C API hands entries out as NUL-terminated strings: one holding
+      // a NUL would be read cut short, as other text.
+      if (key.find('\0') != std::string::npos) {
+        return Invalid("model metadata key '" + Escaped(key) + "' (entry " +
+                       std::to_string(i) + ") holds a NUL byte");
+      }
+      if (value.find('\0') != std::string::npos) {
+        return Invalid("model metadata '" + Escaped(key) +
+                       "' has a value holding a NUL byte at byte " +
+                       std::to_string(value.find('\0')));
       }
     }
   }

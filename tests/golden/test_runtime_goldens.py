@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -369,13 +370,114 @@ def test_bidirectional_model_refuses_to_step(tmp_path):
 
 @pytest.mark.any_kernels
 def test_info_reports_sizes():
-    result = subprocess.run([TARN, "info", str(GOLDENS / "speech" / "model.tarn")], capture_output=True, text=True)
+    """The sizes `tarn info` prints against figures made apart from it: the
+    C API's (model_sizes, tests/reliability, built beside the CLI) and a
+    parameter count from the golden's config."""
+    model = GOLDENS / "speech" / "model.tarn"
+    result = subprocess.run([TARN, "info", str(model)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    info = dict(line.split(None, 1) if " " in line else (line, "") for line in result.stdout.splitlines())
     assert "layers" in result.stdout and "causal depthwise, kernel 7" in result.stdout
-    config = json.loads((GOLDENS / "speech" / "case.json").read_text())["config"]
-    assert f"{config['num_layers']} x (d_model {config['d_model']}" in result.stdout
-    assert int(result.stdout.split("parameters")[1].split()[0]) > 0
+    c = json.loads((GOLDENS / "speech" / "case.json").read_text())["config"]
+    assert f"{c['num_layers']} x (d_model {c['d_model']}" in result.stdout
+
+    sizes_program = Path(TARN).with_name("model_sizes")
+    assert sizes_program.is_file(), f"{sizes_program} is missing: build the target tarn_model_sizes"
+    sizes = subprocess.run([str(sizes_program), str(model)], capture_output=True, text=True)
+    assert sizes.returncode == 0, sizes.stderr
+    c_api = {name: int(value) for name, value in (line.split() for line in sizes.stdout.splitlines())}
+    session = re.search(r"^session bytes +(\d+) \(prefill chunks of 64; (\d+) with 1\)$", result.stdout, re.M)
+    assert session, result.stdout
+    assert int(session[1]) == c_api["session_bytes"]
+    assert int(session[2]) == c_api["session_bytes_chunk_1"]
+    assert f"\nsnapshot bytes   {c_api['snapshot_bytes']}\n" in result.stdout
+
+    # The speech model: stacked frames projected, then per layer the q, k,
+    # v and out projections, the depthwise convolution, the feed-forward
+    # pair and two LayerNorms; a final LayerNorm and the head. Every dense
+    # layer and the convolution have a bias.
+    d, ff, qk, v = c["d_model"], c["d_ff"], c["num_heads"] * c["d_key"], c["num_heads"] * c["d_value"]
+    layer = (2 * (d * qk + qk) + (d * v + v) + (v * d + d) + (d * c["conv_kernel"] + d)
+             + (d * ff + ff) + (ff * d + d) + 2 * 2 * d)
+    stacked = c["input_dim"] * c["stack_window"]
+    parameters = (stacked * d + d) + c["num_layers"] * layer + 2 * d + (d * c["output_dim"] + c["output_dim"])
+    assert f"\nparameters       {parameters}\n" in result.stdout
+
+
+@pytest.mark.any_kernels
+def test_input_through_a_pipe(tmp_path):
+    """A pipe has no end to seek to: --input /dev/stdin was refused as
+    "data is truncated: ... the file holds 0". It is read to its end."""
+    golden = GOLDENS / "tokens"
+    inputs = (golden / "input.npy").read_bytes()
+    command = [TARN, "run", str(golden / "model.tarn"), "--input"]
+    result = subprocess.run([*command, str(golden / "input.npy"), "--output", str(tmp_path / "path.npy")],
+                            capture_output=True)
+    assert result.returncode == 0, result.stderr
+    result = subprocess.run([*command, "/dev/stdin", "--output", str(tmp_path / "pipe.npy")],
+                            input=inputs, capture_output=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "pipe.npy").read_bytes() == (tmp_path / "path.npy").read_bytes()
+    # Cut short, a pipe's data is counted as a file's is.
+    data_start = 10 + int.from_bytes(inputs[8:10], "little")  # a version 1.0 header
+    result = subprocess.run([*command, "/dev/stdin", "--output", str(tmp_path / "cut.npy")],
+                            input=inputs[:-4], capture_output=True, text=False)
+    assert result.returncode == 1
+    expected = f"expected {len(inputs) - data_start} bytes, the file holds {len(inputs) - 4 - data_start}"
+    assert expected in result.stderr.decode(), result.stderr
+
+
+@pytest.mark.any_kernels
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_no_output_is_left_when_a_later_write_fails(tmp_path):
+    """Every output is written before any is renamed into place: --log-probs
+    on a full disk (/dev/full) failed after --output had replaced the file
+    at its path."""
+    golden = GOLDENS / "concat_mixture"
+    (tmp_path / "output.npy").write_bytes(b"an earlier output")
+    result = tarn_run(golden / "model.tarn", golden / "input.npy", tmp_path, "--log-probs", "/dev/full")
+    assert result.returncode == 1
+    assert "cannot write '/dev/full': No space left on device" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["output.npy"]
+    assert (tmp_path / "output.npy").read_bytes() == b"an earlier output"
+
+
+def with_metadata(tmp_path: Path, metadata: dict) -> Path:
+    """The tokens golden rewritten with `metadata` added to its own."""
+    from converter.reader import read_tarn
+    from converter.writer import _build
+
+    f = read_tarn(GOLDENS / "tokens" / "model.tarn")
+    path = tmp_path / "edited.tarn"
+    path.write_bytes(_build(f.config, dict(f.tensors), f.labels, f.audio, {**f.metadata, **metadata})[0])
+    return path
+
+
+@pytest.mark.any_kernels
+@pytest.mark.parametrize("metadata, expected", [
+    ({"note": "ab\0c"}, "model metadata 'note' has a value holding a NUL byte at byte 2"),
+    ({"no\0te": "x"}, "model metadata key 'no\\x00te' (entry 4) holds a NUL byte"),
+])
+def test_metadata_holding_a_nul_is_refused(tmp_path, metadata, expected):
+    """The C API hands metadata out as NUL-terminated strings: a NUL read
+    one as other, shorter text."""
+    result = subprocess.run([TARN, "info", str(with_metadata(tmp_path, metadata))], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert expected in result.stderr, result.stderr
+
+
+@pytest.mark.any_kernels
+def test_info_shows_control_characters_in_metadata_escaped(tmp_path):
+    """Metadata printed raw could forge lines of `tarn info` or drive the
+    terminal (ESC, or the C1 CSI U+009B)."""
+    forged = "x\nsession bytes    1\n\x1b[2J\u009b6n\x7f"
+    result = subprocess.run([TARN, "info", str(with_metadata(tmp_path, {"note": forged, "tab\tkey": "é"}))],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert sum(line.startswith("session bytes") for line in lines) == 1
+    assert "meta note        x\\x0asession bytes    1\\x0a\\x1b[2J\\u009b6n\\x7f" in lines
+    assert "meta tab\\x09key  é" in lines
+    assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in result.stdout.replace("\n", ""))
 
 
 # -- fast-transformers ---------------------------------------------------------
@@ -476,7 +578,7 @@ def test_outputs_that_are_not_plain_files(tmp_path):
                              "--output", str(link)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert link.is_symlink() and scaled_error(np.load(target), expected) <= TOLERANCE
-    assert not list(tmp_path.glob("*.partial"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.npy", "target.npy"]
 
 
 @pytest.mark.any_kernels

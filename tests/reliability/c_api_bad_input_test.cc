@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -125,17 +126,42 @@ TEST(CApiBadInput, NullSessionHandle) {
   size_t steps;
   char buffer[16];
   tarn_session* clone = nullptr;
-  for (tarn_status status :
-       {tarn_session_step_frame(nullptr, out, 3, out, 3, &stepped),
-        tarn_session_prefill_tokens(nullptr, tokens, 2, nullptr, 0),
-        tarn_session_prefill_frames(nullptr, out, 1, nullptr, 0, &steps),
-        tarn_session_encode_tokens(nullptr, tokens, 2, out, 5),
-        tarn_session_snapshot(nullptr, buffer, sizeof buffer),
-        tarn_session_restore(nullptr, buffer, sizeof buffer),
-        tarn_session_clone(nullptr, &clone)}) {
-    EXPECT_EQ(status, TARN_STATUS_INVALID_ARGUMENT);
-    EXPECT_EQ(LastError(), "session is null");
+  // Each message is checked right after its own call (an initializer list
+  // of results made every call first and checked only the last message),
+  // with another message left before it by a null path.
+  const struct {
+    const char* name;
+    std::function<tarn_status()> call;
+  } calls[] = {
+      {"step_frame",
+       [&] {
+         return tarn_session_step_frame(nullptr, out, 3, out, 3, &stepped);
+       }},
+      {"prefill_tokens",
+       [&] {
+         return tarn_session_prefill_tokens(nullptr, tokens, 2, nullptr, 0);
+       }},
+      {"prefill_frames",
+       [&] {
+         return tarn_session_prefill_frames(nullptr, out, 1, nullptr, 0,
+                                            &steps);
+       }},
+      {"encode_tokens",
+       [&] { return tarn_session_encode_tokens(nullptr, tokens, 2, out, 5); }},
+      {"snapshot",
+       [&] { return tarn_session_snapshot(nullptr, buffer, sizeof buffer); }},
+      {"restore",
+       [&] { return tarn_session_restore(nullptr, buffer, sizeof buffer); }},
+      {"clone", [&] { return tarn_session_clone(nullptr, &clone); }},
+  };
+  for (const auto& [name, call] : calls) {
+    tarn_model* model = nullptr;
+    ASSERT_EQ(tarn_model_load(nullptr, &model), TARN_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(LastError(), "path is null");
+    EXPECT_EQ(call(), TARN_STATUS_INVALID_ARGUMENT) << name;
+    EXPECT_EQ(LastError(), "session is null") << name;
   }
+  EXPECT_EQ(clone, nullptr);
   tarn_session_reset(nullptr);
   EXPECT_EQ(tarn_session_position(nullptr), 0u);
   EXPECT_EQ(tarn_session_steps_for_frames(nullptr, 10), 0u);
@@ -722,6 +748,33 @@ TEST(CApiBadInput, TruncatedModel) {
             TARN_STATUS_INVALID_MODEL);
   EXPECT_THAT(LastError(), HasSubstr("truncated or corrupt"));
   EXPECT_EQ(model, nullptr);
+}
+
+// The identifier's bytes are escaped in the message: pasted raw, their NUL
+// cut tarn_last_error() short ("... identifier is '\x14") and the rest of
+// the message was lost.
+TEST(CApiBadInput, FilesThatAreNotModels) {
+  const std::filesystem::path dir = ::testing::TempDir();
+  const struct {
+    std::string name, bytes, identifier;
+  } files[] = {
+      {"zip.tarn",
+       std::string("PK\x03\x04\x14\x00\x00\x00", 8) + std::string(100, '\0'),
+       "\\x14\\x00\\x00\\x00"},
+      {"array.tarn",
+       std::string("\x93NUMPY\x01\x00\x76\x00{'descr': '<i4', ", 28) +
+           std::string(100, ' '),
+       "PY\\x01\\x00"},
+  };
+  for (const auto& file : files) {
+    const std::string path = dir / file.name;
+    std::ofstream(path, std::ios::binary) << file.bytes;
+    tarn_model* model = nullptr;
+    EXPECT_EQ(tarn_model_load(path.c_str(), &model), TARN_STATUS_INVALID_MODEL);
+    EXPECT_EQ(LastError(), path + ": not a tarn model: file identifier is '" +
+                               file.identifier + "', expected 'TARN'");
+    EXPECT_EQ(model, nullptr);
+  }
 }
 
 TEST(CApiBadInput, SchemaFromTheFuture) {

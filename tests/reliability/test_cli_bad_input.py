@@ -58,10 +58,18 @@ def test_missing_model_file(tmp_path):
     fails_with(tarn("info", tmp_path / "absent.tarn"), "cannot open", "absent.tarn")
 
 
-def test_model_that_is_not_a_tarn_file(tmp_path):
+@pytest.mark.parametrize("start, identifier", [
+    (b"PK\x03\x04\x14\x00\x00\x00", r"\x14\x00\x00\x00"),
+    (b"\x93NUMPY\x01\x00v\x00{'descr'", r"PY\x01\x00"),
+])
+def test_model_that_is_not_a_tarn_file(tmp_path, start, identifier):
+    """The identifier's bytes are shown escaped: pasted raw, a NUL cut the
+    message short and control bytes reached the terminal."""
     path = tmp_path / "model.tarn"
-    path.write_bytes(b"PK\x03\x04" + bytes(100))
-    fails_with(tarn("info", path), "not a tarn model", "expected 'TARN'")
+    path.write_bytes(start + bytes(100))
+    result = tarn("info", path)
+    fails_with(result, f"not a tarn model: file identifier is '{identifier}', expected 'TARN'")
+    assert not any(ord(ch) < 0x20 for ch in result.stderr.rstrip("\n"))
 
 
 def test_truncated_model(tmp_path):
@@ -339,7 +347,29 @@ def test_output_that_cannot_be_replaced_says_why(tmp_path):
     finally:
         if target.parent.name == "locked":
             target.parent.chmod(0o755)
-    fails_with(result, f"cannot write '{target}': cannot create '{target}.partial' beside it")
+    fails_with(result, f"cannot write '{target}': cannot create '{target}.partial-XXXXXX' beside it")
+
+
+def test_a_file_named_like_a_temporary_is_left_alone(tmp_path):
+    """Outputs went through the fixed name PATH.partial, opened over a
+    user's file of that name and then removed, by a run that succeeded and
+    by one that failed after checking the output. A temporary takes a name
+    no file has, and the output the mode a new file gets."""
+    np.save(tmp_path / "in.npy", np.arange(4, dtype=np.int32))
+    np.save(tmp_path / "bad.npy", np.array([1, 99], np.int32))
+    mine = tmp_path / "out.npy.partial"
+    mine.write_bytes(b"mine")
+    result = tarn("run", TOKENS, "--input", tmp_path / "bad.npy", "--output", tmp_path / "out.npy")
+    fails_with(result, "token 99")
+    assert mine.read_bytes() == b"mine"
+    result = tarn("run", TOKENS, "--input", tmp_path / "in.npy", "--output", tmp_path / "out.npy")
+    assert result.returncode == 0, result.stderr
+    assert mine.read_bytes() == b"mine"
+    assert np.load(tmp_path / "out.npy").shape[0] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npy", "in.npy", "out.npy", "out.npy.partial"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "out.npy").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_output_through_a_symlink_loop_is_refused(tmp_path):

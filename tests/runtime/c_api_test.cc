@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -357,12 +358,17 @@ TEST(CApi, StepsAsTheCppApi) {
                                          arena.size(), &session),
             TARN_STATUS_OK);
   const size_t width = tarn_model_output_size(model);
-  std::vector<float> a(width), b(width), prefilled(5 * width);
+  std::vector<float> a(width), b(width);
+  // NaN where nothing is written: never equal, not even to another NaN.
+  std::vector<float> prefilled(5 * width, NAN), cpp_prefilled(5 * width, NAN);
   const int32_t tokens[] = {5, 9, 200, 3, 77};
   ASSERT_EQ(tarn_session_prefill_tokens(session, tokens, 5, prefilled.data(),
                                         prefilled.size()),
             TARN_STATUS_OK);
-  ASSERT_TRUE(cpp->PrefillTokens(tokens, 5, nullptr, 0).ok());
+  ASSERT_TRUE(
+      cpp->PrefillTokens(tokens, 5, cpp_prefilled.data(), cpp_prefilled.size())
+          .ok());
+  EXPECT_EQ(prefilled, cpp_prefilled);
   ASSERT_EQ(tarn_session_step_token(session, 42, a.data(), width),
             TARN_STATUS_OK);
   ASSERT_TRUE(cpp->StepToken(42, b.data(), width).ok());

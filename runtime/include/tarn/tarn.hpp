@@ -330,8 +330,8 @@ class Model {
   // and what an example needs (an image model's layout).
   std::vector<std::pair<std::string, std::string>> metadata() const;
   // Entry `index` of metadata() (file order) without copying: NUL-terminated
-  // UTF-8 in the model's memory, valid while the model lives (a string
-  // holding a NUL byte ends there for C). False past the last entry.
+  // UTF-8 in the model's memory, valid while the model lives (a load
+  // refuses metadata holding a NUL byte). False past the last entry.
   bool metadata_entry(size_t index, const char** key, const char** value) const;
   // The feature recipe the file stores, read from it at each call (not on
   // the step path). Fails (kInvalidArgument) for a model without one, naming
