@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("--labels", help="output labels: one per line, or a .json list")
     convert.add_argument("--audio", help="speech front-end recipe: a JSON file or JSON text")
     convert.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="extra provenance (repeatable)")
+    convert.add_argument("--state-dict-key", metavar="KEY", help="the entry of a training checkpoint's dict that holds the state dict (where several do: a model's and its EMA's)")
     ft = convert.add_argument_group("fast-transformers (instead of, or over, --config)")
     ft.add_argument("--n-heads", type=int)
     ft.add_argument("--attention-type", choices=["causal-linear", "linear"])
@@ -89,11 +90,14 @@ def _convert(args) -> int:
         if not sep or not key:
             raise ConversionError(f"--meta wants KEY=VALUE, got {item!r}")
         metadata[key] = value
-    result = convert_file(args.checkpoint, args.out, args.arch, config, args.dtype, args.labels, args.audio, metadata)
+    result = convert_file(
+        args.checkpoint, args.out, args.arch, config, args.dtype, args.labels, args.audio, metadata, args.state_dict_key
+    )
     c = result.config
+    source = f", from the checkpoint's {result.state_dict_key!r} entry" if result.state_dict_key is not None else ""
     print(
         f"wrote {args.out}: {c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads, "
-        f"{c.attention} {c.feature_map}, {args.dtype}, checksum {result.weight_checksum:016x}"
+        f"{c.attention} {c.feature_map}, {args.dtype}, checksum {result.weight_checksum:016x}{source}"
     )
     return 0
 

@@ -18,6 +18,7 @@ from .writer import check_mapping, write_tarn
 class Converted:
     config: ModelConfig
     weight_checksum: int
+    state_dict_key: Optional[str] = None  # the checkpoint dict's entry the tensors came from, if one
 
 
 def convert_state_dict(
@@ -49,13 +50,16 @@ def convert_file(
     labels: Union[None, List[str], str, Path] = None,
     audio: Union[None, dict, str, Path] = None,
     metadata: Optional[Mapping[str, str]] = None,
+    state_dict_key: Optional[str] = None,
 ) -> Converted:
     """Converts a checkpoint file (.pt/.pth/.ckpt/.bin/.safetensors).
 
     config, audio: a dict, a path to a JSON file, or JSON text; for --arch
     tarn the config may be omitted when the checkpoint carries one.
     labels: a list, or a path to a file with one label per line (or a JSON
-    list when the name ends in .json)."""
+    list when the name ends in .json). state_dict_key: the entry of a
+    training checkpoint's dict that holds the state dict to convert, needed
+    where several entries hold one (a model's and its EMA's)."""
     if arch not in ARCHITECTURES:
         raise ConversionError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
     if isinstance(config, ModelConfig):
@@ -67,11 +71,15 @@ def convert_file(
     check_mapping(metadata, "metadata")
     if _same_file(checkpoint_path, out_path):
         raise ConversionError(f"the output {out_path} is the checkpoint itself; write the .tarn elsewhere")
-    model_config, tensors = ARCHITECTURES[arch](load_checkpoint(checkpoint_path), config)
+    if state_dict_key is not None and not isinstance(state_dict_key, str):
+        raise ConversionError(f"the state dict key must be a str, got {type(state_dict_key).__name__}")
+    checkpoint = load_checkpoint(checkpoint_path, state_dict_key)
+    model_config, tensors = ARCHITECTURES[arch](checkpoint, config)
     # The file system's name, shown as text even where it is not UTF-8.
     source = os.fsencode(checkpoint_path).decode("utf-8", "backslashreplace")
     meta = {"source": source, "arch": arch, **(metadata or {})}
-    return Converted(model_config, write_tarn(out_path, model_config, tensors, dtype, labels, audio, meta))
+    checksum = write_tarn(out_path, model_config, tensors, dtype, labels, audio, meta)
+    return Converted(model_config, checksum, checkpoint.state_dict_key)
 
 
 def _same_file(a, b) -> bool:

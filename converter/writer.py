@@ -32,7 +32,6 @@ from .shapes import check_tensors
 from .version import CONVERTER_VERSION
 
 ALIGNMENT = 64
-MAX_FILE_BYTES = 2**31 - 2**20  # one FlatBuffer addresses 2 GiB, less room for the tables
 DTYPES = ("f32", "f16", "i8", "bf16")
 # A bfloat16 tensor is held, before and after the file, as np.uint16 arrays of
 # its bits (numpy has no bfloat16): the top 16 bits of each f32.
@@ -153,6 +152,7 @@ def write_tarn(
         storage = storage_dtype(name, array, dtype)
         if storage == np.int8:
             _check_finite(name, array)
+            _check_float32_range(name, array)  # quantize_rows computes in float32
             stored[name], stored[name + ".scale"] = quantize_rows(array)
         else:
             stored[name] = _stored(name, array, storage)
@@ -168,9 +168,11 @@ def write_tarn(
         key, value = str(key), str(value)
         for text in (key, value):
             _check_utf8(text, f"metadata {key!r}")
+            if "\0" in text:  # C reads the runtime's strings to the first NUL; it refuses them
+                raise ConversionError(f"metadata {key!r}: {'its key' if text is key else 'its value'} holds a NUL character")
         meta[key] = value
 
-    blob, checksum = _build(config, stored, labels, audio, meta, dense_layout == "blocked")
+    blob, checksum = _build(config, stored, labels, audio, meta, dense_layout == "blocked", dtype)
     path = as_path(path, "output")
     if not path.name or path.name in (".", ".."):
         raise ConversionError(f"cannot write {str(path)!r}: it names no file")
@@ -283,8 +285,27 @@ def _check_finite(name: str, array: np.ndarray) -> None:
         raise ConversionError(f"tensor {name} holds NaN or infinite values")
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_float32_range(name: str, array: np.ndarray) -> None:
+    """A wider array (float64, given to write_tarn as is) must fit float32,
+    the widest dtype a file holds; no --dtype would store it."""
+    if array.dtype.itemsize <= 4:
+        return
+    with np.errstate(over="ignore"):  # found just below, with the tensor's name
+        beyond = np.isinf(array.astype(np.float32)) & np.isfinite(array)
+    if beyond.any():
+        raise ConversionError(
+            f"tensor {name} holds values beyond float32's range (max |x| = {float(np.abs(array[beyond]).max()):g}, "
+            f"float32's largest is {FLOAT32_MAX:g}); a .tarn file holds weights in float32 at most"
+        )
+
+
 def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     _check_finite(name, array)
+    _check_float32_range(name, array)
+    # Past this check a narrower dtype's overflow is the dtype's: f32 holds it.
     if dtype == BF16:
         out = to_bf16(array)
         if not np.all(np.isfinite(from_bf16(out))):
@@ -294,7 +315,8 @@ def _stored(name: str, array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     with np.errstate(over="ignore"):  # detected just below, with a better message
         out = np.ascontiguousarray(array, dtype=dtype.newbyteorder("<"))
     if not np.all(np.isfinite(out)):
-        raise ConversionError(f"tensor {name} overflows {dtype.name} (max |x| = {np.abs(array).max():g}); use --dtype f32")
+        hint = "" if dtype == np.float32 else "; use --dtype f32"
+        raise ConversionError(f"tensor {name} overflows {dtype.name} (max |x| = {np.abs(array).max():g}){hint}")
     if dtype != array.dtype:
         _check_underflow(name, array, out == 0, dtype.name)
     return out
@@ -359,7 +381,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: bool = True):
+def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: bool = True, dtype: str = "f32"):
     s = schema()
     layouts = {name: s.TensorLayout.DenseBlocked16 if blocked and is_dense_weight(name, array) else s.TensorLayout.RowMajor for name, array in stored.items()}
     raw = [
@@ -367,9 +389,50 @@ def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: 
         for name, array in stored.items()
     ]
     weight_bytes = sum(len(r) for r in raw)
-    if weight_bytes > MAX_FILE_BYTES:
-        raise ConversionError(f"the weights take {weight_bytes} bytes; a .tarn file holds at most {MAX_FILE_BYTES}")
-    b = flatbuffers.Builder(weight_bytes + ALIGNMENT * (len(raw) + 1) + 65536)
+    limit = flatbuffers.builder.Builder.MAX_BUFFER_SIZE  # one FlatBuffer addresses 2 GiB
+    needed = _size_estimate(stored, raw, labels, audio, meta)
+    if needed > limit:
+        raise ConversionError(_too_large(f"about {needed}", weight_bytes, limit, dtype))
+    try:
+        return _flatbuffer(s, min(needed, limit), config, stored, raw, layouts, labels, audio, meta)
+    except flatbuffers.builder.BuilderSizeError:
+        # The estimate is near, not a bound: the builder may still run out.
+        raise ConversionError(_too_large(f"more than {limit}", weight_bytes, limit, dtype)) from None
+
+
+def _too_large(needed: str, weight_bytes: int, limit: int, dtype: str) -> str:
+    narrower = {"f32": "; --dtype f16, bf16 or i8 stores a half or a quarter of f32's bytes", "f16": "; --dtype i8 stores fewer bytes", "bf16": "; --dtype i8 stores fewer bytes"}
+    return (
+        f"the model is too large for one .tarn file: it needs {needed} bytes ({weight_bytes} of weights, the rest "
+        f"labels, metadata and tensor records), and one file (a FlatBuffer) holds at most {limit}{narrower.get(dtype, '')}"
+    )
+
+
+# Per-item bytes of the FlatBuffer besides the items' own bytes, rounded up:
+# a buffer's table, vtable, offset, length and alignment padding; a tensor's
+# table, vtable, offset, name's length, terminator and padding, and its
+# shape's length; a string's offset, length, terminator and padding; a
+# key-value's table, vtable and offset.
+_BUFFER_OVERHEAD = ALIGNMENT + 32
+_TENSOR_OVERHEAD = 64
+_STRING_OVERHEAD = 12
+_KEY_VALUE_OVERHEAD = 32
+_FIXED_OVERHEAD = 4096  # the model table, its vtable, the audio table, the header
+
+
+def _size_estimate(stored, raw, labels, audio, meta) -> int:
+    """The file's size, near enough to refuse a model that cannot fit before
+    building it: weights, tensor records, labels, metadata and audio."""
+    size = _FIXED_OVERHEAD + sum(len(r) + _BUFFER_OVERHEAD for r in raw)
+    size += sum(_TENSOR_OVERHEAD + len(name.encode("utf-8")) + 8 * array.ndim for name, array in stored.items())
+    size += sum(_STRING_OVERHEAD + len(label.encode("utf-8")) for label in labels or ())
+    size += sum(_KEY_VALUE_OVERHEAD + 2 * _STRING_OVERHEAD + len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in meta.items())
+    size += sum(4 * len(v) + _STRING_OVERHEAD for v in (audio or {}).values() if isinstance(v, list))
+    return size
+
+
+def _flatbuffer(s, initial_size: int, config, stored, raw, layouts, labels, audio, meta):
+    b = flatbuffers.Builder(initial_size)
 
     # Written back to front, so the last buffer goes first: buffers then lie
     # in the file in index order, as a reader streaming them would like.

@@ -42,11 +42,17 @@ MODEL_KEYS = {
     "norm_placement",  # fast-transformers is post-norm; checked
     "layer_norm_eps",
     "attention_eps",
-    # favor's parameters, also accepted at the top level (as the flags give them)
+    # favor's n_dims and stabilize, also accepted at the top level: the
+    # builder has no parameters of these names, so they can mean nothing else
     "n_dims",
-    "softmax_temp",
     "stabilize",
 }
+# The builder's softmax_temp is the temperature of its softmax attentions
+# (full, local, clustered, ...). It never reaches the linear or causal-linear
+# attention, which are registered with only query_dimensions, feature_map and
+# event_dispatcher, nor their feature map, so it does not change the model:
+# ignored here. Favor's own temperature is given inside feature_map.
+IGNORED_KEYS = {"softmax_temp"}
 # Keys that describe where the checkpoint came from or how it was trained.
 PROVENANCE_KEYS = {
     "source",
@@ -81,7 +87,8 @@ def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
 
 def model_config(config: dict, tensors: dict):
     """A ModelConfig from a fast-transformers config and the (renamed) tensors."""
-    unknown = sorted(k for k in config if k not in MODEL_KEYS | PROVENANCE_KEYS and not k.startswith("crosscheck_"))
+    known = MODEL_KEYS | PROVENANCE_KEYS | IGNORED_KEYS
+    unknown = sorted(k for k in config if k not in known and not k.startswith("crosscheck_"))
     if unknown:
         raise ConversionError(f"unknown fast-transformers config keys {unknown}; known: {sorted(MODEL_KEYS)}")
     for key in ("n_heads", "attention_type"):
@@ -145,15 +152,24 @@ def model_config(config: dict, tensors: dict):
 
 def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
     """The ModelConfig fields of the feature map, from a name or a dict."""
-    spec = config.get("feature_map", "elu")
+    spec = config.get("feature_map")
+    if spec is None:  # the builder's default (null in a config written from its arguments)
+        spec = "elu"
     spec = dict(spec) if isinstance(spec, dict) else {"name": spec}
     unknown = sorted(set(spec) - FEATURE_MAP_KEYS - FEATURE_MAP_IGNORED)
     if unknown:
         raise ConversionError(f"unknown feature_map keys {unknown}; known: {sorted(FEATURE_MAP_KEYS)}")
-    for key in ("n_dims", "softmax_temp", "stabilize"):  # the flat form
-        if key in config:
+    for key in ("n_dims", "stabilize"):  # the flat form
+        if config.get(key) is not None:
             spec.setdefault(key, config[key])
+    # A null parameter is Favor's own default (n_dims=None is query_dimensions,
+    # softmax_temp=None is 1/sqrt(query_dimensions)): as if not given.
+    spec = {key: value for key, value in spec.items() if value is not None}
     kind = _choice("feature_map", spec.get("name"), FEATURE_MAPS)
+    for key in ("n_dims", "feature_dim"):
+        value = spec.get(key)
+        if key in spec and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ConversionError(f"feature_map {key} must be a positive integer, got {value!r}")
     if kind != "favor+":
         favor_only = sorted(set(spec) & {"n_dims", "omega_shape", "softmax_temp", "stabilize"})
         if favor_only:

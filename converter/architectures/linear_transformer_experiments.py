@@ -20,6 +20,7 @@ have the same tensors but compute something else, so they are refused.
 """
 
 import dataclasses
+import math
 import re
 from typing import Optional
 
@@ -29,15 +30,37 @@ from ..checkpoints import Checkpoint
 from ..errors import ConversionError
 from .fast_transformers import model_config as encoder_config
 
-def _their_positional_encoding(length: int, d: int) -> np.ndarray:
-    """Their PositionalEncoding's table [length, d] (sin at even columns,
-    cos at odd ones, as tarn's sinusoidal position), in numpy: a .safetensors
-    checkpoint converts without torch."""
-    angle = np.arange(length, dtype=np.float64)[:, None] / np.power(10000.0, np.arange(0, d, 2) / d)
-    pe = np.zeros((length, d))
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle[:, : d // 2])
-    return pe.astype(np.float32)
+# Their PositionalEncoding computes in float32: position * div_term, rounded
+# to float32, is off the exact angle by up to half a float32 step (1.2e-4 at
+# position 3071, 4.9e-4 at 12287), so their table is compared with one
+# computed their way, not with the exact sinusoid. Only their float32 exp
+# cannot be repeated here bit for bit (torch's vectorised exp is within an ulp
+# of exp, not correctly rounded): each column's div_term is taken as the
+# float32 within DIV_TERM_ULPS of exp's value that the table fits best. What
+# is left is sin's and cos's own float32 rounding (about 6e-8).
+DIV_TERM_ULPS = 2
+PE_TOLERANCE = 1e-6
+
+
+def _their_table_error(table: np.ndarray) -> float:
+    """The largest difference between a [length, d] table and their
+    PositionalEncoding's (sin at even columns, cos at odd ones, as tarn's
+    sinusoidal position), in numpy: a .safetensors checkpoint converts
+    without torch."""
+    length, d = table.shape
+    positions = np.arange(length, dtype=np.float32)[:, None]
+    # torch.exp(torch.arange(0, d, 2).float() * (-math.log(10000.0) / d)):
+    # the float32 exponent exactly; its exp in float64, rounded to float32.
+    exponent = np.arange(0, d, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / d)
+    div_term = np.exp(exponent.astype(np.float64)).astype(np.float32)
+    sines, cosines = table[:, 0::2].astype(np.float64), table[:, 1::2].astype(np.float64)
+    best_sin, best_cos = np.full(sines.shape[1], np.inf), np.full(cosines.shape[1], np.inf)
+    for step in range(-DIV_TERM_ULPS, DIV_TERM_ULPS + 1):
+        candidate = (div_term.view(np.int32) + step).view(np.float32)
+        angle = (positions * candidate).astype(np.float64)  # rounded to float32 first, as theirs
+        best_sin = np.minimum(best_sin, np.abs(np.sin(angle) - sines).max(axis=0, initial=0.0))
+        best_cos = np.minimum(best_cos, np.abs(np.cos(angle[:, : cosines.shape[1]]) - cosines).max(axis=0, initial=0.0))
+    return float(max(best_sin.max(), best_cos.max(initial=0.0)))
 
 
 LEVELS = 256  # their value_embedding rows and sample_mol's num_classes
@@ -51,9 +74,6 @@ IGNORED_KEYS = {
     "save_frequency", "evaluate_frequency", "yield_frequency", "dataset", "dataset_directory",
     "sequence_length", "source", "torch_version", "seed", "state_dict",
 }  # fmt: skip
-# A float32 table from their PositionalEncoding; tarn computes it in float64.
-PE_TOLERANCE = 1e-4
-
 _ENCODER = re.compile(r"^transformer\.")
 
 
@@ -100,11 +120,11 @@ def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
     pe = t["pos_embedding.pe"]
     if pe.ndim != 3 or pe.shape[0] != 1 or pe.shape[2] != half:
         raise ConversionError(f"tensor pos_embedding.pe: expected shape [1, sequence_length, {half}], got {list(pe.shape)}")
-    expected_pe = _their_positional_encoding(pe.shape[1], half)
-    pe_error = float(np.abs(pe[0].astype(np.float64) - expected_pe).max())
-    if pe_error > PE_TOLERANCE:
+    pe_error = _their_table_error(pe[0])
+    if not pe_error <= PE_TOLERANCE:  # a NaN is refused too
         raise ConversionError(
-            f"pos_embedding.pe differs from the sinusoidal encoding by {pe_error:.3g} (> {PE_TOLERANCE}): not their PositionalEncoding"
+            f"pos_embedding.pe differs from the sinusoidal encoding (computed in float32, as their PositionalEncoding "
+            f"computes it) by {pe_error:.3g} (> {PE_TOLERANCE}): not their PositionalEncoding"
         )
     outputs = t["predictor.weight"].shape[0]
     mixtures = config.get("mixtures", outputs // 3)

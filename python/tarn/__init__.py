@@ -63,6 +63,7 @@ def convert(
     labels: Union[None, List[str], str] = None,
     audio=None,
     metadata: Optional[Mapping[str, str]] = None,
+    state_dict_key: Optional[str] = None,
 ):
     """Writes a .tarn file from a PyTorch checkpoint.
 
@@ -72,7 +73,9 @@ def convert(
     config, audio: a dict, JSON text or the path of a JSON file; config may
     also be a ModelConfig, the converter's or tarn.ModelConfig (Model.config:
     its labels are the file's unless `labels` is given). dtype:
-    "f32", "f16", "bf16" or "i8". Returns the converter's result (config, checksum).
+    "f32", "f16", "bf16" or "i8". state_dict_key: the checkpoint's entry that
+    holds the state dict, where it has more than one candidate (a model and
+    its EMA). Returns the converter's result (config, checksum).
     Needs torch for .pt checkpoints and state_dicts of tensors.
     """
     from .converter.errors import ConversionError as _ConverterError
@@ -97,7 +100,7 @@ def convert(
             return convert_state_dict(checkpoint, config, out_path, dtype, labels, load_json(audio, "audio"), metadata)
         from .converter.convert import convert_file
 
-        return convert_file(checkpoint, out_path, arch, config, dtype, labels, audio, metadata)
+        return convert_file(checkpoint, out_path, arch, config, dtype, labels, audio, metadata, state_dict_key)
     except _ConverterError as e:
         raise ConversionError(str(e)) from None
 

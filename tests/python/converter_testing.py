@@ -34,6 +34,7 @@ CONFIGS = {
         position="sinusoidal",
         feature_map="favor+",
         feature_dim=24,
+        favor_softmax_temp=0.3,  # not its default, 1/sqrt(d_key) = 0.25: a file that lost it would differ
         favor_stabilize=True,
         conv_kernel=3,
     ),

@@ -2,6 +2,8 @@
 the logistic-mixture distribution of tarn's reference."""
 
 import json
+import math
+import re
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import torch
 from converter import ConversionError, convert_file, read_tarn
 from converter.reference import ModelConfig, logistic_mixture_levels
 
-from converter_testing import REPO_ROOT
+from converter_testing import REPO_ROOT, make_model
 
 AUTHORS = REPO_ROOT / "tests" / "data" / "linear_transformer_experiments"
 ARCH = "linear-transformer-experiments"
@@ -58,12 +60,60 @@ def test_config_errors(tmp_path, config, message):
     assert message in str(error.value)
 
 
-def test_a_position_table_that_is_not_their_sinusoid_is_refused(tmp_path):
-    def shift(state):
-        state["pos_embedding.pe"][0, 5, 3] += 0.01
+@pytest.mark.parametrize("shift", [0.01, 5e-5])
+def test_a_position_table_that_is_not_their_sinusoid_is_refused(tmp_path, shift):
+    """Also a table off by 5e-5 in one entry: within the 1e-4 that the
+    comparison with the exact sinusoid had to allow, far beyond float32's
+    rounding of their own."""
 
-    with pytest.raises(ConversionError, match="pos_embedding.pe differs from the sinusoidal encoding by 0.01"):
-        convert_file(their_checkpoint(tmp_path, shift), tmp_path / "m.tarn", ARCH, {"n_heads": 4})
+    def shifted(state):
+        state["pos_embedding.pe"][0, 5, 3] += shift
+
+    with pytest.raises(ConversionError) as error:
+        convert_file(their_checkpoint(tmp_path, shifted), tmp_path / "m.tarn", ARCH, {"n_heads": 4})
+    found = re.fullmatch(
+        r"pos_embedding\.pe differs from the sinusoidal encoding \(computed in float32, as their PositionalEncoding "
+        r"computes it\) by (\S+) \(> 1e-06\): not their PositionalEncoding",
+        str(error.value),
+    )
+    assert found, str(error.value)
+    assert float(found.group(1)) == pytest.approx(shift, rel=0.01)  # the shift, less float32's rounding of the sum
+
+
+def their_position_table(d_model: int, max_len: int) -> torch.Tensor:
+    """PositionalEncoding's `pe` buffer, [1, max_len, d_model], computed as
+    their image-generation/main.py computes it (torch, float32)."""
+    pe = torch.zeros(max_len, d_model)
+    position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe.unsqueeze(0)
+
+
+@pytest.mark.parametrize("pixels", [3072, 12288], ids=["cifar10", "imagenet64"])
+def test_their_float32_position_table_of_large_images_converts(tmp_path, pixels):
+    """Their CIFAR-10 and ImageNet64 models (README: 8 heads of 32, a table
+    of d_model / 2 = 128): past position ~2048 their float32 table is off
+    the exact sinusoid by more than 1e-4 (float32 rounds position x
+    div_term), and such checkpoints were refused as not their encoding."""
+    config = ModelConfig(
+        d_model=256, num_layers=1, num_heads=8, d_key=32, d_value=32, d_ff=1024, vocab_size=256, position="sinusoidal",
+        position_concat_dim=128, final_norm=True, output_dim=30, output_distribution="logistic-mixture", output_levels=256,
+    )
+    names = {"token_embedding": "value_embedding", "head": "predictor"}
+    state = {}
+    for name, tensor in make_model(config).state_dict().items():
+        first, _, rest = name.partition(".")
+        state[f"{names[first]}.{rest}" if first in names else f"transformer.{name}"] = tensor
+    state["pos_embedding.pe"] = their_position_table(128, pixels)
+    position = np.arange(pixels, dtype=np.float64)[:, None]
+    exact = np.sin(position / 10000.0 ** (np.arange(0, 128, 2) / 128))
+    assert np.abs(state["pos_embedding.pe"][0, :, 0::2].numpy() - exact).max() > 2e-4
+    checkpoint = tmp_path / "their.pt"
+    torch.save({"model_state": state, "iteration": 1}, checkpoint)
+    convert_file(checkpoint, tmp_path / "m.tarn", ARCH, {"n_heads": 8})
+    assert read_tarn(tmp_path / "m.tarn").config == config
 
 
 def test_a_checkpoint_of_another_model_is_refused(tmp_path):

@@ -54,6 +54,97 @@ def test_lightning_prefix_is_stripped(tmp_path, small_state_dict):
     assert_same_tensors(load_checkpoint(path).tensors, small_state_dict)
 
 
+@pytest.mark.parametrize("prefix", ["_orig_mod.", "module._orig_mod.", "_orig_mod.module."])
+def test_torch_compile_prefix_is_stripped(tmp_path, small_state_dict, prefix):
+    """torch.compile's OptimizedModule names its model _orig_mod, alone or
+    with (Distributed)DataParallel's module."""
+    path = tmp_path / "compiled.pt"
+    torch.save({f"{prefix}{k}": v for k, v in small_state_dict.items()}, path)
+    assert_same_tensors(load_checkpoint(path).tensors, small_state_dict)
+
+
+@pytest.mark.parametrize("prefix", ["module.", "model.", "_orig_mod."])
+def test_safetensors_wrapper_prefix_is_stripped(tmp_path, small_state_dict, prefix):
+    """As a .pt's: they were stripped from .pt checkpoints only."""
+    path = tmp_path / "wrapped.safetensors"
+    write_safetensors(path, {f"{prefix}{k}": v.numpy() for k, v in small_state_dict.items()})
+    assert_same_tensors(load_checkpoint(path).tensors, small_state_dict)
+
+
+def test_a_prefix_that_not_every_name_has_is_kept(tmp_path, small_state_dict):
+    path = tmp_path / "model.safetensors"
+    arrays = {k: v.numpy() for k, v in small_state_dict.items()}
+    arrays["module.extra"] = arrays["head.bias"]
+    write_safetensors(path, arrays)
+    assert sorted(load_checkpoint(path).tensors) == sorted(arrays)
+
+
+# -- which state dict ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entries, key",
+    [
+        ({"state_dict": "model", "epoch": 3}, "state_dict"),
+        ({"model_state": "model", "optimizer_state": "optimizer", "iteration": 5}, "model_state"),
+        ({"weights": "model", "step": 1}, "weights"),  # the one entry that holds tensors
+        ({"fc.weight": None}, None),  # a raw state dict
+    ],
+)
+def test_the_state_dict_used_is_named(tmp_path, small_state_dict, entries, key):
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=0.1, momentum=0.9).state_dict()
+    values = {"model": small_state_dict, "optimizer": optimizer}
+    obj = small_state_dict if key is None else {k: values.get(v, v) for k, v in entries.items()}
+    torch.save(obj, tmp_path / "m.pt")
+    checkpoint = load_checkpoint(tmp_path / "m.pt")
+    assert checkpoint.state_dict_key == key
+    assert_same_tensors(checkpoint.tensors, small_state_dict)
+
+
+@pytest.mark.parametrize(
+    "ema_key, names",
+    [
+        ("state_dict_ema", "'state_dict' (41 tensors), 'state_dict_ema' (41 tensors)"),  # timm's
+        ("model_ema", "'state_dict' (41 tensors), 'model_ema' (41 tensors)"),
+    ],
+)
+def test_several_state_dicts_are_refused_until_one_is_named(tmp_path, small_state_dict, ema_key, names):
+    """An EMA copy beside the model's weights was dropped unsaid; the two
+    differ, and which to convert is the user's choice."""
+    ema = {k: v * 0.5 for k, v in small_state_dict.items()}
+    path = tmp_path / "m.pt"
+    torch.save({"state_dict": small_state_dict, ema_key: ema, "epoch": 3}, path)
+    assert len(small_state_dict) == 41
+    with pytest.raises(ConversionError) as error:
+        load_checkpoint(path)
+    assert str(error.value) == (
+        f"{path} holds several state dicts: {names}; choose the one to convert with --state-dict-key KEY"
+    )
+    for key, expected in (("state_dict", small_state_dict), (ema_key, ema)):
+        checkpoint = load_checkpoint(path, state_dict_key=key)
+        assert checkpoint.state_dict_key == key
+        assert_same_tensors(checkpoint.tensors, expected)
+
+
+def test_a_state_dict_key_that_is_not_there_is_refused(tmp_path, small_state_dict):
+    path = tmp_path / "m.pt"
+    torch.save({"state_dict": small_state_dict, "epoch": 3}, path)
+    with pytest.raises(ConversionError, match=r"m\.pt: no entry 'ema' \(--state-dict-key\); the entries that hold tensors: 'state_dict'$"):
+        load_checkpoint(path, state_dict_key="ema")
+    with pytest.raises(ConversionError, match=r"m\.pt: entry 'epoch' is a int, not a state dict$"):
+        load_checkpoint(path, state_dict_key="epoch")
+    write_safetensors(tmp_path / "m.safetensors", {"w": np.zeros(2, dtype=np.float32)})
+    with pytest.raises(ConversionError, match="a .safetensors file holds one set of tensors; --state-dict-key is for PyTorch checkpoints"):
+        load_checkpoint(tmp_path / "m.safetensors", state_dict_key="state_dict")
+
+
+def test_a_state_dict_entry_that_is_not_all_tensors_is_named(tmp_path, small_state_dict):
+    path = tmp_path / "m.pt"
+    torch.save({"state_dict": {**small_state_dict, "step": 3}, "epoch": 3}, path)
+    with pytest.raises(ConversionError, match=r"m\.pt, entry 'state_dict': state dict entries that are not tensors: step "):
+        load_checkpoint(path)
+
+
 def test_bfloat16_and_float64_become_float32_and_float16_stays(tmp_path):
     path = tmp_path / "mixed.pt"
     torch.save({"a": torch.tensor([1.5, -2.0], dtype=torch.bfloat16), "b": torch.tensor([0.1], dtype=torch.float64), "c": torch.ones(2, dtype=torch.float16)}, path)
@@ -61,6 +152,43 @@ def test_bfloat16_and_float64_become_float32_and_float16_stays(tmp_path):
     assert tensors["a"].dtype == np.float32 and tensors["a"].tolist() == [1.5, -2.0]
     assert tensors["b"].dtype == np.float32
     assert tensors["c"].dtype == np.float16
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_float64_beyond_float32_is_refused_by_name(tmp_path, small_state_dict, suffix):
+    """A finite float64 1e300 became inf with a numpy warning, then `holds
+    NaN or infinite values`."""
+    import warnings
+
+    state = {k: v.double() for k, v in small_state_dict.items()}
+    state["head.bias"][0] = 1e300
+    path = tmp_path / f"f64{suffix}"
+    if suffix == ".pt":
+        torch.save(state, path)
+    else:
+        body = b"".join(v.numpy().astype("<f8").tobytes() for v in state.values())
+        header, offset = {}, 0
+        for name, tensor in state.items():
+            header[name] = {"dtype": "F64", "shape": list(tensor.shape), "data_offsets": [offset, offset + 8 * tensor.numel()]}
+            offset += 8 * tensor.numel()
+        _raw_safetensors(path, header, body)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ConversionError) as error:
+            load_checkpoint(path)
+    assert str(error.value) == (
+        f"{path}: tensor head.bias: float64 values beyond float32's range (max |x| = 1e+300, float32's largest is "
+        "3.40282e+38); tarn holds weights in float32 at most"
+    )
+
+
+def test_float64_within_float32_is_narrowed(tmp_path):
+    largest = float(np.finfo(np.float32).max)
+    path = tmp_path / "f64.pt"
+    torch.save({"w": torch.tensor([largest, -largest, 1e-50, float("nan")], dtype=torch.float64)}, path)
+    w = load_checkpoint(path).tensors["w"]
+    assert w.dtype == np.float32
+    np.testing.assert_array_equal(w, np.float32([largest, -largest, 0, np.nan]))
 
 
 def test_non_tensor_entries_are_named(tmp_path):
@@ -150,15 +278,80 @@ def test_malicious_pickle_is_refused_without_running(tmp_path, monkeypatch, weig
     assert not marker.exists()
 
 
-def test_malicious_legacy_format_pickle_is_refused(tmp_path, monkeypatch):
+@pytest.mark.parametrize("weights_only", [True, False], ids=["weights_only", "own_legacy_reader"])
+def test_malicious_legacy_format_pickle_is_refused(tmp_path, monkeypatch, weights_only):
     marker = tmp_path / "PWNED"
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: weights_only)
     path = _save_malicious(tmp_path / "evil_legacy.pt", marker, legacy=True)
     with pytest.raises(ConversionError, match="its pickle references posix.system"):
         load_checkpoint(path)
-    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: False)
-    with pytest.raises(ConversionError, match="legacy"):  # ours does not unpickle it at all
-        load_checkpoint(path)
     assert not marker.exists()
+
+
+# What torch.save wrote before torch 1.6 (and writes with
+# _use_new_zipfile_serialization=False): pickles and raw storages, no zip.
+
+
+def _save_legacy(obj, path):
+    torch.save(obj, path, _use_new_zipfile_serialization=False)
+    assert not zipfile.is_zipfile(path)
+    return path
+
+
+@pytest.mark.parametrize("weights_only", [True, False], ids=["torch_then_own_reader", "own_reader"])
+@pytest.mark.parametrize("layout", ["config_with_floats", "their_training_checkpoint", "raw"])
+def test_legacy_format_checkpoints_are_read(tmp_path, monkeypatch, small_state_dict, small_config, layout, weights_only):
+    """torch 1.13's weights-only unpickler cannot read a Python float (a
+    config's eps, an optimizer's lr), and the converter's own reader read
+    only the zip format: such legacy files were refused as unreadable."""
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: weights_only)
+    obj = {
+        "config_with_floats": {"config": small_config.to_dict(), "state_dict": small_state_dict},
+        "their_training_checkpoint": {"model_state": small_state_dict, "optimizer_state": {"param_groups": [{"lr": 1e-4}]}, "iteration": 5},
+        "raw": small_state_dict,
+    }[layout]
+    checkpoint = load_checkpoint(_save_legacy(obj, tmp_path / "legacy.pt"))
+    assert_same_tensors(checkpoint.tensors, small_state_dict)
+    assert checkpoint.config == (small_config.to_dict() if layout == "config_with_floats" else None)
+
+
+def test_own_legacy_reader_reads_every_storage_kind(tmp_path, monkeypatch):
+    """Strided views, shared storages, bfloat16, float16, float64 (narrowed),
+    a scalar and an empty tensor, as torch.load gives them back."""
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: False)
+    base = torch.arange(12.0).reshape(3, 4)
+    state = {
+        "t": base.t(),
+        "row": base[1],  # a view of t's storage, at an offset
+        "bf": torch.tensor([1.5, -2.25], dtype=torch.bfloat16),
+        "half": torch.tensor([0.5, 3.0], dtype=torch.float16),
+        "double": torch.tensor([1 / 3, 1e-3], dtype=torch.float64),
+        "scalar": torch.tensor(7.0),
+        "empty": torch.zeros(0, 3),
+    }
+    path = _save_legacy({"state_dict": state, "config": {"eps": 1e-5}}, tmp_path / "legacy.pt")
+    expected = torch.load(path)["state_dict"]  # torch's own legacy reader
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.config == {"eps": 1e-5}
+    assert sorted(checkpoint.tensors) == sorted(expected)
+    for name, tensor in expected.items():
+        want = tensor.float().numpy() if tensor.dtype in (torch.bfloat16, torch.float64) else tensor.numpy()
+        assert checkpoint.tensors[name].dtype == want.dtype, name
+        np.testing.assert_array_equal(checkpoint.tensors[name], want, err_msg=name)
+
+
+def test_damaged_legacy_files_are_refused_by_the_own_reader(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoints, "torch_has_weights_only", lambda torch: False)
+    path = _save_legacy({"w": torch.arange(4.0)}, tmp_path / "legacy.pt")
+    data = path.read_bytes()
+    path.write_bytes(data[:-3])
+    with pytest.raises(ConversionError, match=r"legacy\.pt: the file ends early, in storage \d+$"):
+        load_checkpoint(path)
+    count = data.rindex((4).to_bytes(8, "little"))  # the storage's element count, before its 16 bytes
+    assert count == len(data) - 8 - 16
+    path.write_bytes(data[:count] + (5).to_bytes(8, "little") + data[count + 8 :])
+    with pytest.raises(ConversionError, match=r"legacy\.pt: storage \d+ holds 5 elements, its tensors name 4$"):
+        load_checkpoint(path)
 
 
 def test_own_zip_reader_loads_state_dicts_without_torch_code(tmp_path, monkeypatch, small_state_dict):

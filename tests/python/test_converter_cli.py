@@ -178,3 +178,27 @@ def test_mistakes_a_user_makes_are_one_line_errors(tmp_path, small_config, small
                              "--n-heads", "4", "--config", config)
             assert result.returncode == 1 and message in result.stderr, result.stderr
             assert "Traceback" not in result.stderr
+
+
+def test_the_state_dict_used_is_said_and_can_be_chosen(tmp_path, small_config, small_state_dict):
+    """Which entry of a training checkpoint was converted was never said, and
+    an EMA copy beside it was dropped unsaid."""
+    checkpoint, out = tmp_path / "model.pt", tmp_path / "m.tarn"
+    config = json.dumps(small_config.to_dict())
+    torch.save({"model_state": small_state_dict, "iteration": 5}, checkpoint)
+    result = run_cli("convert", checkpoint, out, "--config", config)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(", from the checkpoint's 'model_state' entry"), result.stdout
+
+    ema = {k: v * 0.5 for k, v in small_state_dict.items()}
+    torch.save({"model_state": small_state_dict, "ema": ema, "iteration": 5}, checkpoint)
+    result = run_cli("convert", checkpoint, out, "--config", config)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr == (
+        f"error: {checkpoint} holds several state dicts: 'model_state' (41 tensors), 'ema' (41 tensors); "
+        "choose the one to convert with --state-dict-key KEY\n"
+    )
+    result = run_cli("convert", checkpoint, out, "--config", config, "--state-dict-key", "ema")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(", from the checkpoint's 'ema' entry")
+    np.testing.assert_array_equal(read_tarn(out).tensors["head.bias"], ema["head.bias"].numpy())

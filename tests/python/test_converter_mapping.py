@@ -173,6 +173,7 @@ def test_fast_transformers_mapping_without_fixtures(tmp_path):
     result = convert_file(checkpoint, tmp_path / "m.tarn", arch="fast-transformers", config=ft_config)
     assert result.config == config  # everything else read from the tensors
     f = read_tarn(tmp_path / "m.tarn")
+    assert f.config == config and f.config.favor_softmax_temp == 0.3  # not favor's default, 1/sqrt(6)
     for name, tensor in model.state_dict().items():
         np.testing.assert_array_equal(f.tensors[name], tensor.numpy())
 
@@ -251,7 +252,13 @@ def test_fast_transformers_fixtures(tmp_path, case):
     )
     assert (c.input_kind, c.input_dim, c.input_projection, c.position, c.output_dim) == ("frames", ft["d_model"], False, "none", 0)
     assert c.feature_dim == ft["feature_map"]["feature_dim"]
+    assert_reproduces_fast_transformers(f, directory)
 
+
+def assert_reproduces_fast_transformers(f, directory):
+    """The file's model, run by the reference model, gives the outputs and
+    final states fast-transformers computed for the fixture."""
+    c = f.config
     model = LinearTransformer(c).eval()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in f.tensors.items()})
     inputs = torch.from_numpy(np.load(directory / "input.npy"))
@@ -264,3 +271,63 @@ def test_fast_transformers_fixtures(tmp_path, case):
         with torch.no_grad():
             output = model(inputs[None])[0]
     np.testing.assert_allclose(output.numpy(), expected, rtol=0, atol=1e-5)
+
+
+# -- what fast-transformers' builder does with a config's keys -----------------
+
+FT_BASE = {"n_heads": 4, "attention_type": "causal-linear"}
+
+
+@pytest.mark.parametrize("feature_map", ["favor", {"name": "favor", "n_dims": 32}], ids=["name", "dict"])
+def test_the_builders_softmax_temp_does_not_reach_favor(tmp_path, feature_map):
+    """fast-transformers' builder passes softmax_temp to its softmax
+    attentions only: causal-linear is registered with query_dimensions,
+    feature_map and event_dispatcher alone. A softmax_temp of 0.125 beside
+    favor (whose own is 1/sqrt(16) = 0.25 in the fixture) changes nothing:
+    the file is the one converted without it, and reproduces fast-
+    transformers' outputs. It became favor's temperature: 0.177 off."""
+    directory = _fixture("causal_favor")
+    config = {**FT_BASE, "feature_map": feature_map}
+    plain, flat = tmp_path / "plain.tarn", tmp_path / "flat.tarn"
+    convert_file(directory / "model.pt", plain, arch="fast-transformers", config=config)
+    convert_file(directory / "model.pt", flat, arch="fast-transformers", config={**config, "softmax_temp": 0.125})
+    f = read_tarn(flat)
+    assert f.config == read_tarn(plain).config and f.config.favor_softmax_temp == 0.25
+    assert_reproduces_fast_transformers(f, directory)
+
+
+@pytest.mark.parametrize(
+    "case, config",
+    [
+        ("causal_linear", {**FT_BASE, "feature_map": "elu", "softmax_temp": None}),
+        ("causal_linear", {**FT_BASE, "feature_map": None}),  # the builder's default, elu
+        ("causal_favor", {**FT_BASE, "feature_map": {"name": "favor", "n_dims": None}}),  # Favor's default
+        ("causal_favor", {**FT_BASE, "feature_map": {"name": "favor", "n_dims": None, "feature_dim": None,
+                                                     "softmax_temp": None, "stabilize": None}}),
+        ("causal_favor", {**FT_BASE, "feature_map": "favor", "n_dims": None, "stabilize": None}),
+    ],
+    ids=["elu_null_softmax_temp", "null_feature_map", "favor_null_n_dims", "favor_all_null", "flat_nulls"],
+)
+def test_null_parameters_are_the_builders_defaults(tmp_path, case, config):
+    """A null is what a config written from the builder's or Favor's
+    arguments holds for a default; each was refused or a TypeError."""
+    directory = _fixture(case)
+    convert_file(directory / "model.pt", tmp_path / "m.tarn", arch="fast-transformers", config=config)
+    assert_reproduces_fast_transformers(read_tarn(tmp_path / "m.tarn"), directory)
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("n_dims", "32"), ("n_dims", 0), ("n_dims", -12), ("n_dims", 12.0), ("n_dims", True), ("feature_dim", "12"), ("feature_dim", [12])],
+)
+def test_favor_sizes_must_be_positive_integers(key, value):
+    model = make_model(
+        ModelConfig(
+            d_model=64, num_layers=1, num_heads=4, d_key=16, d_value=16, d_ff=32, input_kind="frames",
+            input_dim=64, input_projection=False, feature_map="favor+", feature_dim=12,
+        )
+    )
+    checkpoint = Checkpoint({k: v.numpy() for k, v in _fast_transformers_names(model.state_dict()).items()})
+    with pytest.raises(ConversionError) as error:
+        fast_transformers.map_checkpoint(checkpoint, {**FT_BASE, "feature_map": {"name": "favor", key: value}})
+    assert str(error.value) == f"feature_map {key} must be a positive integer, got {value!r}"

@@ -12,7 +12,7 @@ import xxhash
 import converter.writer
 from converter import ConversionError, convert_state_dict, read_tarn
 from converter.fields import model_fields
-from converter.reference import LinearTransformer
+from converter.reference import LinearTransformer, ModelConfig
 from converter.shapes import expected_shapes
 
 from converter_testing import CONFIGS, make_model
@@ -77,6 +77,8 @@ def test_round_trip(config, tmp_path):
     f = read_tarn(path)
     assert f.schema_version == (2, 0)
     assert_same_config(f.config, config)
+    if config.feature_map == "favor+":
+        assert f.config.favor_softmax_temp == 0.3  # tokens_favor_conv's, not the 1/sqrt(d_key) of a lost field
     assert list(f.tensors) == list(expected_shapes(config))
     for name, tensor in model.state_dict().items():
         assert f.tensors[name].dtype == np.float32
@@ -89,14 +91,51 @@ def test_round_trip(config, tmp_path):
     assert f.checksum_ok
 
 
-def test_every_hyper_parameter_is_in_the_file(tmp_path):
-    """Non-default values in every field survive: none is silently dropped."""
-    config = CONFIGS["frames_stacked_prenorm"]
-    path = tmp_path / "m.tarn"
+def round_trip_differences(config, path):
+    """The fields whose value reads back from the file otherwise than written
+    (floats compared as the float32 the file stores)."""
     convert_state_dict(make_model(config).state_dict(), config, path)
     back = read_tarn(path).config
-    for name, _ in model_fields():
-        assert getattr(back, name) == pytest.approx(getattr(config, name)), name
+    return [
+        f.name
+        for f in dataclasses.fields(config)
+        if not (np.float32(getattr(back, f.name)) == np.float32(getattr(config, f.name)) if isinstance(getattr(config, f.name), float)
+                else getattr(back, f.name) == getattr(config, f.name))
+    ]
+
+
+def test_every_hyper_parameter_is_in_the_file(tmp_path):
+    """Every field of every round-trip config reads back as written; between
+    them the configs give each field a value a lost field would not read
+    back as (checked by the test below)."""
+    for name, config in CONFIGS.items():
+        assert round_trip_differences(config, tmp_path / f"{name}.tarn") == [], name
+
+
+def test_a_file_that_loses_any_field_fails_the_round_trip(tmp_path, monkeypatch):
+    """The claim above, checked: with the writer and reader both skipping one
+    field (as if the schema lost it), some round-trip config reads back
+    otherwise, its default or what the default implies (favor_softmax_temp 0
+    is 1/sqrt(d_key)). favor_softmax_temp, at that value in every config,
+    was lost unseen."""
+    import converter.reader
+
+    every = model_fields()
+    for field, _ in every:
+        if ModelConfig.__dataclass_fields__[field].default is dataclasses.MISSING:
+            continue  # the reader cannot make a config without it
+        without = [item for item in every if item[0] != field]
+        monkeypatch.setattr(converter.writer, "model_fields", lambda: without)
+        monkeypatch.setattr(converter.reader, "model_fields", lambda: without)
+        noticed = False
+        for name, config in CONFIGS.items():
+            try:
+                noticed = round_trip_differences(config, tmp_path / f"{name}.tarn") != []
+            except ConversionError:  # read back inconsistent: also noticed
+                noticed = True
+            if noticed:
+                break
+        assert noticed, field
 
 
 def test_floats_read_back_as_written(tmp_path, small_config, small_state_dict):
@@ -577,6 +616,11 @@ def test_labels_the_runtime_could_not_tell_apart_are_an_error(tmp_path, small_co
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", labels=labels)
     with pytest.raises(ConversionError, match="metadata 'note'"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", metadata={"note": "\udcff"})
+    # The runtime refuses metadata holding a NUL (C strings end there).
+    with pytest.raises(ConversionError, match="metadata 'note': its value holds a NUL"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", metadata={"note": "a\0b"})
+    with pytest.raises(ConversionError, match="its key holds a NUL"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", metadata={"no\0te": "x"})
 
 
 def test_conversions_in_one_process_write_their_own_files(tmp_path, small_config, small_state_dict):
@@ -597,3 +641,63 @@ def test_conversions_in_one_process_write_their_own_files(tmp_path, small_config
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m_bf16.tarn", "m_f16.tarn", "m_f32.tarn", "m_i8.tarn"]
     for dtype, checksum in checksums.items():
         assert read_tarn(tmp_path / f"m_{dtype}.tarn").weight_checksum == checksum.weight_checksum
+
+
+# -- what no .tarn file can hold -------------------------------------------------
+
+
+def test_a_model_past_the_flatbuffer_limit_is_refused_before_building(tmp_path, monkeypatch):
+    """A FlatBuffer addresses 2 GiB: weights under it but labels that take
+    the file past it are refused with a message, not the builder's
+    BuilderSizeError traceback (the size check counted the weights only).
+    Scaled down: the builder's cap lowered to 512 KiB."""
+    import flatbuffers.builder
+
+    monkeypatch.setattr(flatbuffers.builder.Builder, "MAX_BUFFER_SIZE", 2**19)
+    config = dataclasses.replace(CONFIGS["tokens_concat_position_mixture"], output_dim=3008, output_distribution="none", output_levels=0)
+    tensors = {name: t.numpy() for name, t in make_model(config).state_dict().items()}
+    # f32 bytes as stored: dense weights in blocks of 16 rows
+    weight_bytes = sum(-(-a.shape[0] // 16) * 16 * a[0].nbytes if converter.writer.is_dense_weight(name, a) else a.nbytes
+                       for name, a in tensors.items())
+    assert weight_bytes < 2**19 - 2**16
+    labels = [f"a label of some sixty-four characters, the most of any, no. {i:04d}" for i in range(3008)]
+    assert weight_bytes + sum(map(len, labels)) > 2**19
+    with pytest.raises(ConversionError) as error:
+        converter.writer.write_tarn(tmp_path / "m.tarn", config, tensors, labels=labels)
+    message = str(error.value)
+    assert message.startswith("the model is too large for one .tarn file: it needs about ")
+    assert f"({weight_bytes} of weights, the rest labels, metadata and tensor records)" in message
+    assert "one file (a FlatBuffer) holds at most 524288; --dtype f16, bf16 or i8" in message
+    assert list(tmp_path.iterdir()) == []
+    converter.writer.write_tarn(tmp_path / "m.tarn", config, tensors)  # without the labels it fits
+
+
+def test_a_builder_that_runs_out_of_room_is_a_conversion_error(tmp_path, monkeypatch, small_config, small_state_dict):
+    """Where the size estimate falls short, the builder's own refusal says
+    the same, as a ConversionError."""
+    import flatbuffers.builder
+
+    monkeypatch.setattr(flatbuffers.builder.Builder, "MAX_BUFFER_SIZE", 2**14)
+    monkeypatch.setattr(converter.writer, "_size_estimate", lambda *args: 2**12)
+    with pytest.raises(ConversionError, match=r"^the model is too large for one \.tarn file: it needs more than 16384 bytes \(\d+ of weights"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="i8")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "i8"])
+def test_float64_values_beyond_float32_are_refused_by_name(tmp_path, small_config, small_state_dict, dtype):
+    """write_tarn given float64 arrays: a finite 1e300 fits no dtype of the
+    file. It said `overflows float32 ...; use --dtype f32` with --dtype f32
+    already given, and i8 quantised an infinite row scale."""
+    import warnings
+
+    tensors = {name: t.numpy().astype(np.float64) for name, t in small_state_dict.items()}
+    tensors["layers.0.linear1.weight"][3, 1] = -1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning on the way
+        with pytest.raises(ConversionError) as error:
+            converter.writer.write_tarn(tmp_path / "m.tarn", small_config, tensors, dtype=dtype)
+    assert str(error.value) == (
+        "tensor layers.0.linear1.weight holds values beyond float32's range (max |x| = 1e+300, float32's largest is "
+        "3.40282e+38); a .tarn file holds weights in float32 at most"
+    )
