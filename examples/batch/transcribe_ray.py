@@ -32,7 +32,8 @@ equal its output file for file.
 Exit status: 0 when every file listed has its row and none is an error row;
 2 when every file has its row and some are error rows; 1 when the run could
 not start (a bad option, no files, a word list the model refuses) or stopped
-(a worker that died on the same files three times), or when the rows written
+(a worker that died a third time, on any files: each worker is restarted at
+most twice in a run), or when the rows written
 are not exactly the files listed, in their order (the message says how many
 files have no row).
 """
@@ -267,9 +268,11 @@ class Transcriber:
         return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
 
 
-# A worker that dies (out of memory, a native crash) is restarted and its
-# batch tried again this many times; then the run stops. Ray Data's default,
-# -1 for both, retries such a batch forever.
+# A worker that dies (out of memory, a native crash) is restarted, and its
+# batch tried again, at most this many times in the run (Ray counts an
+# actor's restarts over its life, not per batch): its next death stops the
+# run. Ray Data's default, -1 for both, retries a batch that kills its
+# worker forever.
 WORKER_RESTARTS = 2
 
 
@@ -426,11 +429,11 @@ def main(argv=None) -> int:
                     audio += duration
                     busy += duration * rtf
     except ray.exceptions.RayError as e:
-        # A worker that died on the same batch 1 + WORKER_RESTARTS times, or
-        # a cluster that went away. Ray has logged the whole story.
+        # A worker that died 1 + WORKER_RESTARTS times (on any batches), or a
+        # cluster that went away. Ray has logged the whole story.
         cause = (str(e).strip().splitlines() or [""])[0]
         print(f"error: the run stopped ({type(e).__name__}: {cause}), a worker having died {1 + WORKER_RESTARTS} "
-              f"times on the same files (out of memory? a crash?) or the cluster having failed; {len(written)} of the "
+              f"times (out of memory? a crash on a file?) or the cluster having failed; {len(written)} of the "
               f"{len(paths)} files' rows were written to {args.out}, {len(paths) - len(written)} files have no row",
               file=sys.stderr)
         return 1

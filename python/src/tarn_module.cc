@@ -67,6 +67,10 @@ using Array = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 // which nanobind would report at exit as leaks of the binding's.
 std::atomic<int> threads_in_calls{0};
 
+// threading's main thread, the one that finalizes the interpreter at exit
+// (read when the module loads).
+unsigned long main_thread_ident = 0;
+
 // Releases the GIL for as long as it lives (one runtime call). A thread that
 // takes the GIL back while the interpreter finalizes (a daemon thread inside
 // a call when Python exits) is ended by CPython with pthread_exit before
@@ -77,7 +81,9 @@ class GilReleased {
  public:
   GilReleased() : state_(PyEval_SaveThread()) { ++threads_in_calls; }
   ~GilReleased() {
-    if (Finalizing()) Park();
+    // The finalizing thread itself (the main thread, a __del__ at exit)
+    // takes the GIL back as usual: CPython ends only the others.
+    if (Finalizing() && !OnMainThread()) Park();
 #if defined(__GLIBCXX__)
     // Finalization may begin while this thread waits for the GIL: CPython
     // then ends it from inside PyEval_RestoreThread.
@@ -87,7 +93,11 @@ class GilReleased {
       Park();
     }
 #else
-    PyEval_RestoreThread(state_);
+    try {
+      PyEval_RestoreThread(state_);
+    } catch (...) {  // the forced unwind of pthread_exit, as above
+      Park();
+    }
 #endif
     --threads_in_calls;
   }
@@ -101,6 +111,9 @@ class GilReleased {
 #else
     return _Py_IsFinalizing();
 #endif
+  }
+  static bool OnMainThread() {
+    return PyThread_get_thread_ident() == main_thread_ident;
   }
   [[noreturn]] static void Park() {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
@@ -698,6 +711,8 @@ NB_MODULE(_tarn, m) {
   // binding's for nanobind's exit handler to report. It was registered
   // when this module's nanobind state was made, and exit handlers run last
   // registered first: this runs before it.
+  main_thread_ident = nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
   Py_AtExit([] {
     if (threads_in_calls > 0) nb::set_leak_warnings(false);
   });

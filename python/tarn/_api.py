@@ -758,7 +758,12 @@ def _samples(samples, what: str) -> np.ndarray:
     if isinstance(samples, (str, bytes)):
         raise InvalidArgumentError(f"{what}: samples are an array or a list of numbers, not a {type(samples).__name__}")
     array = np.asarray(samples)
-    if not isinstance(samples, np.ndarray) and (array.dtype.kind in "fiu" or array.size == 0):
+    # int16 and float32 stay as they are (an array.array('h') or a
+    # memoryview of int16 is PCM, scaled by accept); other numbers, a
+    # list of floats above all, are float samples.
+    if not isinstance(samples, np.ndarray) and array.dtype not in (np.int16, np.float32) and (
+        array.dtype.kind in "fiu" or array.size == 0
+    ):
         array = array.astype(np.float32)
     array = _native_order(array)
     if array.dtype not in (np.int16, np.float32):
@@ -990,11 +995,13 @@ def read_wav(path: PathLike, sample_rate: Optional[int] = None) -> np.ndarray:
     bytes; refuses, naming the path, what decode_wav() refuses."""
     if not isinstance(path, _PATH_TYPES):
         raise InvalidArgumentError(f"read_wav: the path is a {type(path).__name__}, not a str, bytes or os.PathLike")
+    if isinstance(path, bytes) and path[:4] == b"RIFF":
+        raise InvalidArgumentError("read_wav: these are a WAV file's bytes, not its path; decode_wav() reads them")
     name = os.fsdecode(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise IoError(f"{name}: cannot read it as audio: {e}") from None
     return decode_wav(data, sample_rate, name=name)
 

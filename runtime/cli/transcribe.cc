@@ -16,6 +16,7 @@
 #include <sndfile.h>
 #include <time.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -419,24 +420,23 @@ int Transcribe(const TranscribeOptions& o) {
   std::unique_ptr<Recognizer> recognizer;
   status = Recognizer::Create(*model, options, &recognizer);
   if (!status.ok() && !options.hotwords.empty()) {
-    // Name the line of the phrase the decoder refused, if it was one.
-    CtcDecoderOptions one;
-    one.beam_width = 2;
-    one.max_labels = 1;
-    one.hotword_boost = options.hotword_boost;
-    one.words = options.words;  // a phrase's word the list lacks
-    std::unique_ptr<CtcDecoder> decoder;
-    for (size_t i = 0; i < options.hotwords.size(); ++i) {
-      one.hotwords.assign(1, options.hotwords[i]);
-      const Status phrase =
-          CtcDecoder::Create(model->config().labels, one, &decoder);
-      // The decoder names the phrase by its index in this one-phrase list;
-      // a message about anything else is not this line's.
-      const std::string index = "hotword 0 ";
-      if (!phrase.ok() &&
-          phrase.message().compare(0, index.size(), index) == 0) {
-        return Fail(o.hotwords_path + ":" + std::to_string(hotword_lines[i]) +
-                    ": hotword " + phrase.message().substr(index.size()));
+    // The decoder names a phrase it refuses "hotword N (...)": name its
+    // line of the file instead.
+    const std::string& message = status.message();
+    const std::string prefix = "hotword ";
+    size_t digits = 0;
+    while (prefix.size() + digits < message.size() &&
+           std::isdigit(
+               static_cast<unsigned char>(message[prefix.size() + digits]))) {
+      ++digits;
+    }
+    if (message.compare(0, prefix.size(), prefix) == 0 && digits > 0 &&
+        digits < 10 && message.compare(prefix.size() + digits, 2, " (") == 0) {
+      const size_t index = std::stoul(message.substr(prefix.size(), digits));
+      if (index < hotword_lines.size()) {
+        return Fail(o.hotwords_path + ":" +
+                    std::to_string(hotword_lines[index]) + ": hotword" +
+                    message.substr(prefix.size() + digits));
       }
     }
   }

@@ -332,6 +332,12 @@ Status ContextGraph::Build(const LabelSet& set,
       spelled.push_back(separator);
     }
     if (spelled.size() == 1) return Invalid(name + " is empty");
+    if (spelled.size() > kMaxHotwordLabels) {
+      return Invalid(name + " spells to " + std::to_string(spelled.size()) +
+                     " labels, separators included; a hotword is a phrase of "
+                     "at most " +
+                     std::to_string(kMaxHotwordLabels));
+    }
     spellings.Add(spelled);
     boosts.push_back(hotword.boost > 0 ? hotword.boost : default_boost);
   }

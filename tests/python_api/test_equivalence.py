@@ -440,6 +440,13 @@ def test_lists_of_samples_are_samples():
     estimators[0].accept(samples.tolist())
     estimators[1].accept(samples)
     assert estimators[0].estimate() == estimators[1].estimate()
+    # int16 given another way than an ndarray is still int16 PCM, scaled by
+    # accept, not float samples of +-32767.
+    import array
+
+    pcm = np.round(samples * 32767).astype(np.int16)
+    for given in (array.array("h", pcm.tobytes()), memoryview(pcm), list(pcm)):
+        assert tarn.transcribe(model, given) == tarn.transcribe(model, pcm), type(given)
 
 
 def test_recognizer_transcribe_is_transcribe_on_a_recognizer_reused():

@@ -529,3 +529,10 @@ def test_bytes_paths_are_paths(tmp_path):
     with pytest.raises(tarn.InvalidArgumentError, match="truncated") as e:
         tarn.read_wav(os.fsencode(odd))
     assert str(e.value).startswith(str(odd) + ": ")
+    # A WAV file's bytes where a path goes: a tarn error saying so, not
+    # open()'s ValueError (a NUL in the "path").
+    wav = path.read_bytes()
+    with pytest.raises(tarn.InvalidArgumentError, match="decode_wav"):
+        tarn.transcribe(model, wav)
+    with pytest.raises(tarn.IoError, match="cannot read it as audio"):
+        tarn.read_wav(b"no\0such.wav")

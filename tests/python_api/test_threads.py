@@ -128,3 +128,28 @@ def test_python_exits_cleanly_with_daemon_threads_inside_calls(models, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "exiting\n"
     assert "leaked" not in result.stderr
+
+
+def test_a_call_from_a_finalizer_at_exit_returns(tmp_path):
+    """A module-level object whose __del__ calls the runtime when Python
+    exits: the main thread, which finalizes, gets its call back (the guard
+    that parks other threads then must not park it: the process hung)."""
+    from conftest import SPEECH_MODEL
+
+    script = tmp_path / "del_at_exit.py"
+    script.write_text(
+        "import sys\n"
+        "import tarn\n"
+        "class Flush:\n"
+        "    def __init__(self, recognizer):\n"
+        "        self.recognizer = recognizer\n"
+        "    def __del__(self):\n"
+        "        self.recognizer.final_result()\n"
+        "        print('flushed', flush=True)\n"
+        "flush = Flush(tarn.Recognizer(tarn.Model(sys.argv[1])))\n"
+        "print('exiting', flush=True)\n"
+    )
+    result = subprocess.run([sys.executable, str(script), str(SPEECH_MODEL)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "exiting\nflushed\n", result.stdout

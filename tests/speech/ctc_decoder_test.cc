@@ -1241,6 +1241,16 @@ TEST(CtcHotwords, RefusesWhatItCannotDo) {
   EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
   options.words = {"turn", "on", "what", "time", "is", "i"};  // a prefix only
   EXPECT_FALSE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.words.clear();
+  // A phrase of kMaxHotwordLabels labels, its separators included (here
+  // one word of kMaxHotwordLabels - 2 letters), and one more.
+  const std::string phrase(kMaxHotwordLabels - 2, 'a');
+  options.hotwords = {{phrase, 0}};
+  EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
+  options.hotwords = {{"on", 0}, {phrase + "b", 0}};
+  s = CtcDecoder::Create(labels, options, &decoder);
+  EXPECT_NE(s.message().find("hotword 1 "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("at most 256"), std::string::npos) << s.message();
   options.hotwords = {{"Turn  ON", 0}};  // lowered, spaces collapsed
   EXPECT_TRUE(CtcDecoder::Create(labels, options, &decoder).ok());
   // A beam whose prefix tree would not fit kMaxCtcDecoderBytes is refused

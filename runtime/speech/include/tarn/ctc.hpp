@@ -92,6 +92,10 @@ inline constexpr float kDefaultHotwordBoost = 1.0f;
 // log-probabilities span a few tens of nats), and far from where the beam
 // search's sums would lose the log-probabilities beside the bonus.
 inline constexpr float kMaxHotwordBoost = 100.0f;
+// The most labels a hotword may spell to, its separators included: a
+// hotword is a phrase, and the automaton's build time grows with the cube
+// of a phrase's length (a repetitive phrase of 4,800 labels took 14 s).
+inline constexpr size_t kMaxHotwordLabels = 256;
 
 struct CtcHotword {
   // Words separated by spaces (runs of white space count as one), spelled
@@ -142,7 +146,8 @@ class CtcDecoder {
   // beam width above kMaxCtcBeamWidth, a
   // word list or hotwords with greedy decoding or without a separator
   // label, a word or hotword that the labels cannot spell (the message names
-  // it and the character), an empty hotword, a hotword with a word that
+  // it and the character), an empty hotword, one longer than
+  // kMaxHotwordLabels labels, a hotword with a word that
   // the word list lacks (it could never be emitted), a boost that is
   // negative, not finite or above kMaxHotwordBoost, or a beam search that
   // would need more than kMaxCtcDecoderBytes.
