@@ -69,8 +69,15 @@ run "$work/cmake/tarn_transcribe_c" "$speech_model" "$wav"
 tail -n 1 "$work/output.txt"
 
 echo "== C-only CMake consumer (project(LANGUAGES C), linked by cc)"
+# Configured as on a machine without the CUDA toolkit (a FindCUDAToolkit
+# that finds nothing): only tarn::cuda needs it, so a package built with
+# the CUDA backend must still serve a CPU-only consumer.
+mkdir -p "$work/no-cuda"
+echo 'set(CUDAToolkit_FOUND FALSE)' > "$work/no-cuda/FindCUDAToolkit.cmake"
 cmake -S "$here/c_only" -B "$work/c_only" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release > "$work/c_only-configure.log"
+  -DCMAKE_MODULE_PATH="$work/no-cuda" \
+  -DCMAKE_BUILD_TYPE=Release > "$work/c_only-configure.log" ||
+  { tail -n 30 "$work/c_only-configure.log"; exit 1; }
 cmake --build "$work/c_only" > "$work/c_only-build.log" ||
   { tail -n 30 "$work/c_only-build.log"; exit 1; }
 run "$work/c_only/tarn_c_only" "$model"
@@ -81,16 +88,17 @@ pc_dir=$libdir/pkgconfig
 for pc in tarn tarn-speech tarn-sample; do
   [ -f "$pc_dir/$pc.pc" ] || { echo "no $pc.pc" >&2; exit 1; }
 done
-flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs --static tarn)
-echo "pkg-config --cflags --libs --static tarn: $flags"
+# Without --static: the libraries are always static, so Libs names their
+# dependencies (with them in Libs.private only --static linked).
+flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs tarn)
+echo "pkg-config --cflags --libs tarn: $flags"
 # shellcheck disable=SC2086
 ${CC:-cc} -std=c99 -o "$work/pkg-config-embed" "$source/embed.c" $flags
 "$work/pkg-config-embed" "$model"
-# tarn's libraries are static (--static names their own dependencies);
 # libsndfile, the example's, is linked as the system has it.
-flags="$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs --static \
-  tarn-speech) $(pkg-config --cflags --libs sndfile)"
-echo "pkg-config --cflags --libs --static tarn-speech; sndfile: $flags"
+flags="$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs tarn-speech) \
+  $(pkg-config --cflags --libs sndfile)"
+echo "pkg-config --cflags --libs tarn-speech; sndfile: $flags"
 # shellcheck disable=SC2086
 ${CC:-cc} -std=c99 -o "$work/pkg-config-transcribe" "$source/transcribe.c" \
   $flags
