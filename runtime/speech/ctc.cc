@@ -205,31 +205,6 @@ Status WordTrie::Build(const LabelSet& set,
   return Status::Ok();
 }
 
-Status WordTrie::CheckHotwords(const LabelSet& set,
-                               const std::vector<CtcHotword>& hotwords) const {
-  const Speller speller(set);
-  std::vector<int32_t> spelled;
-  for (size_t i = 0; i < hotwords.size(); ++i) {
-    for (std::string word : PhraseWords(hotwords[i].phrase)) {
-      speller.Normalise(&word);
-      spelled.clear();
-      size_t at = 0;
-      speller.Spell(word, &spelled, &at);  // spelled by ContextGraph::Build
-      int32_t node = 0;
-      for (size_t k = 0; k < spelled.size() && node >= 0; ++k) {
-        node = Child(node, spelled[k]);
-      }
-      if (node < 0 || !IsWord(node)) {
-        return Invalid(HotwordName(hotwords, i) + ": \"" + word +
-                       "\" is not in the word list, so the phrase could "
-                       "never be recognised; add the word to the list or "
-                       "drop the phrase");
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 std::vector<int32_t> EdgeLists::Build(const Spellings& spellings) {
   const size_t count = spellings.size();
   auto first = [&](size_t i) {
@@ -297,7 +272,7 @@ int32_t EdgeLists::Child(int32_t node, int32_t label) const {
 
 Status ContextGraph::Build(const LabelSet& set,
                            const std::vector<CtcHotword>& hotwords,
-                           float default_boost) {
+                           float default_boost, const WordTrie* words) {
   if (!(default_boost > 0 && default_boost <= kMaxHotwordBoost)) {
     return Invalid("the hotword boost " + std::to_string(default_boost) +
                    " is not a positive number of at most " +
@@ -321,6 +296,7 @@ Status ContextGraph::Build(const LabelSet& set,
     spelled.assign(1, separator);
     for (std::string word : PhraseWords(hotword.phrase)) {
       speller.Normalise(&word);
+      const size_t at_word = spelled.size();  // where the word's labels begin
       size_t at = 0;
       const std::string missing = speller.Spell(word, &spelled, &at);
       if (!missing.empty()) {
@@ -328,6 +304,12 @@ Status ContextGraph::Build(const LabelSet& set,
                        " cannot be spelled with the model's labels (no label "
                        "for " +
                        Quoted(missing) + " in \"" + word + "\")");
+      }
+      if (words != nullptr && !words->Spells(spelled, at_word)) {
+        return Invalid(name + ": \"" + word +
+                       "\" is not in the word list, so the phrase could "
+                       "never be recognised; add the word to the list or "
+                       "drop the phrase");
       }
       spelled.push_back(separator);
     }
@@ -626,12 +608,9 @@ Status CtcDecoder::Create(const std::vector<std::string>& labels,
                     "model's labels have none");
     }
     context = std::make_unique<ctc::ContextGraph>();
-    status = context->Build(set, options.hotwords, options.hotword_boost);
+    status = context->Build(set, options.hotwords, options.hotword_boost,
+                            trie.get());
     if (!status.ok()) return status;
-    if (trie != nullptr) {
-      status = trie->CheckHotwords(set, options.hotwords);
-      if (!status.ok()) return status;
-    }
   }
   *decoder = ctc::MakeBeamDecoder(std::move(set), std::move(trie),
                                   std::move(context), options);

@@ -62,10 +62,14 @@ class WordTrie {
  public:
   // Fails naming the first word the labels cannot spell.
   Status Build(const LabelSet& set, const std::vector<std::string>& words);
-  // Fails naming the first hotword with a word not in the list (one the
-  // beam could never emit), given hotwords the labels can spell.
-  Status CheckHotwords(const LabelSet& set,
-                       const std::vector<CtcHotword>& hotwords) const;
+  // Whether labels [begin, end()) of `spelled` are a word of the list.
+  bool Spells(const std::vector<int32_t>& spelled, size_t begin) const {
+    int32_t node = 0;
+    for (size_t k = begin; k < spelled.size() && node >= 0; ++k) {
+      node = Child(node, spelled[k]);
+    }
+    return node >= 0 && IsWord(node);
+  }
   // The child of `node` along `label`, or -1.
   int32_t Child(int32_t node, int32_t label) const {
     return edges_.Child(node, label);
@@ -95,8 +99,10 @@ class ContextGraph {
  public:
   // Fails naming the first phrase (and its index) that is empty or that the
   // labels cannot spell, or a boost that is negative or not finite.
+  // With `words`, also fails naming the first hotword with a word the list
+  // lacks (the beam could never emit it).
   Status Build(const LabelSet& set, const std::vector<CtcHotword>& hotwords,
-               float default_boost);
+               float default_boost, const WordTrie* words = nullptr);
   // The state of the empty prefix: just after a (virtual) separator.
   int32_t start() const { return start_; }
   // The state after `label` (not the blank) from `state`: its child along
