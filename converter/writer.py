@@ -368,6 +368,8 @@ def _check_labels(labels, config: ModelConfig):
     seen = {}
     for i, label in enumerate(labels):
         _check_utf8(label, f"label {i}")
+        if "\0" in label:  # labels become transcripts, which C reads to the first NUL
+            raise ConversionError(f"label {i} ({label!r}) holds a NUL character")
         # The labels the runtime gives a meaning (the CTC blank, the word
         # separator) must each be one output; other labels may repeat (a
         # vocabulary padded with one filler).

@@ -39,6 +39,7 @@
 #include "image_files.h"
 #include "int8_option.h"
 #include "output_file.h"
+#include "printable.h"
 #include "tarn/distribution.hpp"
 #include "tarn/sample.hpp"
 #include "tarn/tarn.hpp"
@@ -102,9 +103,10 @@ Status ReadImageModel(const Model& model, const std::string& path,
     if (value.empty() || *end != '\0' || errno != 0 || number < least ||
         number > most) {
       return Status(StatusCode::kInvalidArgument,
-                    "'" + path + "': metadata " + key + " '" + value +
-                        "' is not an integer in [" + std::to_string(least) +
-                        ", " + std::to_string(most) + "]");
+                    "'" + path + "': metadata " + key + " '" +
+                        Printable(value) + "' is not an integer in [" +
+                        std::to_string(least) + ", " + std::to_string(most) +
+                        "]");
     }
     *field = number;
   }

@@ -19,6 +19,7 @@
 #include "int8_option.h"
 #include "npy.h"
 #include "output_file.h"
+#include "printable.h"
 #include "tarn/distribution.hpp"
 #include "tarn/tarn.h"
 #include "tarn/tarn.hpp"
@@ -30,31 +31,6 @@ namespace {
 int Fail(const Status& status) {
   std::cerr << "error: " << status.message() << "\n";
   return 1;
-}
-
-// `text` with its control characters shown as escapes: C0 and DEL as \xNN,
-// C1 (U+0080..U+009F, UTF-8 0xc2 0x80..0x9f) as \u00NN. Metadata comes
-// from the file: a newline in it would forge lines of `tarn info`, an
-// escape sequence drive the terminal.
-std::string Printable(const std::string& text) {
-  std::string shown;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const auto next =
-        static_cast<unsigned char>(i + 1 < text.size() ? text[i + 1] : 0);
-    char escape[8];
-    if (c < 0x20 || c == 0x7f) {
-      std::snprintf(escape, sizeof escape, "\\x%02x", c);
-      shown += escape;
-    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
-      std::snprintf(escape, sizeof escape, "\\u%04x", next);
-      shown += escape;
-      ++i;
-    } else {
-      shown += text[i];
-    }
-  }
-  return shown;
 }
 
 int Info(const std::string& path) {

@@ -675,6 +675,11 @@ Status Model::Impl::ReadConfig() {
     if (!ValidUtf8(c.labels[i])) {
       return Invalid("model label " + std::to_string(i) + " is not UTF-8 text");
     }
+    // Labels become transcripts, which the C API hands out NUL-terminated.
+    if (c.labels[i].find('\0') != std::string::npos) {
+      return Invalid("model label " + std::to_string(i) + " ('" +
+                     Escaped(c.labels[i]) + "') holds a NUL byte");
+    }
   }
   return Status::Ok();
 }
@@ -710,6 +715,12 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
   const auto& buffers = *flat->buffers();
   for (const schema::Tensor* t : *flat->tensors()) {
     const std::string name = t->name()->str();
+    // Names reach messages, which must not carry the file's control bytes;
+    // every name this runtime uses is printable ASCII.
+    if (name.empty() || Escaped(name) != name) {
+      return Invalid("tensor name '" + Escaped(name) +
+                     "' is not printable ASCII");
+    }
     if (tensors.count(name))
       return Invalid("tensor '" + name + "' appears twice");
     TensorView view;

@@ -581,7 +581,6 @@ class SessionBatch::Impl {
 
 Status SessionBatch::Impl::Check(Session* const* sessions, size_t count,
                                  float* outputs, size_t outputs_size) const {
-  if (!c_.causal) return Bidirectional();
   if (count > engine_.max_rows()) {
     return InvalidArgument(std::to_string(count) +
                            " sessions for a batch of at most " +
@@ -707,6 +706,8 @@ Status SessionBatch::Create(const Model& model, const BatchOptions& options,
                             void* arena, size_t arena_bytes,
                             std::unique_ptr<SessionBatch>* batch) {
   if (batch == nullptr) return InvalidArgument("'batch' is null");
+  // A batch only steps: refused here, not at each call.
+  if (!model.config().causal) return Bidirectional();
   Block block;
   Status status = OpenBlock(model, options, arena, arena_bytes, &block);
   if (!status.ok()) return status;

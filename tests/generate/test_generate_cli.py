@@ -217,6 +217,8 @@ def test_image_metadata_must_be_whole_numbers_in_range(tarn, tmp_path):
         ("image_width", "28px", "metadata image_width '28px' is not an integer in [1, 65536]"),
         ("image_width", "", "metadata image_width '' is not an integer in [1, 65536]"),
         ("image_start_token", "257", "metadata image_start_token '257' is not an integer in [0, 256]"),
+        # shown escaped: raw, the value's newline and escape sequence reached the terminal
+        ("image_width", "4\n\x1b[2J", "metadata image_width '4\\x0a\\x1b[2J' is not an integer in [1, 65536]"),
     ]:
         model, out = tmp_path / "image.tarn", tmp_path / "image.png"
         write_tarn(model, config, tensors, metadata={**layout, key: value})

@@ -441,14 +441,15 @@ def test_no_output_is_left_when_a_later_write_fails(tmp_path):
     assert (tmp_path / "output.npy").read_bytes() == b"an earlier output"
 
 
-def with_metadata(tmp_path: Path, metadata: dict) -> Path:
-    """The tokens golden rewritten with `metadata` added to its own."""
+def with_metadata(tmp_path: Path, metadata: dict, labels=None) -> Path:
+    """The tokens golden rewritten with `metadata` added to its own (and
+    `labels`, when given), past the converter's checks."""
     from converter.reader import read_tarn
     from converter.writer import _build
 
     f = read_tarn(GOLDENS / "tokens" / "model.tarn")
     path = tmp_path / "edited.tarn"
-    path.write_bytes(_build(f.config, dict(f.tensors), f.labels, f.audio, {**f.metadata, **metadata})[0])
+    path.write_bytes(_build(f.config, dict(f.tensors), labels or f.labels, f.audio, {**f.metadata, **metadata})[0])
     return path
 
 
@@ -463,6 +464,35 @@ def test_metadata_holding_a_nul_is_refused(tmp_path, metadata, expected):
     result = subprocess.run([TARN, "info", str(with_metadata(tmp_path, metadata))], capture_output=True, text=True)
     assert result.returncode == 1
     assert expected in result.stderr, result.stderr
+
+
+@pytest.mark.any_kernels
+def test_a_label_holding_a_nul_is_refused(tmp_path):
+    """Labels become transcripts, which the C API hands out NUL-terminated."""
+    from converter.reader import read_tarn
+
+    labels = [f"l{i}" for i in range(read_tarn(GOLDENS / "tokens" / "model.tarn").config.output_dim)]
+    labels[3] = "a\0b"
+    result = subprocess.run([TARN, "info", str(with_metadata(tmp_path, {}, labels))], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "model label 3 ('a\\x00b') holds a NUL byte" in result.stderr, result.stderr
+
+
+@pytest.mark.any_kernels
+def test_a_tensor_name_that_is_not_printable_is_refused(tmp_path):
+    """Tensor names reach messages: raw, a name's control bytes reached the
+    terminal."""
+    from converter.reader import read_tarn
+    from converter.writer import _build
+
+    f = read_tarn(GOLDENS / "tokens" / "model.tarn")
+    tensors = dict(f.tensors)
+    tensors["x\n\x1b[2J"] = tensors.pop(next(iter(tensors)))
+    path = tmp_path / "edited.tarn"
+    path.write_bytes(_build(f.config, tensors, f.labels, f.audio, f.metadata)[0])
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tensor name 'x\\x0a\\x1b[2J' is not printable ASCII" in result.stderr, result.stderr
 
 
 @pytest.mark.any_kernels

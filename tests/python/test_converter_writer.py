@@ -621,6 +621,9 @@ def test_labels_the_runtime_could_not_tell_apart_are_an_error(tmp_path, small_co
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", metadata={"note": "a\0b"})
     with pytest.raises(ConversionError, match="its key holds a NUL"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", metadata={"no\0te": "x"})
+    labels[0] = "a\0b"  # and labels, which become transcripts
+    with pytest.raises(ConversionError, match=r"label 0 \('a\\x00b'\) holds a NUL"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", labels=labels)
 
 
 def test_conversions_in_one_process_write_their_own_files(tmp_path, small_config, small_state_dict):

@@ -422,6 +422,7 @@ static inline tarn_batch_options tarn_batch_options_default(void) {
 size_t tarn_model_batch_bytes(const tarn_model* model,
                               const tarn_batch_options* options);
 
+/* TARN_STATUS_UNSUPPORTED for a bidirectional model: it cannot be stepped. */
 tarn_status tarn_batch_create(const tarn_model* model,
                               const tarn_batch_options* options,
                               tarn_batch** batch);

@@ -475,7 +475,8 @@ class Session {
 //                              logits.data(), logits.size());
 class SessionBatch {
  public:
-  // Allocates the batch's block, Model::batch_bytes(options) bytes.
+  // Allocates the batch's block, Model::batch_bytes(options) bytes. A
+  // bidirectional model cannot be stepped and is refused (kUnsupported).
   static Status Create(const Model& model, const BatchOptions& options,
                        std::unique_ptr<SessionBatch>* batch);
   // Places it in a caller's arena instead, as Session::Create() does.
