@@ -12,7 +12,9 @@
 //   k.causal_step(C, dv, phi_k, v, phi_q, 1e-6f, S, z, S_carry, z_carry, y);
 //
 // Every kernel takes sizes first, then const inputs, then outputs. Kernels
-// allocate nothing, keep no state, make no system call, and check their
+// allocate nothing, keep no state, make no system call (except that the
+// first 16-row call of the AMX dense_q8 asks the OS once per process for
+// the tile state, AmxTilesGranted below), and check their
 // preconditions with assert() only; pointers need no particular alignment.
 // Buffers may overlap only where a comment says so. A kernel with n == 0 does
 // nothing. "The same bits on every variant" below holds for every value but
@@ -111,8 +113,9 @@ struct KernelTable {
   //   y[r][o] = min(max(b[o] + sum_i x[r][i] W[o][i], y_min), y_max)
   // for r < rows and o < outputs, W [outputs][inputs] stored packed (see
   // PackDense below). Built for rows == 1 (a step: W streamed once at the
-  // memory bandwidth) and small row counts (each loaded weight reused across
-  // up to 4 rows).
+  // memory bandwidth) and for many rows (each loaded weight reused across a
+  // variant's kRows rows, 8 on AVX-512 and 4 on AVX2 and NEON; more rows go
+  // panel by panel, dense-driver.h).
   // Every variant computes y[r][o] as one chain of fused multiply-adds,
   // starting from b[o] (0 without bias) and adding x[r][i] W[o][i] for
   // i = 0, 1, ..., inputs - 1 in that order, then clamps like maxps/minps

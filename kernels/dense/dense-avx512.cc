@@ -2,8 +2,9 @@
 // of 16 outputs. A step (one row) keeps 8 blocks in flight, 8 independent
 // FMA chains from 8 streams of weights, enough to cover the FMA latency and
 // keep the loads coming; more rows reuse each loaded (and widened) weight
-// vector across up to 4 rows. int8 weights are widened by vpmovsxbd (16 bytes,
-// one block row) and vcvtdq2ps, both exact. The driver is dense-driver.h.
+// vector across up to 8 rows (2 blocks). int8 weights are widened by vpmovsxbd
+// (16 bytes, one block row) and vcvtdq2ps, both exact. The driver is
+// dense-driver.h.
 #include <immintrin.h>
 
 #include "kernels/dense/dense-driver.h"
