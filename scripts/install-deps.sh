@@ -6,7 +6,10 @@
 #                                  the core, speech and the `tarn` command
 #   scripts/install-deps.sh recipe the demo's, and what the ASR recipe adds
 #                                  (examples/asr/run_recipe.sh): its synthesizers
+#                                  and the converter's Python modules
+#   scripts/install-deps.sh [SET] --list  prints SET's packages, installs nothing
 set -euo pipefail
+if [ "${1:-}" = --list ]; then set -- all --list; fi
 
 # The core library, the speech library and the `tarn` command.
 demo_packages=(
@@ -19,13 +22,16 @@ demo_packages=(
 # PyTorch and the speech corpus's synthesizers: the tests' goldens and
 # corpora, and the ASR recipe's.
 speech_corpus_packages=(python3-torch python3-numpy libopenblas0-openmp espeak-ng sox flite)
+# What the converter (converter/) imports: the tests', and export.py's, which
+# writes the ASR recipe's model with it.
+converter_packages=(python3-flatbuffers python3-xxhash)
 # Tests, goldens, sanitizers, ARM under qemu, benchmarks and the image
 # model's data; Ninja, which keeps both cores busy through the test
 # command's builds; git, with which the clang_format test lists the files.
 test_packages=(
-  "${speech_corpus_packages[@]}"
+  "${speech_corpus_packages[@]}" "${converter_packages[@]}"
   ninja-build git clang clang-format libclang-rt-14-dev
-  libxnnpack-dev python3-flatbuffers python3-xxhash
+  libxnnpack-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-pytest python3-matplotlib python3-venv python3-dev
   g++-aarch64-linux-gnu qemu-user
@@ -37,7 +43,7 @@ test_packages=(
 # MBROLA and its voices that espeak-ng speaks English with, training voices
 # (make_corpus.py --mbrola), from Debian's contrib and non-free components.
 recipe_packages=(
-  "${speech_corpus_packages[@]}"
+  "${speech_corpus_packages[@]}" "${converter_packages[@]}"
   festival festvox-kdlpc16k festvox-us-slt-hts
   mbrola mbrola-us1 mbrola-us2 mbrola-us3 mbrola-en1 mbrola-af1 mbrola-de1
   mbrola-de2 mbrola-de3 mbrola-de4 mbrola-de5 mbrola-de6 mbrola-fr1 mbrola-fr4
@@ -50,6 +56,10 @@ case "${1:-all}" in
   recipe) packages+=("${recipe_packages[@]}") ;;
   *) packages+=("${test_packages[@]}") ;;
 esac
+if [ "${2:-}" = --list ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

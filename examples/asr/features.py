@@ -164,13 +164,23 @@ def features(samples: np.ndarray, recipe: dict, warp: float = 1.0) -> np.ndarray
 
 
 def read_wav(path: str) -> np.ndarray:
-    """16 kHz mono 16-bit WAV -> float32 samples in [-1, 1)."""
-    with wave.open(path) as w:
-        if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (RECIPE["sample_rate"], 1, 2):
-            raise ValueError(f"{path}: need {RECIPE['sample_rate']} Hz mono 16-bit, got "
-                             f"{w.getframerate()} Hz, {w.getnchannels()} channels, {8 * w.getsampwidth()}-bit")
-        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
-    return pcm.astype(np.float32) / 32768.0
+    """16 kHz mono 16-bit WAV -> float32 samples in [-1, 1). A file that is
+    not one, or holds fewer samples than its header declares (a synthesis
+    cut short), is a ValueError naming path and what is wrong."""
+    try:
+        with wave.open(path) as w:
+            if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (RECIPE["sample_rate"], 1, 2):
+                raise ValueError(f"{path}: need {RECIPE['sample_rate']} Hz mono 16-bit, got "
+                                 f"{w.getframerate()} Hz, {w.getnchannels()} channels, {8 * w.getsampwidth()}-bit")
+            declared = w.getnframes()
+            data = w.readframes(declared)
+    except EOFError:  # wave's word for a file that ends inside its header
+        raise ValueError(f"{path}: not a WAV file: it ends before its header does") from None
+    except wave.Error as error:
+        raise ValueError(f"{path}: not a WAV file this reads ({error})") from None
+    if len(data) != 2 * declared:
+        raise ValueError(f"{path}: truncated: its header declares {declared} frames, {len(data) // 2} present")
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
 
 
 def write_wav(path, pcm: np.ndarray) -> None:

@@ -47,6 +47,7 @@ import math
 import multiprocessing
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -100,11 +101,37 @@ def espeak_data_dir():
     return out.split("Data at:")[1].strip()
 
 
+# The programs that every plan runs, each in the Debian package of its name.
+SYNTHESISERS = ("espeak-ng", "flite", "sox")
+
+
+def check_synthesisers():
+    missing = [program for program in SYNTHESISERS if shutil.which(program) is None]
+    if missing:
+        sys.exit(f"{', '.join(missing)} not found on PATH: apt-get install {' '.join(missing)} "
+                 "(scripts/install-deps.sh recipe)")
+
+
+class SynthesisError(Exception):
+    """A synthesiser or sox failed: its command and what it wrote on stderr."""
+
+
+def run_tool(cmd, **options):
+    """subprocess.run(cmd) with its output captured; a failure is a
+    SynthesisError carrying the tool's own message."""
+    try:
+        return subprocess.run(cmd, capture_output=True, check=True, **options)
+    except subprocess.CalledProcessError as error:
+        stderr = (error.stderr or b"").decode(errors="replace").strip()
+        raise SynthesisError(f"{' '.join(cmd)}: exit status {error.returncode}: "
+                             f"{stderr[-500:] or 'nothing on stderr'}") from None
+
+
 def espeak_raw(voice, text, speed=175, pitch=50, gap=0):
     # -w /dev/stdout: --stdout's bytes for espeak-ng's own voices, and
     # MBROLA voices write nothing to --stdout.
     cmd = ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-g", str(gap), "-w", "/dev/stdout", text]
-    return subprocess.run(cmd, capture_output=True, check=True).stdout
+    return run_tool(cmd).stdout
 
 
 def espeak_variants():
@@ -161,7 +188,7 @@ def check_mbrola_voices():
     def speaks(voice):
         try:
             return len(espeak_raw(voice, CHECK_TEXT)) > header_only
-        except subprocess.CalledProcessError:
+        except SynthesisError:
             return False
 
     missing = [v for v in MBROLA_TRAIN + MBROLA_HELD_OUT if not speaks(v)]
@@ -325,22 +352,22 @@ def synthesise(job):
     try:
         if spec["engine"] == "espeak-ng":
             wav = espeak_raw(spec["voice"], words, spec["speed"], spec["pitch"], spec["gap"])
-            subprocess.run([*SOX, "-t", "wav", "-", *SOX_OUT, path], input=wav, check=True, capture_output=True)
+            run_tool([*SOX, "-t", "wav", "-", *SOX_OUT, path], input=wav)
         elif spec["engine"] == "festival":
             raw = path + ".festival.wav"
             cmd = ["text2wave", "-eval", f"(voice_{spec['voice']})",
                    "-eval", f"(Parameter.set 'Duration_Stretch {spec['stretch']})", "-o", raw]
-            subprocess.run(cmd, input=words.encode(), check=True, capture_output=True)
-            subprocess.run([*SOX, raw, *SOX_OUT, path], check=True, capture_output=True)
+            run_tool(cmd, input=words.encode())
+            run_tool([*SOX, raw, *SOX_OUT, path])
             os.remove(raw)
         else:
             cmd = ["flite", "-voice", spec["voice"], "--setf", f"duration_stretch={spec['stretch']}"]
             if spec["f0"]:
                 cmd += ["--setf", f"int_f0_target_mean={spec['f0']}"]
             raw = path + ".flite.wav"
-            subprocess.run(cmd + ["-t", words, "-o", raw], check=True, capture_output=True)
+            run_tool(cmd + ["-t", words, "-o", raw])
             effects = ["pitch", str(spec["cents"])] if spec["cents"] else []
-            subprocess.run([*SOX, raw, *SOX_OUT, path, *effects], check=True, capture_output=True)
+            run_tool([*SOX, raw, *SOX_OUT, path, *effects])
             os.remove(raw)
     except BaseException:  # a failed or interrupted synthesis leaves no file behind
         for leftover in (path, path + ".festival.wav", path + ".flite.wav"):
@@ -484,14 +511,15 @@ CORPUS_SPLITS = ("train", "dev", "eval_espeak", "eval_slt", "eval_festival", "ev
 
 
 def corpus_files(out):
-    """The utterance files (and partial ones) under OUT/wav/<split>, relative
-    to OUT, for the splits make_corpus.py writes."""
+    """The utterance files under OUT/wav/<split>, relative to OUT, for the
+    splits make_corpus.py writes: <digits>.wav, not the temporaries of a
+    synthesis cut short (000123.partial.wav, ...), which are no utterance."""
     found = []
     wav = os.path.join(out, "wav")
     for split in CORPUS_SPLITS:
         if os.path.isdir(os.path.join(wav, split)):
             found += [os.path.join("wav", split, name) for name in sorted(os.listdir(os.path.join(wav, split)))
-                      if name.endswith(".wav") and name.split(".")[0].isdigit()]
+                      if name.endswith(".wav") and name[: -len(".wav")].isdigit()]
     return found
 
 
@@ -623,6 +651,7 @@ def main(argv=None):
     if unknown:
         parser.error(f"--only {' '.join(unknown)}: not a split of this plan ({' '.join(splits) or 'none'})")
 
+    check_synthesisers()
     check_espeak_languages()
     check_flite_voices()
     if args.festival:
@@ -667,10 +696,13 @@ def main(argv=None):
         jobs = [job for job in jobs if not os.path.exists(job[0])]
     start = time.time()
     if jobs:
-        with multiprocessing.Pool(args.jobs) as pool:
-            for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):
-                if (i + 1) % 1000 == 0:
-                    print(f"{i + 1}/{len(jobs)} utterances, {time.time() - start:.0f} s", flush=True)
+        try:
+            with multiprocessing.Pool(args.jobs) as pool:
+                for i, _ in enumerate(pool.imap_unordered(synthesise, jobs, chunksize=16)):
+                    if (i + 1) % 1000 == 0:
+                        print(f"{i + 1}/{len(jobs)} utterances, {time.time() - start:.0f} s", flush=True)
+        except SynthesisError as error:
+            sys.exit(f"synthesis failed: {error}")
     # --only adds to the corpus in OUT: its manifest keeps the files past this plan.
     listed = rows + ([beyond[n] for n in sorted(beyond)] if args.only else [])
     listed = [row for row in listed if os.path.exists(os.path.join(args.out, row[0]))]

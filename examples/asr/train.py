@@ -107,7 +107,14 @@ def log(*args):
 
 
 def load_split(data, rows):
-    return [(features.read_wav(os.path.join(data, r["path"])), r["transcript"]) for r in rows]
+    """[(samples, transcript)] of the manifest's rows; a file that cannot be
+    read exits naming it, before any training."""
+    try:
+        return [(features.read_wav(os.path.join(data, r["path"])), r["transcript"]) for r in rows]
+    except ValueError as error:  # read_wav's, naming the file
+        sys.exit(f"{error}; delete it and rerun make_corpus.py --keep-existing (run_recipe.sh does) to make it anew")
+    except OSError as error:
+        sys.exit(f"{error.filename}: {error.strerror}")
 
 
 def _log_mel_sums(samples_list):
@@ -387,6 +394,18 @@ def learning_rate(fraction, peak, warmup=0.05, final=0.02):
     return peak * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def save_whole(value, path):
+    """torch.save by a temporary beside path renamed over it: a kill or a
+    full disk mid-way leaves the file there before, never a truncated one."""
+    temporary = path + ".partial"
+    try:
+        torch.save(value, temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
 def pick_device(name):
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -462,7 +481,15 @@ def main(argv=None):
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     state = None
     if os.path.exists(checkpoint_path) and not args.restart:
-        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        try:
+            state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        except Exception as error:  # a damaged file: EOFError, the zip reader's RuntimeError, UnpicklingError ...
+            sys.exit(f"{checkpoint_path}: not a readable train.py checkpoint ({type(error).__name__}: {error}); "
+                     "delete it or pass --restart to train from scratch")
+        if not isinstance(state, dict) or "plan" not in state:  # another file (a model?) that --restart would replace
+            model_or_not = ", but a model" if isinstance(state, dict) and "state_dict" in state else ""
+            sys.exit(f"{checkpoint_path}: not a train.py checkpoint (no 'plan' in it{model_or_not}); --checkpoint "
+                     "names the resumable state, by default OUT with .ckpt")
         if state["plan"] != plan:
             changed = {k: (state["plan"].get(k), v) for k, v in plan.items() if state["plan"].get(k) != v}
             sys.exit(f"{checkpoint_path} was made with other settings (checkpoint, now: {changed}); "
@@ -517,12 +544,10 @@ def main(argv=None):
                 "total_seconds": done_before["total_seconds"] + now - start}
 
     def save_checkpoint(epoch_rng, epoch, batch):
-        temporary = checkpoint_path + ".partial"
-        torch.save({"plan": plan, "model": {k: v.cpu() for k, v in model.state_dict().items()},
+        save_whole({"plan": plan, "model": {k: v.cpu() for k, v in model.state_dict().items()},
                     "optimizer": optimizer.state_dict(), "recipe": recipe, "torch_rng": torch.get_rng_state(),
                     "epoch_rng": epoch_rng, "epoch": epoch, "batch": batch, "step": step,
-                    "history": history, "losses": losses[-50:], "elapsed": elapsed()}, temporary)
-        os.replace(temporary, checkpoint_path)  # never a half-written checkpoint
+                    "history": history, "losses": losses[-50:], "elapsed": elapsed()}, checkpoint_path)
 
     def dev_check(label):
         cer, wer = evaluate(model, data["dev"], recipe, device=device)
@@ -608,7 +633,7 @@ def main(argv=None):
     recurrent, _ = model.run_recurrent(frames)
     log(f"recurrent vs parallel logits: max |diff| {(recurrent - parallel).abs().max().item():.2e}")
 
-    torch.save({
+    save_whole({
         "state_dict": model.state_dict(),
         "config": CONFIG.to_dict(),
         "labels": LABELS,

@@ -196,7 +196,8 @@ def manifest_of(out):
 def no_voices(monkeypatch):
     """make_corpus.main without the synthesisers: the recipe's training
     variants as VARIANTS, and no synthesis (every file must be there)."""
-    for check in ("check_espeak_languages", "check_flite_voices", "check_festival_voices", "check_mbrola_voices"):
+    for check in ("check_synthesisers", "check_espeak_languages", "check_flite_voices", "check_festival_voices",
+                  "check_mbrola_voices"):
         monkeypatch.setattr(make_corpus, check, lambda: None)
     monkeypatch.setattr(make_corpus, "espeak_variants", lambda: list(VARIANTS))
 
@@ -308,7 +309,7 @@ def test_a_failed_synthesis_leaves_no_file_behind(tmp_path, monkeypatch):
     target = tmp_path / "train" / "0.wav"
     target.parent.mkdir()
     spec = {"engine": "flite", "voice": "kal", "stretch": 1.0, "f0": 0, "cents": 0}
-    with pytest.raises(subprocess.CalledProcessError):
+    with pytest.raises(make_corpus.SynthesisError):
         make_corpus.synthesise((str(target), "one two", spec))
     assert sorted(p.name for p in target.parent.iterdir()) == []
 
@@ -369,16 +370,19 @@ def test_a_bare_export_writes_the_bundled_model(tmp_path):
         assert written.tensors[name].dtype == tensor.dtype and np.array_equal(written.tensors[name], tensor), name
 
 
-def run_recipe(tmp_path, evaluation_status, steps="3"):
-    """run_recipe.sh with a stand-in for python that records its commands and
-    whose eval.py prints a table and exits with evaluation_status."""
+def run_recipe(tmp_path, evaluation_status, steps="3", tarn="/bin/true", out=None, converter_check="exit 0"):
+    """run_recipe.sh with a stand-in for python that records its commands,
+    whose check of the converter (python -c) runs the shell command
+    converter_check and whose eval.py prints a table and exits with
+    evaluation_status."""
     python = tmp_path / "python"
-    python.write_text('#!/bin/sh\necho "$@" >> "$LOG"\ncase "$1" in */eval.py)\n'
+    python.write_text('#!/bin/sh\necho "$@" >> "$LOG"\ncase "$1" in -c) eval "$CONVERTER_CHECK";;\n*/eval.py)\n'
                       '  while [ $# -gt 0 ]; do if [ "$1" = --json ]; then echo {} > "$2"; fi; shift; done\n'
                       '  echo "a table"; exit $EVAL_STATUS;;\nesac\n')
     python.chmod(0o755)
-    env = dict(os.environ, PYTHON=str(python), OUT=str(tmp_path / "model" / "asr.pt"), TARN="/bin/true",
-               STEPS=steps, LOG=str(tmp_path / "log"), EVAL_STATUS=str(evaluation_status))
+    env = dict(os.environ, PYTHON=str(python), OUT=out or str(tmp_path / "model" / "asr.pt"), TARN=tarn,
+               STEPS=steps, LOG=str(tmp_path / "log"), EVAL_STATUS=str(evaluation_status),
+               CONVERTER_CHECK=converter_check)
     return subprocess.run(["sh", str(ASR / "run_recipe.sh"), str(tmp_path / "data")], env=env,
                           capture_output=True, text=True)
 
