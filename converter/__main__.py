@@ -127,10 +127,15 @@ def _inspect(args) -> int:
         print(f"  {name:<{width}}  {dtype}  {shape:<12} {t.nbytes:>10} bytes  @ {f.tensor_offsets[name]}{layout}")
     status = "ok" if f.checksum_ok else "BAD (the weights do not match: damaged file)"
     print(f"weight checksum: {f.weight_checksum:016x} {status}")
+    if f.file_checksum is None:
+        print("file checksum:   none (schema before 2.1)")
+    else:
+        status = "ok" if f.file_checksum_ok else "BAD (the file does not match: damaged file)"
+        print(f"file checksum:   {f.file_checksum:016x} {status}")
     print("metadata:")
     for key, value in f.metadata.items():
         print(f"  {key}: {value}")
-    return 0 if f.checksum_ok else 1
+    return 0 if f.checksum_ok and f.file_checksum_ok is not False else 1
 
 
 if __name__ == "__main__":

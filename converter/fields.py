@@ -12,7 +12,7 @@ import math
 from .errors import ConversionError
 from .config import ModelConfig, as_float32
 
-SCHEMA_VERSION = (2, 0)
+SCHEMA_VERSION = (2, 1)
 OLDEST_SCHEMA_MAJOR = 1  # major 1 files read as they did (schema/tarn.fbs's log)
 
 # config field -> (schema enum, {config string: enum member})

@@ -1,6 +1,6 @@
 """Reads a .tarn file back into (config, tensors, metadata), for inspection
 and round-trip tests. Checks what the writer promises: identifier, schema
-major version, each tensor's byte count, the checksum."""
+major version, each tensor's byte count, the checksums."""
 
 import dataclasses
 import math
@@ -13,7 +13,7 @@ from .errors import ConversionError, as_path
 from .fields import AUDIO_FIELDS, OLDEST_SCHEMA_MAJOR, SCHEMA_VERSION, camel, enum_name, model_fields
 from .config import ModelConfig
 from .schema_code import schema
-from .writer import FILE_IDENTIFIER, unpack_dense
+from .writer import FILE_IDENTIFIER, file_checksum, file_checksum_at, unpack_dense
 
 # BF16 tensors come back as np.uint16 bits (writer.from_bf16 gives the values).
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "I8": np.dtype("i1"), "BF16": np.dtype("<u2")}
@@ -30,6 +30,8 @@ class TarnFile:
     schema_version: Tuple[int, int]
     weight_checksum: int  # as stored
     checksum_ok: bool  # whether it matches the buffers
+    file_checksum: Optional[int]  # as stored; None before schema 2.1
+    file_checksum_ok: Optional[bool]  # whether it matches the file's bytes; None without one
     tensor_offsets: Dict[str, int]  # file offset of each tensor's bytes
     file_size: int
 
@@ -118,6 +120,8 @@ def _read(s, model, data: bytes) -> TarnFile:
         kv = model.Metadata(i)
         metadata[kv.Key().decode("utf-8")] = (kv.Value() or b"").decode("utf-8")
     stored = model.WeightChecksum()
+    at = file_checksum_at(model, data)
+    whole = None if at is None else model.FileChecksum()
     return TarnFile(
         config=config,
         tensors=tensors,
@@ -128,6 +132,8 @@ def _read(s, model, data: bytes) -> TarnFile:
         schema_version=(major, minor),
         weight_checksum=stored,
         checksum_ok=checksum.intdigest() == stored,
+        file_checksum=whole,
+        file_checksum_ok=None if at is None else file_checksum(data, at) == whole,
         tensor_offsets=offsets,
         file_size=len(data),
     )

@@ -2,12 +2,15 @@
 
 Each tensor's bytes go in a Buffer of their own, 64-byte aligned in the file
 so that the runtime can use them in place from an mmap; weight_checksum is
-XXH64 (seed 0) over all buffers' bytes, concatenated in buffer order.
+XXH64 (seed 0) over all buffers' bytes, concatenated in buffer order, and
+file_checksum (schema 2.1) XXH64 (seed 0) of the whole file with its own 8
+bytes taken as zero.
 """
 
 import datetime
 import os
 import secrets
+import struct
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
@@ -37,6 +40,13 @@ DTYPES = ("f32", "f16", "i8", "bf16")
 # its bits (numpy has no bfloat16): the top 16 bits of each f32.
 BF16 = np.dtype(np.uint16)
 FILE_IDENTIFIER = b"TARN"
+# Model.file_checksum's vtable slot, 4 + 2 x its field index (38): flatc's
+# Python code has no name for it. A reader checks it against the generated
+# accessor (file_checksum_at).
+FILE_CHECKSUM_SLOT = 80
+# The largest file the runtime reads: it refuses FLATBUFFERS_MAX_BUFFER_SIZE
+# (2^31 - 1) bytes and more. The Python builder's own limit is 2^31.
+MAX_FILE_SIZE = (1 << 31) - 2
 
 
 DENSE_WEIGHTS = ("projection.weight", "linear1.weight", "linear2.weight", "head.weight")
@@ -204,7 +214,7 @@ def _check_read_back(tmp: Path, path: Path, config, stored, labels, audio, meta,
     """Reads the written temporary back with the converter's own reader and
     refuses it (it is then never renamed into place) unless it holds what
     was meant: the config, every tensor's dtype, shape, layout and bytes,
-    the labels, audio front end, metadata and checksum."""
+    the labels, audio front end, metadata and both checksums."""
     from .reader import read_tarn  # the reader imports this module
 
     def refuse(problem: str):
@@ -242,6 +252,8 @@ def _check_read_back(tmp: Path, path: Path, config, stored, labels, audio, meta,
         refuse("the metadata read back differs from that written")
     if f.weight_checksum != checksum or not f.checksum_ok:
         refuse(f"the weight checksum reads back as {f.weight_checksum:016x}, written {checksum:016x}")
+    if f.file_checksum is None or not f.file_checksum_ok:
+        refuse("the file checksum reads back " + ("absent" if f.file_checksum is None else "wrong for the file's bytes"))
 
 
 def _same_value(written, read) -> bool:
@@ -391,15 +403,41 @@ def _build(config, stored: Dict[str, np.ndarray], labels, audio, meta, blocked: 
         for name, array in stored.items()
     ]
     weight_bytes = sum(len(r) for r in raw)
-    limit = flatbuffers.builder.Builder.MAX_BUFFER_SIZE  # one FlatBuffer addresses 2 GiB
+    limit = min(flatbuffers.builder.Builder.MAX_BUFFER_SIZE, MAX_FILE_SIZE)  # one FlatBuffer addresses 2 GiB
     needed = _size_estimate(stored, raw, labels, audio, meta)
     if needed > limit:
         raise ConversionError(_too_large(f"about {needed}", weight_bytes, limit, dtype))
     try:
-        return _flatbuffer(s, min(needed, limit), config, stored, raw, layouts, labels, audio, meta)
+        blob, checksum = _flatbuffer(s, min(needed, limit), config, stored, raw, layouts, labels, audio, meta)
     except flatbuffers.builder.BuilderSizeError:
         # The estimate is near, not a bound: the builder may still run out.
         raise ConversionError(_too_large(f"more than {limit}", weight_bytes, limit, dtype)) from None
+    if len(blob) > limit:  # the builder's own limit is above the runtime's
+        raise ConversionError(_too_large(str(len(blob)), weight_bytes, limit, dtype))
+    return blob, checksum
+
+
+def file_checksum_at(model, data) -> Optional[int]:
+    """The file offset of `model`'s file_checksum (a schema Model read from
+    `data`), or None where the file has none (schema before 2.1)."""
+    field = model._tab.Offset(FILE_CHECKSUM_SLOT)
+    if not field:
+        return None
+    at = model._tab.Pos + field
+    if struct.unpack_from("<Q", data, at)[0] != model.FileChecksum():
+        raise AssertionError(f"FILE_CHECKSUM_SLOT {FILE_CHECKSUM_SLOT} is not file_checksum's slot in the generated code")
+    return at
+
+
+def file_checksum(data, at: int) -> int:
+    """XXH64 (seed 0) of `data` with the 8 bytes at `at`, file_checksum's
+    own, taken as zero: the value file_checksum holds."""
+    view = memoryview(data)
+    h = xxhash.xxh64(seed=0)
+    h.update(view[:at])
+    h.update(bytes(8))
+    h.update(view[at + 8 :])
+    return h.intdigest()
 
 
 def _too_large(needed: str, weight_bytes: int, limit: int, dtype: str) -> str:
@@ -486,12 +524,17 @@ def _flatbuffer(s, initial_size: int, config, stored, raw, layouts, labels, audi
     s.ModelAddBuffers(b, buffers_vector)
     s.ModelAddWeightChecksum(b, checksum)
     s.ModelAddMetadata(b, metadata_vector)
+    # A placeholder other than the default, so that the builder stores the
+    # field (it leaves out a default); the hash of the finished file replaces it.
+    s.ModelAddFileChecksum(b, 0xFFFFFFFFFFFFFFFF)
     b.Finish(s.ModelEnd(b), file_identifier=FILE_IDENTIFIER)
-    blob = bytes(b.Output())
+    blob = b.Output()  # a copy of the builder's bytes, patched in place
 
     for i, end in enumerate(data_ends):  # the property the runtime relies on
         if (len(blob) - end) % ALIGNMENT:
             raise AssertionError(f"buffer {i} landed at offset {len(blob) - end}, not {ALIGNMENT}-aligned")
+    at = file_checksum_at(s.Model.GetRootAs(blob, 0), blob)
+    struct.pack_into("<Q", blob, at, file_checksum(blob, at))
     return blob, checksum
 
 

@@ -306,6 +306,19 @@ def stored_bytes_by_dtype(path: Path) -> dict:
     return stored
 
 
+def stamped(data: bytes) -> bytes:
+    """A model file edited in place, with the file checksum (schema 2.1) a
+    writer of the edited values would have given it, so that a load checks
+    the values rather than refusing the file as damaged."""
+    from converter.schema_code import schema
+    from converter.writer import file_checksum, file_checksum_at
+
+    data = bytearray(data)
+    at = file_checksum_at(schema().Model.GetRootAs(data, 0), data)
+    data[at : at + 8] = file_checksum(data, at).to_bytes(8, "little")
+    return bytes(data)
+
+
 def make_input(config: ModelConfig, length: int, rng: np.random.Generator) -> np.ndarray:
     if config.input_kind == "tokens":
         return rng.integers(0, config.vocab_size, size=length, dtype=np.int32)

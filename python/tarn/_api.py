@@ -188,7 +188,10 @@ class Model(_NativeHandle):
     Immutable once loaded: any number of sessions, batches and recognizers on
     any number of threads may share it. close() (or leaving a `with` block)
     releases it: using it afterwards raises tarn.Error, and the file stays
-    mapped until the last session made from it is gone.
+    mapped until the last session made from it is gone. The weights are read
+    from the mapping in place, so meanwhile the file must not be truncated
+    (the process dies of SIGBUS) or rewritten in place (the weights change
+    under the model); renaming a new file over it, or deleting it, is safe.
 
         with tarn.Model("model.tarn") as model:
             session = model.session()
@@ -199,7 +202,8 @@ class Model(_NativeHandle):
     model keeps its f32 accuracy; "dot" quantises each row of activations to
     int8 and uses integer dot products: faster, with the activations'
     rounding as well (`tarn ... --int8 dot`). Other files ignore it.
-    verify_checksum: hash the weights and compare with the file's checksum.
+    verify_checksum: hash the file and compare with its checksum (the whole
+    file's, schema 2.1; the weights' in an older file).
     copy.copy() and copy.deepcopy() give the model itself (it is immutable
     and shared); pickling is refused (load the file again where needed).
     """

@@ -77,7 +77,9 @@ std::string Escaped(const std::string& text) {
 
 // The newest schema this runtime reads; files of an older minor are fine.
 constexpr uint16_t kSchemaMajor = 2;
-constexpr uint16_t kSchemaMinor = 0;
+constexpr uint16_t kSchemaMinor = 1;
+// The first schema whose files all carry a file_checksum.
+constexpr uint16_t kFileChecksumMinor = 1;
 // Major 1 files (schema/tarn.fbs's log) read as they did.
 constexpr uint16_t kOldestSchemaMajor = 1;
 
@@ -107,6 +109,48 @@ Status UnknownEnum(const char* field, int value, const std::string& known) {
                 std::string("config.") + field + ": enum value " +
                     std::to_string(value) +
                     " is unknown to this runtime (it knows " + known + ")");
+}
+
+// XXH64 (seed 0) of the weight buffers' bytes in buffer order: the file's
+// weight_checksum.
+uint64_t WeightChecksum(const schema::Model& flat) {
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  for (const schema::Buffer* b : *flat.buffers()) {
+    if (b->data() != nullptr)
+      XXH64_update(state, b->data()->data(), b->data()->size());
+  }
+  const uint64_t checksum = XXH64_digest(state);
+  XXH64_freeState(state);
+  return checksum;
+}
+
+// Where a schema 2.1 file holds its file_checksum (an offset in [0, size -
+// 8], the verifier saw to it), or null for an older file that has none.
+const uint8_t* FileChecksumField(const schema::Model& flat) {
+  return reinterpret_cast<const flatbuffers::Table&>(flat).GetAddressOf(
+      schema::Model::VT_FILE_CHECKSUM);
+}
+
+// XXH64 (seed 0) of the file's `size` bytes with file_checksum's own 8 (at
+// `field`) taken as zero: the file_checksum a writer stores.
+uint64_t FileChecksum(const uint8_t* bytes, size_t size, const uint8_t* field) {
+  static constexpr uint8_t kZero[sizeof(uint64_t)] = {};
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  XXH64_update(state, bytes, field - bytes);
+  XXH64_update(state, kZero, sizeof kZero);
+  XXH64_update(state, field + sizeof kZero,
+               size - (field - bytes) - sizeof kZero);
+  const uint64_t checksum = XXH64_digest(state);
+  XXH64_freeState(state);
+  return checksum;
+}
+
+std::string Hex(uint64_t value) {
+  std::ostringstream text;
+  text << std::hex << value;
+  return text.str();
 }
 
 template <typename Enum>
@@ -488,6 +532,14 @@ Status Model::Impl::Init(const void* data, size_t size,
     return Status(StatusCode::kInvalidArgument,
                   "model bytes must be 64-byte aligned in memory");
   }
+  // FlatBuffers' offsets are signed 32-bit: its verifier takes no more (it
+  // asserts, and without asserts would verify the file's first 2 GiB only).
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return Invalid("model is " + std::to_string(size) +
+                   " bytes, too large to be a tarn file: one FlatBuffer "
+                   "holds fewer than " +
+                   std::to_string(FLATBUFFERS_MAX_BUFFER_SIZE) + " bytes");
+  }
   flatbuffers::Verifier verifier(bytes, size);
   if (!schema::VerifyModelBuffer(verifier)) {
     return Invalid(
@@ -510,8 +562,18 @@ Status Model::Impl::Init(const void* data, size_t size,
             (version->major() > kSchemaMajor ? "upgrade tarn"
                                              : "re-convert the model"));
   }
+  // Before anything is read from the file, so that damage anywhere is
+  // reported as damage, not as whatever value it made.
+  if (options.verify_checksum) {
+    Status status = CheckFileChecksum(bytes, size);
+    if (!status.ok()) return status;
+  }
+  // A file checksum checked covers the weights: they are hashed once.
+  const bool has_file_checksum = FileChecksumField(*flat) != nullptr;
   Status status = ReadConfig();
-  if (status.ok()) status = ReadTensors(bytes, options.verify_checksum);
+  if (status.ok()) {
+    status = ReadTensors(bytes, options.verify_checksum && !has_file_checksum);
+  }
   if (status.ok()) status = CheckTensorSet();
   if (status.ok()) status = PrepareWeights(options.int8_compute);
   if (status.ok()) {
@@ -815,23 +877,44 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
                      "' share bytes of the file; each tensor has its own");
     }
   }
-  if (verify_checksum) {
-    XXH64_state_t* state = XXH64_createState();
-    XXH64_reset(state, 0);
-    for (const schema::Buffer* b : buffers) {
-      if (b->data() != nullptr)
-        XXH64_update(state, b->data()->data(), b->data()->size());
-    }
-    const uint64_t actual = XXH64_digest(state);
-    XXH64_freeState(state);
-    if (actual != flat->weight_checksum()) {
-      std::ostringstream message;
-      message << "model weights are damaged: checksum " << std::hex << actual
-              << " does not match the stored " << flat->weight_checksum();
-      return Invalid(message.str());
-    }
+  if (verify_checksum) return CheckWeightChecksum();
+  return Status::Ok();
+}
+
+Status Model::Impl::CheckWeightChecksum() const {
+  const uint64_t actual = WeightChecksum(*flat);
+  if (actual != flat->weight_checksum()) {
+    return Invalid("model weights are damaged: checksum " + Hex(actual) +
+                   " does not match the stored " +
+                   Hex(flat->weight_checksum()));
   }
   return Status::Ok();
+}
+
+// One hash over the whole file. On a mismatch the weights are hashed too, to
+// say which part is damaged.
+Status Model::Impl::CheckFileChecksum(const uint8_t* bytes, size_t size) const {
+  const uint8_t* field = FileChecksumField(*flat);
+  if (field == nullptr) {
+    const schema::SchemaVersion& version = *flat->schema_version();
+    if (version.major() == kSchemaMajor &&
+        version.minor() >= kFileChecksumMinor) {
+      return Invalid("model is damaged: it says schema " +
+                     std::to_string(version.major()) + "." +
+                     std::to_string(version.minor()) +
+                     ", whose files carry a file checksum, and has none");
+    }
+    return Status::Ok();  // older than 2.1: its weights are checked later
+  }
+  const uint64_t actual = FileChecksum(bytes, size, field);
+  if (actual == flat->file_checksum()) return Status::Ok();
+  Status weights = CheckWeightChecksum();
+  if (!weights.ok()) return weights;
+  return Invalid("model is damaged: checksum " + Hex(actual) +
+                 " of the file does not match the stored " +
+                 Hex(flat->file_checksum()) +
+                 " (its weights match their own checksum: the damage is "
+                 "outside them)");
 }
 
 Status Model::Impl::CheckTensorSet() {
@@ -1125,7 +1208,11 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows, size_t threads,
 }
 
 // The identity hashes what decides the meaning of a state: every
-// hyper-parameter, in a fixed order, seeded with the weights' checksum.
+// hyper-parameter, in a fixed order, seeded with the weights' checksum, and
+// in a file with a file checksum (schema 2.1) which bytes each tensor reads
+// and how. Not the metadata (a date, the converter's version) nor the audio
+// front end: a model converted again from the same checkpoint keeps its
+// identity, and its snapshots restore (docs/decisions.md).
 void Model::Impl::ComputeIdentity() {
   const ModelConfig& c = config;
   XXH64_state_t* h = XXH64_createState();
@@ -1165,6 +1252,21 @@ void Model::Impl::ComputeIdentity() {
       c.output_distribution != OutputDistribution::kNone) {
     for (uint32_t v : {c.position_concat_dim, c.output_levels}) add(v);
     add_string(Name(c.output_distribution));
+  }
+  // The weight checksum covers the buffers in order, not which tensor reads
+  // which buffer as what: two tensors' buffers swapped, or an f16 tensor
+  // relabelled bf16, are other weights. Only where the file has a file
+  // checksum, so that an older file keeps its identity and its snapshots.
+  if (FileChecksumField(*flat) != nullptr) {
+    add(static_cast<uint64_t>(flat->tensors()->size()));
+    for (const schema::Tensor* t : *flat->tensors()) {
+      add_string(t->name()->str());
+      add(static_cast<int32_t>(t->dtype()));
+      add(static_cast<int32_t>(t->layout()));
+      add(t->buffer());
+      add(static_cast<uint64_t>(t->shape()->size()));
+      for (int64_t dim : *t->shape()) add(dim);
+    }
   }
   identity = XXH64_digest(h);
   XXH64_freeState(h);

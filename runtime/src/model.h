@@ -163,6 +163,10 @@ class Model::Impl {
 
  private:
   Status ReadConfig();
+  // `size` bytes at `bytes` against the file_checksum, where the file has
+  // one (schema 2.1); a mismatch names the weights if they are damaged.
+  Status CheckFileChecksum(const uint8_t* bytes, size_t size) const;
+  Status CheckWeightChecksum() const;
   Status ReadTensors(const uint8_t* base, bool verify_checksum);
   Status CheckTensorSet();
   Status AttachScale(const std::string& name, TensorView* weight);

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.goldens import bf16_values, build_model, quantize_per_row, round_bf16, scaled_error, stored_bytes_by_dtype
+from tests.goldens import bf16_values, build_model, quantize_per_row, round_bf16, scaled_error, stamped, stored_bytes_by_dtype
 
 ROOT = Path(__file__).resolve().parents[2]
 TARN = os.environ.get("TARN_BIN")
@@ -221,6 +221,48 @@ def test_info_prints_the_schema_version(which):
     assert result.returncode == 0, result.stderr
     major, minor = read_tarn(path).schema_version
     assert result.stdout.splitlines()[0].endswith(f"{path} (schema {major}.{minor})")
+
+
+@pytest.mark.any_kernels
+def test_a_configuration_changed_in_place_is_refused_as_damage(tmp_path):
+    """Schema 2.1's file checksum: a freshly converted model whose norm_eps
+    was changed in place loaded without an error and computed other outputs
+    (the weight checksum covers the weights only). Stamped anew, as a
+    writer of that value would have, the same file loads."""
+    from converter import convert_state_dict
+    from converter.reference import ModelConfig
+
+    config = ModelConfig(d_model=16, num_layers=1, num_heads=2, d_key=8, d_value=8, d_ff=32, vocab_size=10,
+                         output_dim=10, norm_eps=3.25e-6)
+    path = tmp_path / "model.tarn"
+    convert_state_dict(build_model(config, 0).state_dict(), config, path)
+    blob = bytearray(path.read_bytes())
+    stored = np.float32(3.25e-6).tobytes()
+    assert blob.count(stored) == 1
+    at = blob.index(stored)
+    blob[at : at + 4] = np.float32(0.5).tobytes()
+    path.write_bytes(bytes(blob))
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "model is damaged: checksum " in result.stderr
+    assert "(its weights match their own checksum: the damage is outside them)" in result.stderr
+
+    path.write_bytes(stamped(blob))
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "-norm, eps 0.5)" in result.stdout
+
+
+# Committed models, files of older schemas (no file checksum) among them.
+COMMITTED_MODELS = sorted((ROOT / "tests" / "fuzz" / "seeds").glob("*.tarn")) + sorted(ROOT.glob("examples/*/model/*.tarn"))
+
+
+@pytest.mark.any_kernels
+@pytest.mark.parametrize("path", COMMITTED_MODELS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_models_load(path):
+    """Files of older schemas load as before, their weights checked."""
+    result = subprocess.run([TARN, "info", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.any_kernels
@@ -688,7 +730,7 @@ def test_labels_that_are_not_text_are_refused_at_load(tmp_path):
     data = bytearray((GOLDENS / "speech" / "model.tarn").read_bytes())
     at = data.index(b"<blank>")
     data[at] = 0xFF
-    (tmp_path / "model.tarn").write_bytes(bytes(data))
+    (tmp_path / "model.tarn").write_bytes(stamped(data))
     result = subprocess.run([TARN, "info", str(tmp_path / "model.tarn")], capture_output=True, text=True)
     assert result.returncode == 1 and "is not UTF-8 text" in result.stderr, result.stderr
 

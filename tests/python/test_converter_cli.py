@@ -30,12 +30,13 @@ def test_convert_then_inspect(tmp_path, small_config, small_state_dict):
     result = run_cli("inspect", out)
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "schema 2.0" in text
+    assert "schema 2.1" in text
     for field, value in small_config.to_dict().items():
         assert f"  {field:<20} {value}" in text, field
     assert "token_embedding.weight" in text and "f16  40x32" in text
     assert "layers.0.attention.feature_map.omega" in text
     assert "weight checksum:" in text and " ok" in text
+    assert f"file checksum:   {f.file_checksum:016x} ok" in text
     assert "source: " + str(checkpoint) in text
     assert "labels (40): ' ', \"'\"" in text
 
@@ -52,6 +53,19 @@ def test_inspect_reports_a_damaged_file(tmp_path, small_config, small_state_dict
     result = run_cli("inspect", out)
     assert result.returncode == 1
     assert "BAD" in result.stdout
+
+
+def test_inspect_reports_damage_outside_the_weights(tmp_path, small_config, small_state_dict):
+    checkpoint, out = tmp_path / "model.pt", tmp_path / "model.tarn"
+    torch.save(small_state_dict, checkpoint)
+    assert run_cli("convert", checkpoint, out, "--config", json.dumps(small_config.to_dict()), "--meta", "run=42").returncode == 0
+    blob = bytearray(out.read_bytes())
+    blob[blob.index(b"42")] ^= 0x01
+    out.write_bytes(bytes(blob))
+    result = run_cli("inspect", out)
+    assert result.returncode == 1
+    assert "weight checksum:" in result.stdout and "file checksum:" in result.stdout
+    assert "BAD (the file does not match: damaged file)" in result.stdout
 
 
 def test_errors_are_one_line_without_traceback(tmp_path, small_config, small_state_dict):

@@ -75,7 +75,8 @@ def test_round_trip(config, tmp_path):
     convert_state_dict(model.state_dict(), config, path, labels=labels, audio=audio, metadata={"note": "x"})
 
     f = read_tarn(path)
-    assert f.schema_version == (2, 0)
+    assert f.schema_version == (2, 1)
+    assert f.file_checksum_ok
     assert_same_config(f.config, config)
     if config.feature_map == "favor+":
         assert f.config.favor_softmax_temp == 0.3  # tokens_favor_conv's, not the 1/sqrt(d_key) of a lost field
@@ -242,6 +243,58 @@ def test_damaged_weights_fail_the_checksum(tmp_path, small_config, small_state_d
     blob[f.tensor_offsets["head.bias"]] ^= 0x01
     path.write_bytes(bytes(blob))
     assert not read_tarn(path).checksum_ok
+
+
+def test_file_checksum_is_xxh64_of_the_file_with_its_own_bytes_zeroed(tmp_path, small_config, small_state_dict):
+    """Schema 2.1: the whole file is covered, found here independently of
+    the reader (the stored value's 8 bytes, zeroed where they lie)."""
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    f = read_tarn(path)
+    assert f.schema_version == (2, 1)
+    assert f.file_checksum is not None and f.file_checksum_ok
+    blob = path.read_bytes()
+    stored = f.file_checksum.to_bytes(8, "little")
+    assert blob.count(stored) == 1
+    at = blob.index(stored)
+    assert at % 8 == 0
+    assert xxhash.xxh64(blob[:at] + bytes(8) + blob[at + 8 :], seed=0).intdigest() == f.file_checksum
+
+
+@pytest.mark.parametrize("where", ["config", "metadata", "tensor record"])
+def test_damage_outside_the_weights_fails_the_file_checksum(tmp_path, small_config, small_state_dict, where):
+    path = tmp_path / "model.tarn"
+    config = dataclasses.replace(small_config, norm_eps=3.25e-6)  # stored: not the default
+    convert_state_dict(small_state_dict, config, path, metadata={"note": "a note"})
+    blob = bytearray(path.read_bytes())
+    needle = {"config": np.float32(3.25e-6).tobytes(), "metadata": b"a note", "tensor record": b"head.bias"}[where]
+    assert blob.count(needle) == 1
+    blob[blob.index(needle)] ^= 0x01
+    path.write_bytes(bytes(blob))
+    f = read_tarn(path)
+    assert f.checksum_ok and f.file_checksum_ok is False
+
+
+def test_a_file_without_a_file_checksum_reads(tmp_path, small_config, small_state_dict):
+    """Files before schema 2.1: the field absent from the model's vtable."""
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    blob = bytearray(path.read_bytes())
+    root = int.from_bytes(blob[:4], "little")
+    vtable = root - int.from_bytes(blob[root : root + 4], "little", signed=True)
+    slot = vtable + converter.writer.FILE_CHECKSUM_SLOT
+    blob[slot : slot + 2] = bytes(2)
+    path.write_bytes(bytes(blob))
+    f = read_tarn(path)
+    assert f.file_checksum is None and f.file_checksum_ok is None and f.checksum_ok
+
+
+def test_read_back_refuses_a_wrong_file_checksum(tmp_path, small_config, small_state_dict, monkeypatch):
+    monkeypatch.setattr(converter.writer, "file_checksum", lambda data, at: 12345)
+    path = tmp_path / "m.tarn"
+    with pytest.raises(ConversionError, match=r"read-back check of .*m\.tarn failed: the file checksum reads back wrong for the file's bytes; the file was not written$"):
+        convert_state_dict(small_state_dict, small_config, path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_f16_stores_matrices_and_embeddings_only(tmp_path, small_config, small_state_dict):
@@ -684,6 +737,17 @@ def test_a_builder_that_runs_out_of_room_is_a_conversion_error(tmp_path, monkeyp
     monkeypatch.setattr(converter.writer, "_size_estimate", lambda *args: 2**12)
     with pytest.raises(ConversionError, match=r"^the model is too large for one \.tarn file: it needs more than 16384 bytes \(\d+ of weights"):
         convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn", dtype="i8")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_past_the_runtimes_limit_is_refused(tmp_path, monkeypatch, small_config, small_state_dict):
+    """The runtime reads files under 2^31 - 1 bytes, a byte under the
+    builder's own limit: a file the builder makes past it is refused too.
+    Scaled down: the file limit lowered to 4 KiB, the estimate fooled."""
+    monkeypatch.setattr(converter.writer, "MAX_FILE_SIZE", 2**12)
+    monkeypatch.setattr(converter.writer, "_size_estimate", lambda *args: 2**10)
+    with pytest.raises(ConversionError, match=r"^the model is too large for one \.tarn file: it needs \d+ bytes .* holds at most 4096"):
+        convert_state_dict(small_state_dict, small_config, tmp_path / "m.tarn")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -14,6 +15,8 @@
 
 #include "tarn_generated.h"
 #include "test_models.h"
+#define XXH_INLINE_ALL
+#include "xxhash.h"
 
 namespace tarn::testing {
 namespace {
@@ -23,6 +26,42 @@ using ::testing::HasSubstr;
 Status LoadBytes(AlignedBytes& bytes) {
   std::unique_ptr<Model> model;
   return Model::FromBuffer(bytes.data(), bytes.size(), &model);
+}
+
+// Where an edited file keeps its file_checksum (schema 2.1), or null.
+uint8_t* FileChecksumField(AlignedBytes& bytes) {
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (!schema::VerifyModelBuffer(verifier)) return nullptr;
+  return reinterpret_cast<flatbuffers::Table*>(
+             schema::GetMutableModel(bytes.data()))
+      ->GetAddressOf(schema::Model::VT_FILE_CHECKSUM);
+}
+
+// The file checksum an edited file would have had from a writer that wrote
+// the edited values, so that a load checks those values, not the checksum.
+void Restamp(AlignedBytes& bytes) {
+  uint8_t* field = FileChecksumField(bytes);
+  if (field == nullptr) return;
+  std::memset(field, 0, sizeof(uint64_t));
+  const uint64_t checksum = XXH64(bytes.data(), bytes.size(), 0);
+  std::memcpy(field, &checksum, sizeof checksum);
+}
+
+// A file whose edits a writer made: its checksum matches them.
+Status LoadEdited(AlignedBytes& bytes) {
+  Restamp(bytes);
+  return LoadBytes(bytes);
+}
+
+// The file's tensor `name`, for editing in place; nullptr if it has none.
+schema::Tensor* FindTensor(AlignedBytes& bytes, const std::string& name) {
+  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    if (tensors->Get(i)->name()->str() == name) {
+      return tensors->GetMutableObject(i);
+    }
+  }
+  return nullptr;
 }
 
 TEST(BadModel, MissingFile) {
@@ -103,11 +142,233 @@ TEST(BadModel, CorruptedWeightByte) {
   EXPECT_THAT(status.message(), HasSubstr("weights are damaged: checksum"));
 }
 
+// The file checksum (schema 2.1) covers what the weight checksum does not:
+// each edit below loaded without an error before it, and ran other
+// weights or another configuration.
+TEST(BadModel, DamageOutsideTheWeightsIsRefused) {
+  struct Case {
+    const char* model;
+    const char* edit;
+    void (*apply)(AlignedBytes&);
+  };
+  const Case cases[] = {
+      {"relu", "two tensors' buffers swapped",
+       [](AlignedBytes& bytes) {
+         schema::Tensor* q =
+             FindTensor(bytes, "layers.0.attention.query_projection.weight");
+         schema::Tensor* k =
+             FindTensor(bytes, "layers.0.attention.key_projection.weight");
+         const uint32_t q_buffer = q->buffer();
+         ASSERT_TRUE(q->mutate_buffer(k->buffer()));
+         ASSERT_TRUE(k->mutate_buffer(q_buffer));
+       }},
+      {"tokens_f16", "an f16 tensor relabelled bf16",
+       [](AlignedBytes& bytes) {
+         schema::Tensor* head = FindTensor(bytes, "head.weight");
+         ASSERT_EQ(head->dtype(), schema::DType::F16);
+         ASSERT_TRUE(head->mutate_dtype(schema::DType::BF16));
+       }},
+      {"tokens_bf16", "a bf16 tensor relabelled f16",
+       [](AlignedBytes& bytes) {
+         schema::Tensor* head = FindTensor(bytes, "head.weight");
+         ASSERT_EQ(head->dtype(), schema::DType::BF16);
+         ASSERT_TRUE(head->mutate_dtype(schema::DType::F16));
+       }},
+      {"speech", "a label",
+       [](AlignedBytes& bytes) {
+         auto* labels = schema::GetMutableModel(bytes.data())->mutable_labels();
+         ASSERT_EQ(labels->Get(5)->str(), "d");
+         labels->GetMutableObject(5)->data()[0] = 'x';
+       }},
+      {"speech", "the audio front end's feature mean",
+       [](AlignedBytes& bytes) {
+         auto* mean = schema::GetMutableModel(bytes.data())
+                          ->mutable_audio()
+                          ->mutable_feature_mean();
+         mean->Mutate(2, mean->Get(2) + 1.0f);
+       }},
+      {"favor", "a hyper-parameter (favor+'s softmax temperature)",
+       [](AlignedBytes& bytes) {
+         auto* model = schema::GetMutableModel(bytes.data());
+         ASSERT_TRUE(
+             model->mutate_favor_softmax_temp(model->favor_softmax_temp() * 2));
+       }},
+      {"relu", "a metadata value",
+       [](AlignedBytes& bytes) {
+         auto* metadata =
+             schema::GetMutableModel(bytes.data())->mutable_metadata();
+         for (uint32_t i = 0; i < metadata->size(); ++i) {
+           if (metadata->Get(i)->key()->str() == "date") {
+             metadata->GetMutableObject(i)->mutable_value()->data()[0] ^= 1;
+             return;
+           }
+         }
+         FAIL() << "no date";
+       }},
+  };
+  for (const Case& c : cases) {
+    AlignedBytes bytes(GoldenModelPath(c.model));
+    ASSERT_NE(FileChecksumField(bytes), nullptr) << c.model;
+    c.apply(bytes);
+    Status status = LoadBytes(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel) << c.edit;
+    EXPECT_THAT(status.message(), HasSubstr("model is damaged: checksum "))
+        << c.edit;
+    EXPECT_THAT(status.message(),
+                HasSubstr(" of the file does not match the stored "))
+        << c.edit;
+    EXPECT_THAT(status.message(), HasSubstr("the damage is outside them"))
+        << c.edit;
+    // The edit itself is loadable: the checksum is what refused it.
+    LoadOptions unchecked;
+    unchecked.verify_checksum = false;
+    std::unique_ptr<Model> model;
+    EXPECT_TRUE(
+        Model::FromBuffer(bytes.data(), bytes.size(), &model, unchecked).ok())
+        << c.edit;
+  }
+}
+
+// A damaged weight byte is named as such, as before the file checksum.
+TEST(BadModel, DamagedWeightsAreNamedUnderTheFileChecksum) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  ASSERT_NE(FileChecksumField(bytes), nullptr);
+  auto* data = schema::GetMutableModel(bytes.data())
+                   ->mutable_buffers()
+                   ->GetMutableObject(3)
+                   ->mutable_data();
+  data->Mutate(5, data->Get(5) ^ 0x10);
+  const Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("weights are damaged: checksum"));
+}
+
+// Bytes appended to a file are damage too (a copy gone wrong).
+TEST(BadModel, BytesAppendedAreRefused) {
+  AlignedBytes file(GoldenModelPath("relu"));
+  AlignedBytes longer(file.size() + 64);
+  std::copy_n(file.data(), file.size(), longer.data());
+  std::fill_n(longer.data() + file.size(), 64, 0);
+  Status status = LoadBytes(longer);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("model is damaged: checksum"));
+}
+
+// The identity names the weights as the tensors read them: a swapped pair
+// of buffers or a relabelled dtype is another model (loaded unchecked), a
+// file differing only in its metadata (converted again, another date) the
+// same one.
+TEST(BadModel, IdentityFollowsWhichBytesEachTensorReads) {
+  LoadOptions unchecked;
+  unchecked.verify_checksum = false;
+  const auto identity = [&](AlignedBytes& bytes) -> uint64_t {
+    std::unique_ptr<Model> model;
+    Status status =
+        Model::FromBuffer(bytes.data(), bytes.size(), &model, unchecked);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return model ? model->identity() : 0;
+  };
+  AlignedBytes original(GoldenModelPath("relu"));
+  const uint64_t before = identity(original);
+
+  AlignedBytes swapped(GoldenModelPath("relu"));
+  schema::Tensor* q =
+      FindTensor(swapped, "layers.0.attention.query_projection.weight");
+  schema::Tensor* k =
+      FindTensor(swapped, "layers.0.attention.key_projection.weight");
+  const uint32_t q_buffer = q->buffer();
+  ASSERT_TRUE(q->mutate_buffer(k->buffer()));
+  ASSERT_TRUE(k->mutate_buffer(q_buffer));
+  EXPECT_NE(identity(swapped), before);
+
+  AlignedBytes f16(GoldenModelPath("tokens_f16"));
+  const uint64_t f16_before = identity(f16);
+  ASSERT_TRUE(
+      FindTensor(f16, "head.weight")->mutate_dtype(schema::DType::BF16));
+  EXPECT_NE(identity(f16), f16_before);
+
+  AlignedBytes dated(GoldenModelPath("relu"));
+  auto* metadata = schema::GetMutableModel(dated.data())->mutable_metadata();
+  for (uint32_t i = 0; i < metadata->size(); ++i) {
+    if (metadata->Get(i)->key()->str() == "date") {
+      metadata->GetMutableObject(i)->mutable_value()->data()[0] ^= 1;
+    }
+  }
+  Restamp(dated);
+  EXPECT_EQ(identity(dated), before);
+}
+
+// A file as writers before schema 2.1 made it: no file_checksum in the
+// model table's vtable. It loads, its weights checked as before.
+void MakeOlder(AlignedBytes& bytes) {
+  auto* model = schema::GetMutableModel(bytes.data());
+  auto* table = reinterpret_cast<uint8_t*>(model);
+  uint8_t* vtable =
+      table - flatbuffers::ReadScalar<flatbuffers::soffset_t>(table);
+  ASSERT_LT(schema::Model::VT_FILE_CHECKSUM,
+            flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable));
+  flatbuffers::WriteScalar<flatbuffers::voffset_t>(
+      vtable + schema::Model::VT_FILE_CHECKSUM, 0);
+  ASSERT_EQ(FileChecksumField(bytes), nullptr);
+  model->mutable_schema_version()->mutate_minor(0);
+}
+
+TEST(BadModel, FileWithoutAFileChecksumLoadsAsBefore) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  MakeOlder(bytes);
+  std::unique_ptr<Model> model;
+  Status status = Model::FromBuffer(bytes.data(), bytes.size(), &model);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(model->schema_version().major, 2u);
+  EXPECT_EQ(model->schema_version().minor, 0u);
+
+  auto* data = schema::GetMutableModel(bytes.data())
+                   ->mutable_buffers()
+                   ->GetMutableObject(3)
+                   ->mutable_data();
+  data->Mutate(5, data->Get(5) ^ 0x10);
+  status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(), HasSubstr("weights are damaged: checksum"));
+}
+
+// A 2.1 file always has one: a file that says 2.1 and has none lost it.
+TEST(BadModel, FileChecksumMissingFromASchema21File) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  MakeOlder(bytes);
+  schema::GetMutableModel(bytes.data())
+      ->mutable_schema_version()
+      ->mutate_minor(1);
+  Status status = LoadBytes(bytes);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("model is damaged: it says schema 2.1, whose files "
+                        "carry a file checksum, and has none"));
+}
+
+// FlatBuffers addresses less than 2 GiB: a larger file is refused before
+// its verifier (which asserts on one) is built. Sparse: no disk is used.
+TEST(BadModel, FileOfTwoGibibytesIsRefused) {
+  AlignedBytes bytes(GoldenModelPath("relu"));
+  const std::string path = ::testing::TempDir() + "two-gibibytes.tarn";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  ASSERT_EQ(truncate(path.c_str(), off_t{1} << 31), 0) << std::strerror(errno);
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(path, &model);
+  std::remove(path.c_str());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
+  EXPECT_THAT(status.message(),
+              HasSubstr("model is 2147483648 bytes, too large to be a tarn "
+                        "file: one FlatBuffer holds fewer than 2147483647 "
+                        "bytes"));
+}
+
 TEST(BadModel, ConfigDisagreesWithTensorShapes) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   auto* model = schema::GetMutableModel(bytes.data());
   ASSERT_TRUE(model->mutate_d_ff(model->d_ff() + 1));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("tensor 'layers.0.linear1.bias': expected shape [65], "
@@ -119,7 +380,7 @@ TEST(BadModel, TensorPointsPastTheBuffers) {
   auto* model = schema::GetMutableModel(bytes.data());
   ASSERT_TRUE(
       model->mutable_tensors()->GetMutableObject(1)->mutate_buffer(100000));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("refers to buffer 100000"));
 }
@@ -239,6 +500,7 @@ TEST(BadModel, SchemaMajorOneIsRead) {
   schema::GetMutableModel(bytes.data())
       ->mutable_schema_version()
       ->mutate_minor(5);
+  Restamp(bytes);
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::FromBuffer(bytes.data(), bytes.size(), &model).ok());
   EXPECT_EQ(model->schema_version().major, 1u);
@@ -250,7 +512,7 @@ TEST(BadModel, NewerSchemaMinorIsRead) {
   schema::GetMutableModel(bytes.data())
       ->mutable_schema_version()
       ->mutate_minor(99);
-  EXPECT_TRUE(LoadBytes(bytes).ok());
+  EXPECT_TRUE(LoadEdited(bytes).ok());
 }
 
 // A value the runtime's enums do not mirror (a newer schema's, or a damaged
@@ -260,7 +522,7 @@ TEST(BadModel, EnumValueFromTheFuture) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   ASSERT_TRUE(schema::GetMutableModel(bytes.data())
                   ->mutate_feature_map(static_cast<schema::FeatureMap>(9)));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_THAT(status.message(),
               HasSubstr("config.feature_map: enum value 9 is unknown to this "
@@ -324,7 +586,7 @@ TEST(BadModel, EveryEnumFieldRefusesAnUnknownValue) {
     AlignedBytes bytes(GoldenModelPath(c.model));
     ASSERT_TRUE(c.mutate(schema::GetMutableModel(bytes.data())))
         << c.model << " does not store " << c.field;
-    Status status = LoadBytes(bytes);
+    Status status = LoadEdited(bytes);
     EXPECT_EQ(status.code(), StatusCode::kUnsupported) << c.field;
     EXPECT_THAT(status.message(),
                 HasSubstr(std::string("config.") + c.field + ": enum value "))
@@ -346,7 +608,7 @@ TEST(BadModel, TensorDtypeFromTheFuture) {
     }
   }
   ASSERT_TRUE(mutated);
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("has an unknown dtype 7"));
 }
@@ -354,7 +616,7 @@ TEST(BadModel, TensorDtypeFromTheFuture) {
 TEST(BadModel, HyperParameterOutOfRange) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   ASSERT_TRUE(schema::GetMutableModel(bytes.data())->mutate_num_heads(0));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("hyper-parameter num_heads = 0 is outside [1, 65536]"));
@@ -369,7 +631,7 @@ TEST(BadModel, ConcatenatedPositionOutOfPlace) {
                       }}) {
     AlignedBytes bytes(GoldenModelPath("concat_mixture"));
     ASSERT_TRUE(mutate(schema::GetMutableModel(bytes.data())));
-    Status status = LoadBytes(bytes);
+    Status status = LoadEdited(bytes);
     EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
     EXPECT_THAT(status.message(),
                 HasSubstr("needs token input, sinusoidal position and a value "
@@ -381,7 +643,7 @@ TEST(BadModel, ConcatenatedPositionDisagreesWithTheEmbedding) {
   AlignedBytes bytes(GoldenModelPath("concat_mixture"));
   ASSERT_TRUE(
       schema::GetMutableModel(bytes.data())->mutate_position_concat_dim(8));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("tensor 'token_embedding.weight': expected shape "
@@ -391,7 +653,7 @@ TEST(BadModel, ConcatenatedPositionDisagreesWithTheEmbedding) {
 TEST(BadModel, LogisticMixtureOfWrongShape) {
   AlignedBytes bytes(GoldenModelPath("concat_mixture"));
   ASSERT_TRUE(schema::GetMutableModel(bytes.data())->mutate_output_dim(31));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("logistic-mixture output needs output_dim = 3 x "
@@ -399,7 +661,7 @@ TEST(BadModel, LogisticMixtureOfWrongShape) {
 
   AlignedBytes levels(GoldenModelPath("concat_mixture"));
   ASSERT_TRUE(schema::GetMutableModel(levels.data())->mutate_output_levels(1));
-  status = LoadBytes(levels);
+  status = LoadEdited(levels);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("output_levels = 1 is outside [2, "));
 }
@@ -409,22 +671,11 @@ TEST(BadModel, OutputDistributionFromTheFuture) {
   ASSERT_TRUE(schema::GetMutableModel(bytes.data())
                   ->mutate_output_distribution(
                       static_cast<schema::OutputDistribution>(7)));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_THAT(status.message(),
               HasSubstr("config.output_distribution: enum value 7 is unknown "
                         "to this runtime (it knows none, logistic-mixture)"));
-}
-
-// The file's tensor `name`, for editing in place; nullptr if it has none.
-schema::Tensor* FindTensor(AlignedBytes& bytes, const std::string& name) {
-  auto* tensors = schema::GetMutableModel(bytes.data())->mutable_tensors();
-  for (size_t i = 0; i < tensors->size(); ++i) {
-    if (tensors->Get(i)->name()->str() == name) {
-      return tensors->GetMutableObject(i);
-    }
-  }
-  return nullptr;
 }
 
 // Renames tensor `from` to `to` in place (same length).
@@ -445,7 +696,7 @@ TEST(BadModel, BlockedTensorOfWrongShape) {
   ASSERT_EQ(weight->layout(), schema::TensorLayout::DenseBlocked16);
   const int64_t inputs = weight->shape()->Get(1);
   weight->mutable_shape()->Mutate(1, inputs + 1);
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("tensor 'layers.0.linear1.weight'"));
   EXPECT_THAT(status.message(), HasSubstr("(dense_blocked16) needs"));
@@ -460,7 +711,7 @@ TEST(BadModel, TensorWhoseElementCountWraps) {
   ASSERT_NE(weight, nullptr);
   weight->mutable_shape()->Mutate(0, int64_t{1} << 32);
   weight->mutable_shape()->Mutate(1, int64_t{1} << 32);
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("tensor 'layers.0.linear1.weight' is implausibly "
@@ -475,7 +726,7 @@ TEST(BadModel, BlockedTensorOfWrongSize) {
   ASSERT_NE(head, nullptr);
   ASSERT_NE(head->shape()->Get(0) % 16, 0);
   ASSERT_TRUE(head->mutate_layout(schema::TensorLayout::RowMajor));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("tensor 'head.weight'"));
   EXPECT_THAT(status.message(), HasSubstr("its buffer holds"));
@@ -486,7 +737,7 @@ TEST(BadModel, TensorLayoutFromTheFuture) {
   schema::Tensor* weight = FindTensor(bytes, "layers.0.linear2.weight");
   ASSERT_NE(weight, nullptr);
   ASSERT_TRUE(weight->mutate_layout(static_cast<schema::TensorLayout>(7)));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("tensor 'layers.0.linear2.weight' has an unknown "
@@ -496,7 +747,7 @@ TEST(BadModel, TensorLayoutFromTheFuture) {
 TEST(BadModel, MissingTensor) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   RenameTensor(bytes, "layers.1.norm2.bias", "layers.1.norm2.bia_");
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("model lacks tensor 'layers.1.norm2.bias' [32]"));
@@ -505,7 +756,7 @@ TEST(BadModel, MissingTensor) {
 TEST(BadModel, DuplicateTensor) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   RenameTensor(bytes, "layers.1.norm2.bias", "layers.1.norm1.bias");
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("tensor 'layers.1.norm1.bias' appears twice"));
@@ -514,7 +765,7 @@ TEST(BadModel, DuplicateTensor) {
 TEST(BadModel, TensorTheConfigurationDoesNotUse) {
   AlignedBytes bytes(GoldenModelPath("relu"));
   RenameTensor(bytes, "layers.1.norm2.bias", "layers.9.norm2.bias");
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   // The set is checked from the configuration's side first.
   EXPECT_THAT(status.message(), HasSubstr("'layers.1.norm2.bias'"));
@@ -526,7 +777,7 @@ TEST(BadModel, I8WeightWithoutItsScales) {
   AlignedBytes bytes(GoldenModelPath("tokens_i8"));
   RenameTensor(bytes, "layers.0.linear1.weight.scale",
                "layers.0.linear1.weight.scal_");
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(),
               HasSubstr("i8 tensor 'layers.0.linear1.weight' lacks its scales "
@@ -538,7 +789,7 @@ TEST(BadModel, I8WeightRelabelledF32) {
   schema::Tensor* weight = FindTensor(bytes, "layers.0.linear1.weight");
   ASSERT_NE(weight, nullptr);
   ASSERT_TRUE(weight->mutate_dtype(schema::DType::F32));
-  Status status = LoadBytes(bytes);
+  Status status = LoadEdited(bytes);
   EXPECT_EQ(status.code(), StatusCode::kInvalidModel);
   EXPECT_THAT(status.message(), HasSubstr("tensor 'layers.0.linear1.weight'"));
   EXPECT_THAT(status.message(), HasSubstr("its buffer holds"));

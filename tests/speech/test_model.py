@@ -24,7 +24,7 @@ ASR = ROOT / "examples" / "asr"
 sys.path.insert(0, str(ASR))
 
 import features  # noqa: E402
-from tests.goldens import model_as_stored, scaled_error, stored_bytes_by_dtype  # noqa: E402
+from tests.goldens import model_as_stored, scaled_error, stamped, stored_bytes_by_dtype  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -301,13 +301,13 @@ def test_a_speakers_model_keeps_its_warp(adapted, tarn):
 
 def test_a_stored_warp_out_of_range_is_refused(adapted, tarn, tmp_path):
     """A file whose stored warp is 3 (written past the converter, which
-    refuses it) loads, but no recognizer starts on it: the error names the
-    warp."""
+    refuses it, and stamped with its file checksum) loads, but no recognizer
+    starts on it: the error names the warp."""
     data = adapted[0].read_bytes()
     stored = np.float32(0.9).tobytes()
     assert data.count(stored) == 1, "the warp's bytes are not unique in the file"
     bad = tmp_path / "bad.tarn"
-    bad.write_bytes(data.replace(stored, np.float32(3.0).tobytes()))
+    bad.write_bytes(stamped(data.replace(stored, np.float32(3.0).tobytes())))
     r = subprocess.run([tarn, "transcribe", str(bad), str(WAVS[0])], capture_output=True, text=True)
     assert r.returncode != 0 and "warp 3 is outside [0.5, 2]" in r.stderr, r.stderr
 

@@ -175,12 +175,17 @@ typedef enum tarn_input_kind {
   TARN_INPUT_FRAMES = 1  /* steps take frames of tarn_model_frame_size() */
 } tarn_input_kind;
 
-/* Maps and validates a .tarn file completely (structure, every shape, the
- * weights' checksum). On success *model is the caller's, to free with
- * tarn_model_free(). */
+/* Maps and validates a .tarn file completely (size, structure, the
+ * checksum, every shape). On success *model is the caller's, to free with
+ * tarn_model_free(). Its weights are read from the mapping in place until
+ * the model and its sessions are freed: meanwhile the file must not be
+ * truncated (a step dies of SIGBUS) or rewritten in place (the weights
+ * change under the model); renaming a new file over it, or deleting it, is
+ * safe. */
 tarn_status tarn_model_load(const char* path, tarn_model** model);
 /* The same from bytes in memory: 64-byte aligned, alive and unchanged until
- * the model is freed (its weights are read there, in place). */
+ * the model is freed (its weights are read there, in place); `size` is the
+ * file's own (bytes past its end fail a schema 2.1 file's checksum). */
 tarn_status tarn_model_load_from_buffer(const void* data, size_t size,
                                         tarn_model** model);
 
@@ -199,8 +204,9 @@ typedef enum tarn_int8_compute {
 typedef struct tarn_load_options {
   /* sizeof(tarn_load_options), set by tarn_load_options_default(). */
   size_t struct_size;
-  /* Hash the weight bytes and compare with the checksum stored in the file;
-   * false skips the hash (a model known good, loaded often). */
+  /* Hash the file and compare with the checksum stored in it (the whole
+   * file's, schema 2.1; the weights' in an older file); false skips the hash
+   * (a model known good, loaded often). */
   bool verify_checksum;
   /* Dense layers of an int8 file, a tarn_int8_compute (an int32_t, so that
    * any value a caller stores is a defined one the library can refuse);
@@ -253,7 +259,8 @@ typedef enum tarn_dtype {
  * `dtype` (0 for a value outside tarn_dtype). */
 size_t tarn_model_weight_bytes(const tarn_model* model);
 size_t tarn_model_weight_bytes_of(const tarn_model* model, tarn_dtype dtype);
-/* A hash of the configuration and weights; snapshots carry it. */
+/* A hash of the configuration and weights (not the metadata); snapshots
+ * carry it. */
 uint64_t tarn_model_identity(const tarn_model* model);
 /* The schema version the file was written in; 0.0 for a null model. */
 void tarn_model_schema_version(const tarn_model* model, uint32_t* major,

@@ -208,7 +208,10 @@ enum class Int8Compute {
 };
 
 struct LoadOptions {
-  // Hash the weight bytes and compare with the checksum stored in the file.
+  // Hash the file and compare with the checksum stored in it: the whole
+  // file's (schema 2.1), or the weights' in an older file. A mismatch is
+  // kInvalidModel "model is damaged: ..." ("model weights are damaged: ..."
+  // where the weights are).
   bool verify_checksum = true;
   // Dense layers of an int8 file (the others ignore it). Layers wider than
   // kernels' kDenseQ8MaxInputs (8192) inputs stay exact.
@@ -286,15 +289,21 @@ struct ModelAccess;  // runtime/src/model.h
 
 class Model {
  public:
-  // Maps `path` and validates it completely: FlatBuffers verifier, schema
-  // version, every hyper-parameter, every tensor's name, type and shape,
-  // alignment and (optionally) the weight checksum.
+  // Maps `path` and validates it completely: size (under 2 GiB, FlatBuffers'
+  // limit), FlatBuffers verifier, schema version, (optionally) the checksum,
+  // every hyper-parameter, every tensor's name, type and shape, alignment.
+  // The weights are read from the mapping in place while the model and any
+  // session made from it live: the file must not be truncated (a step then
+  // dies of SIGBUS) or rewritten in place (the weights change under the
+  // model). Replacing it by renaming a new file over it, or deleting it, is
+  // safe: the mapping keeps the old file's bytes.
   static Status Load(const std::string& path, std::unique_ptr<Model>* model,
                      const LoadOptions& options = LoadOptions());
   // Same, from bytes in memory; `data` must stay alive and unchanged for the
   // model's lifetime and be 64-byte aligned: the model reads its weights
   // there in place (as Load does from the mapping), copying none of a
-  // schema 1.3 file's dense weights.
+  // schema 1.3 file's dense weights. `size` is the file's own: bytes past
+  // its end fail a schema 2.1 file's checksum.
   static Status FromBuffer(const void* data, size_t size,
                            std::unique_ptr<Model>* model,
                            const LoadOptions& options = LoadOptions());
@@ -319,9 +328,11 @@ class Model {
   size_t batch_bytes(const BatchOptions& options = BatchOptions()) const;
   // Bytes of a Session::Snapshot().
   size_t snapshot_bytes() const;
-  // A hash of the configuration and the weights (XXH64 of the configuration,
+  // A hash of the configuration and the weights (XXH64 of the configuration
+  // and, in a schema 2.1 file, of which buffer each tensor reads as what,
   // seeded with the file's weight checksum): equal for two loads of one
-  // file, different for another model. Snapshots carry it.
+  // file, or of files differing only in metadata, different for another
+  // model. Snapshots carry it.
   uint64_t identity() const;
   // The schema version the file was written in (schema/tarn.fbs's log);
   // this runtime reads majors 1 and 2.
