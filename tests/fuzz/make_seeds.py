@@ -7,12 +7,26 @@
 Each model has every width at 2 to 8, so a file is a few KB and the fuzzer
 mutates fields rather than weights. Together they cover every schema choice
 the runtime branches on: token and frame input (projected or not, stacked),
-each position kind, post- and pre-norm, relu and gelu, the three feature
-maps (favor+ with and without its stabiliser), causal and bidirectional
-attention, the depthwise convolution (including width 1), final norm, head
-or none, labels, a speech front end, f16 matrices, int8 dense weights. Run from the repository
-root (the converter is imported from there); the files are committed, and
-the output is deterministic (a fixed seed and date).
+each position kind, a sinusoidal position concatenated (1.1), post- and
+pre-norm, relu and gelu, the three feature maps (favor+ with and without its
+stabiliser), causal and bidirectional attention, the depthwise convolution
+(including width 1), final norm, head or none, a logistic-mixture output
+(1.1), labels, a speech front end (with a speaker's warp, 1.5), f32, f16,
+bf16 (1.4) and int8 (1.2) dense weights, stored blocked (1.3, the
+converter's default, used in place) or row-major (packed at load). The
+converter writes the current schema (2.1: with a file checksum). Byte-level
+mutation cannot add a field a file leaves out as a default, so each of
+these must be in some seed for the fuzzer to reach it
+(replay_test.cc SeedsCoverEverySchemaFeature checks that they are).
+
+Two seeds are not written here but kept as an older converter wrote them,
+so that major-1 files (no file checksum, row-major weights packed at load)
+are fuzzed too: legacy_1_0_speech.tarn (schema 1.0) and
+legacy_1_2_tokens_i8_two_layers.tarn (1.2).
+
+Run from the repository root (the converter is imported from there); the
+files are committed, and the output is deterministic (a fixed seed and
+date).
 """
 
 import sys
@@ -102,6 +116,38 @@ SEEDS = {
             output_dim=3,
         ),
         {"labels": ["<blank>", " ", "a"], "audio": SPEECH_AUDIO},
+    ),
+    "tokens_bf16_conv": (dict(vocab_size=5, conv_kernel=2, output_dim=5), {"dtype": "bf16"}),
+    "tokens_row_major": (
+        dict(vocab_size=5, feature_map="relu", norm_placement="pre", output_dim=5),
+        {"dense_layout": "row-major"},
+    ),
+    "frames_i8_row_major": (
+        dict(input_kind="frames", input_dim=3, conv_kernel=2, output_dim=3),
+        {"dtype": "i8", "dense_layout": "row-major"},
+    ),
+    "tokens_position_concat_mixture": (
+        dict(
+            vocab_size=5,
+            position="sinusoidal",
+            position_concat_dim=2,
+            output_dim=6,
+            output_distribution="logistic-mixture",
+            output_levels=5,
+        ),
+        {},
+    ),
+    "speech_warp_f16": (
+        dict(
+            input_kind="frames",
+            input_dim=3,
+            stack_window=2,
+            stack_hop=2,
+            input_activation="gelu",
+            conv_kernel=2,
+            output_dim=3,
+        ),
+        {"dtype": "f16", "labels": ["<blank>", " ", "b"], "audio": {**SPEECH_AUDIO, "warp": 0.9, "window": "hann"}},
     ),
 }
 

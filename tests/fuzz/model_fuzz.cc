@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -9,6 +10,10 @@
 #include <map>
 #include <memory>
 #include <vector>
+
+#include "tarn/audio.hpp"
+#include "tarn/distribution.hpp"
+#include "tarn/recognizer.hpp"
 
 namespace tarn::fuzz {
 namespace {
@@ -45,13 +50,43 @@ class Random {
 
 void ReadEverything(const Model& model) {
   const ModelConfig& c = model.config();
-  volatile size_t sink = c.labels.size() + std::strlen(Name(c.activation)) +
-                         model.output_size() + model.frame_size() +
-                         model.parameter_count() + model.weight_bytes() +
-                         model.snapshot_bytes() + model.identity();
+  size_t sink = c.labels.size() + model.output_size() + model.frame_size() +
+                model.parameter_count() + model.weight_bytes() +
+                model.snapshot_bytes() + model.identity();
+  for (const char* name :
+       {Name(c.input_kind), Name(c.activation), Name(c.input_activation),
+        Name(c.position), Name(c.norm_placement), Name(c.feature_map),
+        Name(c.output_distribution)}) {
+    sink += std::strlen(name);
+  }
+  for (const std::string& label : c.labels) sink += label.size();
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kI8, DType::kBf16})
+    sink += model.weight_bytes(dtype) + std::strlen(Name(dtype));
+  const SchemaVersion version = model.schema_version();
+  sink += version.major + version.minor;
   for (const auto& [key, value] : model.metadata())
-    sink = sink + key.size() + value.size();
-  (void)sink;
+    sink += key.size() + value.size();
+  const char *key = nullptr, *value = nullptr;
+  for (size_t i = 0; model.metadata_entry(i, &key, &value); ++i)
+    sink += std::strlen(key) + std::strlen(value);
+  // Sizes for options a caller may get wrong (each 0).
+  SessionOptions session_options;
+  session_options.num_threads = 0;
+  sink += model.session_bytes(session_options);
+  session_options = SessionOptions();
+  session_options.max_prefill_chunk = kMaxPrefillChunk + 1;
+  sink += model.session_bytes(session_options);
+  BatchOptions batch_options;
+  batch_options.max_streams = 0;
+  sink += model.batch_bytes(batch_options);
+  AudioFrontEndConfig recipe;
+  if (model.audio_front_end(&recipe).ok()) {
+    sink += recipe.feature_mean.size() + recipe.feature_std.size() +
+            std::strlen(Name(recipe.window));
+  }
+  (void)model.audio_front_end(nullptr);
+  volatile size_t kept = sink;
+  (void)kept;
 }
 
 // Inputs for one model: tokens, or frames of frame_size floats.
@@ -226,18 +261,140 @@ void SnapshotRestoreClone(const Model& model, Session& session,
   if (session.Clone(&clone).ok()) Step(model, *clone, random, 2);
 }
 
+// A logistic-mixture model's outputs after one step, as the distribution
+// over levels they parameterise; every log-probability must be finite.
+int MixtureLevels(const Model& model, Session& session, Random& random) {
+  const ModelConfig& c = model.config();
+  const size_t width = model.output_size();
+  if (c.output_distribution != OutputDistribution::kLogisticMixture ||
+      width < 3 || width % 3 != 0 || c.output_levels < 2 ||
+      c.output_levels > kMaxOutputLevels) {
+    return 0;
+  }
+  std::vector<float> params(width);
+  bool stepped = false;
+  if (c.input_kind == InputKind::kTokens) {
+    const int32_t token = static_cast<int32_t>(random.Next() % c.vocab_size);
+    stepped = session.StepToken(token, params.data(), params.size()).ok();
+  } else {
+    std::vector<float> frame(model.frame_size());
+    for (uint32_t i = 0; i < std::min(c.stack_window, 64u) && !stepped; ++i) {
+      for (float& v : frame) v = random.Uniform(-3, 3);
+      if (!session
+               .StepFrame(frame.data(), frame.size(), params.data(),
+                          params.size(), &stepped)
+               .ok()) {
+        return 0;
+      }
+    }
+  }
+  if (!stepped) return 0;
+  for (float v : params) {
+    if (!std::isfinite(v)) return 0;  // the distribution needs finite ones
+  }
+  std::vector<float> log_p(c.output_levels);
+  LogisticMixtureLogProbabilities(params.data(), width / 3, c.output_levels,
+                                  log_p.data());
+  for (size_t k = 0; k < log_p.size(); ++k) {
+    if (!std::isfinite(log_p[k])) {
+      std::fprintf(stderr, "log P(level %zu) = %g is not finite\n", k,
+                   log_p[k]);
+      std::abort();
+    }
+  }
+  return 1;
+}
+
+// A speech model's own front end (the recipe it stores, at its warp and at
+// another) over a little noise, and a recognizer, greedy or with a beam,
+// over a few steps' worth. Returns the frames the front end computed.
+int Speech(const Model& model, Random& random) {
+  AudioFrontEndConfig recipe;
+  if (!model.audio_front_end(&recipe).ok()) return 0;
+  if (!CheckAudioFrontEnd(recipe).ok()) return 0;
+  if (recipe.fft_size > kMaxFftSize || recipe.hop_length > kMaxFftSize ||
+      recipe.num_mel_bins > kMaxMelBins ||
+      recipe.sample_rate > kMaxSampleRate) {
+    return 0;
+  }
+  std::unique_ptr<FrontEnd> front_end;
+  if (!FrontEnd::Create(recipe, &front_end).ok()) return 0;
+  std::vector<float> samples(recipe.window_length + 3 * recipe.hop_length);
+  for (float& v : samples) v = random.Uniform(-1, 0.99f);
+  int frames = 0;
+  volatile float sink = 0;
+  auto count = [&](const float* features) {
+    ++frames;
+    sink = sink + features[front_end->num_features() - 1];
+  };
+  front_end->Accept(samples.data(), samples.size(), count);
+  static constexpr float kWarps[] = {0.9f, 1.0f, 1.1f, 2.0f, 0.4f, NAN};
+  const float warp = kWarps[random.Next() % std::size(kWarps)];
+  (void)front_end->SetWarp(warp);
+  front_end->Accept(samples.data(), samples.size(), count);
+  front_end->Reset();
+
+  // The recognizer steps a session with the default prefill chunk.
+  if (model.session_bytes() == 0 || model.session_bytes() > kMaxSessionBytes)
+    return frames;
+  RecognizerOptions options;
+  options.beam_width = random.Next() % 2 == 0 ? 0 : 3;
+  options.endpoint_silence_ms = 20;
+  options.max_utterance_ms = 200;
+  options.reset_after_silence_ms = 40;
+  options.final_silence_ms = 20;
+  options.warp = random.Next() % 2 == 0 ? 0.0f : warp;
+  std::unique_ptr<Recognizer> recognizer;
+  if (!Recognizer::Create(model, options, &recognizer).ok()) return frames;
+  const ModelConfig& c = model.config();
+  const size_t wanted =
+      recipe.window_length +
+      (size_t{c.stack_window} + 4 * size_t{c.stack_hop}) * recipe.hop_length;
+  std::vector<float> audio(std::min<size_t>(wanted, size_t{1} << 16));
+  for (float& v : audio) v = random.Uniform(-1, 0.99f);
+  RecognitionResult result;
+  for (int pass = 0; pass < 2; ++pass) {
+    (void)recognizer->AcceptWaveform(audio.data(), audio.size());
+    while (recognizer->PopResult(&result)) sink = sink + result.text.size();
+    sink = sink + recognizer->PartialResult().text.size();
+  }
+  audio[random.Next() % audio.size()] = NAN;
+  (void)recognizer->AcceptWaveform(audio.data(), audio.size());
+  sink = sink + recognizer->FinalResult().words.size();
+  (void)recognizer->SetWarp(kWarps[random.Next() % std::size(kWarps)]);
+  sink = sink + recognizer->stats().steps;
+  recognizer->Reset();
+  return frames;
+}
+
 }  // namespace
 
 Outcome ExerciseModelBytes(const uint8_t* data, size_t size) {
   Outcome outcome;
+  uint32_t seed = static_cast<uint32_t>(size);
+  for (size_t i = 0; i < std::min<size_t>(size, 16); ++i)
+    seed = seed * 31 + data[size - 1 - i];
+  Random random(seed);
   // FromBuffer needs 64-byte aligned bytes that outlive the model.
   AlignedBuffer aligned = AlignedCopy(data, size);
   LoadOptions options;
-  options.verify_checksum = false;
+  options.int8_compute =
+      random.Next() % 2 == 0 ? Int8Compute::kExact : Int8Compute::kIntegerDot;
   std::unique_ptr<Model> model;
+  outcome.verified_load =
+      Model::FromBuffer(aligned.get(), size, &model, options);
+  const uint64_t verified_identity =
+      outcome.verified_load.ok() ? model->identity() : 0;
+  model.reset();
+  options.verify_checksum = false;
   outcome.load = Model::FromBuffer(aligned.get(), size, &model, options);
+  if (outcome.verified_load.ok() &&
+      (!outcome.load.ok() || model->identity() != verified_identity)) {
+    outcome.consistent = false;
+  }
   if (!outcome.load.ok()) return outcome;
   ReadEverything(*model);
+  outcome.audio_frames = Speech(*model, random);
 
   SessionOptions session_options;
   session_options.max_prefill_chunk = 4;
@@ -247,10 +404,6 @@ Outcome ExerciseModelBytes(const uint8_t* data, size_t size) {
   if (!Session::Create(*model, session_options, &session).ok()) return outcome;
   outcome.session = true;
 
-  uint32_t seed = static_cast<uint32_t>(size);
-  for (size_t i = 0; i < std::min<size_t>(size, 16); ++i)
-    seed = seed * 31 + data[size - 1 - i];
-  Random random(seed);
   const ModelConfig& c = model->config();
   // Enough frames for a few stacked steps, within a bound on the work.
   const int count = static_cast<int>(
@@ -272,6 +425,8 @@ Outcome ExerciseModelBytes(const uint8_t* data, size_t size) {
   session->Reset();
   outcome.steps += Prefill(*model, *session, random, count + 3);
   outcome.steps += Step(*model, *session, random, 2);
+  outcome.steps += MixtureLevels(*model, *session, random);
+  (void)session->position();
   outcome.steps += Batch(*model, random, session_options);
   (void)Encode(*model, *session, random, 3);
   return outcome;
