@@ -128,7 +128,8 @@ def _inspect(args) -> int:
     status = "ok" if f.checksum_ok else "BAD (the weights do not match: damaged file)"
     print(f"weight checksum: {f.weight_checksum:016x} {status}")
     if f.file_checksum is None:
-        print("file checksum:   none (schema before 2.1)")
+        print("file checksum:   " + ("none (schema before 2.1)" if f.file_checksum_ok is None
+                                     else "MISSING (every 2.1 file carries one: damaged file)"))
     else:
         status = "ok" if f.file_checksum_ok else "BAD (the file does not match: damaged file)"
         print(f"file checksum:   {f.file_checksum:016x} {status}")

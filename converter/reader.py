@@ -31,7 +31,9 @@ class TarnFile:
     weight_checksum: int  # as stored
     checksum_ok: bool  # whether it matches the buffers
     file_checksum: Optional[int]  # as stored; None before schema 2.1
-    file_checksum_ok: Optional[bool]  # whether it matches the file's bytes; None without one
+    # Whether it matches the file's bytes; None before 2.1, False for a 2.1
+    # file without one (every 2.1 file carries one: it was lost).
+    file_checksum_ok: Optional[bool]
     tensor_offsets: Dict[str, int]  # file offset of each tensor's bytes
     file_size: int
 
@@ -133,7 +135,7 @@ def _read(s, model, data: bytes) -> TarnFile:
         weight_checksum=stored,
         checksum_ok=checksum.intdigest() == stored,
         file_checksum=whole,
-        file_checksum_ok=None if at is None else file_checksum(data, at) == whole,
+        file_checksum_ok=(None if (major, minor) < (2, 1) else False) if at is None else file_checksum(data, at) == whole,
         tensor_offsets=offsets,
         file_size=len(data),
     )

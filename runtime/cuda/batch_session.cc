@@ -268,11 +268,6 @@ Status BatchSession::Impl::Init() {
 
 // What every stepping call checks first, as Session::Impl::CheckStep.
 Status BatchSession::Impl::CheckStep(size_t n, const uint32_t* streams) const {
-  if (!c_.causal) {
-    return Status(StatusCode::kUnsupported,
-                  "this model's attention is bidirectional: it encodes whole "
-                  "sequences and cannot be stepped");
-  }
   if (n > max_streams_) {
     return InvalidArgument("a call steps at most " +
                            std::to_string(max_streams_) + " streams, not " +
@@ -782,6 +777,12 @@ Status BatchSession::Create(std::shared_ptr<const DeviceModel> model,
   Status status = CheckDevice(model->device());
   if (!status.ok()) return status;
   const DeviceModel::Impl& m = *model->impl_;
+  // A batch only steps: refused here, as SessionBatch::Create does.
+  if (!m.config.causal) {
+    return Status(StatusCode::kUnsupported,
+                  "this model's attention is bidirectional: it encodes whole "
+                  "sequences and cannot be stepped");
+  }
   auto impl = std::make_unique<Impl>(std::move(model), m, options);
   status = impl->Init();
   if (!status.ok()) return status;

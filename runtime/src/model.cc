@@ -116,9 +116,12 @@ Status UnknownEnum(const char* field, int value, const std::string& known) {
 uint64_t WeightChecksum(const schema::Model& flat) {
   XXH64_state_t* state = XXH64_createState();
   XXH64_reset(state, 0);
-  for (const schema::Buffer* b : *flat.buffers()) {
-    if (b->data() != nullptr)
-      XXH64_update(state, b->data()->data(), b->data()->size());
+  // No buffers (a damaged file) hash as none: ReadTensors names the lack.
+  if (flat.buffers() != nullptr) {
+    for (const schema::Buffer* b : *flat.buffers()) {
+      if (b->data() != nullptr)
+        XXH64_update(state, b->data()->data(), b->data()->size());
+    }
   }
   const uint64_t checksum = XXH64_digest(state);
   XXH64_freeState(state);
@@ -550,6 +553,13 @@ Status Model::Impl::Init(const void* data, size_t size,
   flat = schema::GetModel(data);
   const schema::SchemaVersion* version = flat->schema_version();
   if (version == nullptr) return Invalid("model has no schema_version");
+  // Before anything else is read from the file, its version among it, so
+  // that damage anywhere is reported as damage, not as whatever value it
+  // made.
+  if (options.verify_checksum) {
+    Status status = CheckFileChecksum(bytes, size);
+    if (!status.ok()) return status;
+  }
   if (version->major() < kOldestSchemaMajor ||
       version->major() > kSchemaMajor) {
     return Status(
@@ -561,12 +571,6 @@ Status Model::Impl::Init(const void* data, size_t size,
             "): " +
             (version->major() > kSchemaMajor ? "upgrade tarn"
                                              : "re-convert the model"));
-  }
-  // Before anything is read from the file, so that damage anywhere is
-  // reported as damage, not as whatever value it made.
-  if (options.verify_checksum) {
-    Status status = CheckFileChecksum(bytes, size);
-    if (!status.ok()) return status;
   }
   // A file checksum checked covers the weights: they are hashed once.
   const bool has_file_checksum = FileChecksumField(*flat) != nullptr;
@@ -1208,11 +1212,11 @@ ScratchLayout Model::Impl::PlanScratch(size_t rows, size_t threads,
 }
 
 // The identity hashes what decides the meaning of a state: every
-// hyper-parameter, in a fixed order, seeded with the weights' checksum, and
-// in a file with a file checksum (schema 2.1) which bytes each tensor reads
-// and how. Not the metadata (a date, the converter's version) nor the audio
-// front end: a model converted again from the same checkpoint keeps its
-// identity, and its snapshots restore (docs/decisions.md).
+// hyper-parameter, in a fixed order, seeded with the weights' checksum. Not
+// the metadata (a date, the converter's version) nor the file checksum: a
+// model converted again from the same checkpoint keeps its identity, and its
+// snapshots restore; and runtimes before and after schema 2.1 agree on a
+// file's identity (docs/decisions.md).
 void Model::Impl::ComputeIdentity() {
   const ModelConfig& c = config;
   XXH64_state_t* h = XXH64_createState();
@@ -1252,21 +1256,6 @@ void Model::Impl::ComputeIdentity() {
       c.output_distribution != OutputDistribution::kNone) {
     for (uint32_t v : {c.position_concat_dim, c.output_levels}) add(v);
     add_string(Name(c.output_distribution));
-  }
-  // The weight checksum covers the buffers in order, not which tensor reads
-  // which buffer as what: two tensors' buffers swapped, or an f16 tensor
-  // relabelled bf16, are other weights. Only where the file has a file
-  // checksum, so that an older file keeps its identity and its snapshots.
-  if (FileChecksumField(*flat) != nullptr) {
-    add(static_cast<uint64_t>(flat->tensors()->size()));
-    for (const schema::Tensor* t : *flat->tensors()) {
-      add_string(t->name()->str());
-      add(static_cast<int32_t>(t->dtype()));
-      add(static_cast<int32_t>(t->layout()));
-      add(t->buffer());
-      add(static_cast<uint64_t>(t->shape()->size()));
-      for (int64_t dim : *t->shape()) add(dim);
-    }
   }
   identity = XXH64_digest(h);
   XXH64_freeState(h);
@@ -1420,7 +1409,8 @@ size_t Model::session_bytes(const SessionOptions& options) const {
 }
 
 size_t Model::batch_bytes(const BatchOptions& options) const {
-  if (!CheckOptions(options).ok()) return 0;
+  // A bidirectional model makes no batch (SessionBatch::Create).
+  if (!CheckOptions(options).ok() || !impl_->config.causal) return 0;
   return kBlockHeaderBytes +
          impl_->PlanScratch(options.max_streams,
                             static_cast<size_t>(options.num_threads), true)

@@ -275,18 +275,38 @@ def test_damage_outside_the_weights_fails_the_file_checksum(tmp_path, small_conf
     assert f.checksum_ok and f.file_checksum_ok is False
 
 
-def test_a_file_without_a_file_checksum_reads(tmp_path, small_config, small_state_dict):
-    """Files before schema 2.1: the field absent from the model's vtable."""
-    path = tmp_path / "model.tarn"
-    convert_state_dict(small_state_dict, small_config, path)
+def without_file_checksum(path: Path, minor: int) -> None:
+    """The converted file at `path` with file_checksum gone from the model's
+    vtable and its schema minor set to `minor`."""
+    from converter.schema_code import schema
+
     blob = bytearray(path.read_bytes())
     root = int.from_bytes(blob[:4], "little")
     vtable = root - int.from_bytes(blob[root : root + 4], "little", signed=True)
     slot = vtable + converter.writer.FILE_CHECKSUM_SLOT
     blob[slot : slot + 2] = bytes(2)
+    version = schema().Model.GetRootAs(blob, 0).SchemaVersion()._tab.Pos
+    blob[version + 2 : version + 4] = minor.to_bytes(2, "little")
     path.write_bytes(bytes(blob))
+
+
+def test_a_file_without_a_file_checksum_reads(tmp_path, small_config, small_state_dict):
+    """Files before schema 2.1: the field absent from the model's vtable."""
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    without_file_checksum(path, minor=0)
     f = read_tarn(path)
     assert f.file_checksum is None and f.file_checksum_ok is None and f.checksum_ok
+
+
+def test_a_2_1_file_without_its_file_checksum_is_damaged(tmp_path, small_config, small_state_dict):
+    """Every 2.1 file carries one (the runtime refuses one without): it was
+    read as a file before 2.1, unchecked."""
+    path = tmp_path / "model.tarn"
+    convert_state_dict(small_state_dict, small_config, path)
+    without_file_checksum(path, minor=1)
+    f = read_tarn(path)
+    assert f.file_checksum is None and f.file_checksum_ok is False
 
 
 def test_read_back_refuses_a_wrong_file_checksum(tmp_path, small_config, small_state_dict, monkeypatch):

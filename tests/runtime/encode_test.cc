@@ -126,6 +126,7 @@ TEST(Encode, WrongModelKindOrBufferIsRefused) {
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_NE(status.message().find("cannot be stepped"), std::string::npos);
   EXPECT_EQ(batch, nullptr);
+  EXPECT_EQ(bidirectional->batch_bytes(), 0u);
 }
 
 }  // namespace

@@ -746,17 +746,19 @@ TEST(CudaBackend, ModelsLoadWhileAnotherThreadCapturesSteps) {
   EXPECT_EQ(step_failures.load(), 0) << step_error;
 }
 
+// A batch only steps: a bidirectional model's is refused when it is made.
 TEST(CudaBackend, BidirectionalModelsCannotStep) {
   TARN_REQUIRE_CUDA_DEVICE();
   std::unique_ptr<Model> model = LoadGolden("bidirectional");
   ASSERT_TRUE(model);
-  Gpu gpu = MakeGpu(*model, 1);
-  ASSERT_TRUE(gpu.batch);
-  std::vector<float> out(model->output_size());
-  const uint32_t stream = 0;
-  const int32_t token = 1;
-  EXPECT_EQ(gpu.batch->StepTokens(1, &stream, &token, out.data()).code(),
-            StatusCode::kUnsupported);
+  std::shared_ptr<const DeviceModel> device_model;
+  ASSERT_TRUE(DeviceModel::Create(*model, DeviceOptions(), &device_model).ok());
+  std::unique_ptr<BatchSession> batch;
+  Status status = BatchSession::Create(device_model, BatchOptions(), &batch);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("cannot be stepped"), std::string::npos)
+      << status.message();
+  EXPECT_EQ(batch, nullptr);
 }
 
 }  // namespace

@@ -425,7 +425,8 @@ static inline tarn_batch_options tarn_batch_options_default(void) {
   tarn_batch_options_init(&options, sizeof options);
   return options;
 }
-/* Bytes of one batch's block (options NULL: the defaults); 0 if invalid. */
+/* Bytes of one batch's block (options NULL: the defaults); 0 if invalid or
+ * for a bidirectional model, which makes no batch. */
 size_t tarn_model_batch_bytes(const tarn_model* model,
                               const tarn_batch_options* options);
 

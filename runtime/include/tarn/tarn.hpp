@@ -289,12 +289,12 @@ struct ModelAccess;  // runtime/src/model.h
 
 class Model {
  public:
-  // Maps `path` and validates it completely: size (under 2 GiB, FlatBuffers'
-  // limit), FlatBuffers verifier, schema version, (optionally) the checksum,
-  // every hyper-parameter, every tensor's name, type and shape, alignment.
-  // The weights are read from the mapping in place while the model and any
-  // session made from it live: the file must not be truncated (a step then
-  // dies of SIGBUS) or rewritten in place (the weights change under the
+  // Maps `path` and validates it completely: size (at most 2^31 - 2 bytes,
+  // FlatBuffers' limit), FlatBuffers verifier, schema version, (optionally) the
+  // checksum, every hyper-parameter, every tensor's name, type and shape,
+  // alignment. The weights are read from the mapping in place while the model
+  // and any session made from it live: the file must not be truncated (a step
+  // then dies of SIGBUS) or rewritten in place (the weights change under the
   // model). Replacing it by renaming a new file over it, or deleting it, is
   // safe: the mapping keeps the old file's bytes.
   static Status Load(const std::string& path, std::unique_ptr<Model>* model,
@@ -324,12 +324,12 @@ class Model {
   // Bytes of one Session's block (its state and scratch), for these
   // options; 0 if the options are invalid.
   size_t session_bytes(const SessionOptions& options = SessionOptions()) const;
-  // Bytes of one SessionBatch's block; 0 if the options are invalid.
+  // Bytes of one SessionBatch's block; 0 if the options are invalid or the
+  // model is bidirectional (it makes no batch).
   size_t batch_bytes(const BatchOptions& options = BatchOptions()) const;
   // Bytes of a Session::Snapshot().
   size_t snapshot_bytes() const;
   // A hash of the configuration and the weights (XXH64 of the configuration
-  // and, in a schema 2.1 file, of which buffer each tensor reads as what,
   // seeded with the file's weight checksum): equal for two loads of one
   // file, or of files differing only in metadata, different for another
   // model. Snapshots carry it.
