@@ -783,7 +783,11 @@ Status Model::Impl::ReadTensors(const uint8_t* base, bool verify_checksum) {
     const std::string name = t->name()->str();
     // Names reach messages, which must not carry the file's control bytes;
     // every name this runtime uses is printable ASCII.
-    if (name.empty() || Escaped(name) != name) {
+    const bool printable =
+        !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+          return c >= 0x20 && c < 0x7f;
+        });
+    if (!printable) {
       return Invalid("tensor name '" + Escaped(name) +
                      "' is not printable ASCII");
     }
