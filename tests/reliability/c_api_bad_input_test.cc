@@ -791,8 +791,16 @@ TEST(CApiBadInput, SchemaFromTheFuture) {
   ASSERT_NE(field, 0);
   const uint16_t major = 7;
   std::memcpy(bytes.data + table + field, &major, 2);
+  // Checked, the edit is damage: the file checksum covers the version.
   tarn_model* model = nullptr;
   EXPECT_EQ(tarn_model_load_from_buffer(bytes.data, bytes.size, &model),
+            TARN_STATUS_INVALID_MODEL);
+  EXPECT_THAT(LastError(), HasSubstr("model is damaged: checksum"));
+  // Unchecked (as a file a 7.x writer stamped reads), it is a newer file.
+  tarn_load_options options = tarn_load_options_default();
+  options.verify_checksum = false;
+  EXPECT_EQ(tarn_model_load_from_buffer_with_options(bytes.data, bytes.size,
+                                                     &options, &model),
             TARN_STATUS_UNSUPPORTED);
   EXPECT_THAT(LastError(), HasSubstr("schema version 7."));
   EXPECT_THAT(LastError(), HasSubstr("upgrade tarn"));
