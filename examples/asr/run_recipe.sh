@@ -62,10 +62,10 @@ if ! problem=$(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -c \
 fi
 tarn=${TARN:-}
 if [ -z "$tarn" ]; then
-  # build/ (the README's) first, then other build folders.
-  for candidate in "$root"/build/runtime/tarn "$root"/build*/runtime/tarn; do
-    if [ -x "$candidate" ]; then tarn=$candidate; break; fi
-  done
+  # build/ (the README's) first, then other build folders, in the repository.
+  tarn=$(cd "$root" && for candidate in build build*; do
+    if [ -x "$candidate/runtime/tarn" ]; then echo "$root/$candidate/runtime/tarn"; break; fi
+  done)
 fi
 tarn=${tarn:-$(command -v tarn || true)}
 if [ -z "$tarn" ]; then
