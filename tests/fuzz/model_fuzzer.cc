@@ -13,9 +13,10 @@
 // index or name, the audio front end's recipe and warp, a label or metadata
 // byte, a checksum, the schema version) to a value near an edge, so that
 // structurally valid files with inconsistent contents are explored as well
-// as damaged ones. The harness loads with the checksum unverified (and
-// verified, which mutated files fail), so mutations reach the checks
-// behind the file checksum.
+// as damaged ones. The harness loads with the checksum verified and
+// unverified; half of the mutated files that still parse are stamped with
+// the file checksum a writer of their bytes would store, so that verified
+// loads, too, reach the checks behind it.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <random>
 
+#include "file_checksum.h"
 #include "model_fuzz.h"
 #include "tarn_generated.h"
 
@@ -306,6 +308,16 @@ size_t MutateStructure(uint8_t* data, size_t size, unsigned seed) {
   return result;
 }
 
+// Stamps the bytes' file checksum in place, in an aligned copy (the verifier
+// checks alignment; libFuzzer's buffer has none).
+void Restamp(uint8_t* data, size_t size) {
+  uint8_t* aligned =
+      static_cast<uint8_t*>(std::aligned_alloc(64, (size + 64) / 64 * 64));
+  std::memcpy(aligned, data, size);
+  if (tarn::testing::Restamp(aligned, size)) std::memcpy(data, aligned, size);
+  std::free(aligned);
+}
+
 }  // namespace
 }  // namespace tarn::fuzz
 
@@ -324,9 +336,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
                                           size_t max_size, unsigned int seed) {
-  if (seed % 2 == 0) {
-    const size_t mutated = tarn::fuzz::MutateStructure(data, size, seed / 2);
-    if (mutated > 0) return mutated;
-  }
-  return LLVMFuzzerMutate(data, size, max_size);
+  size_t mutated = 0;
+  if (seed % 2 == 0)
+    mutated = tarn::fuzz::MutateStructure(data, size, seed / 2);
+  if (mutated == 0) mutated = LLVMFuzzerMutate(data, size, max_size);
+  if (seed / 2 % 2 == 0) tarn::fuzz::Restamp(data, mutated);
+  return mutated;
 }

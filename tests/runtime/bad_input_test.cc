@@ -13,10 +13,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "file_checksum.h"
 #include "tarn_generated.h"
 #include "test_models.h"
-#define XXH_INLINE_ALL
-#include "xxhash.h"
 
 namespace tarn::testing {
 namespace {
@@ -30,21 +29,11 @@ Status LoadBytes(AlignedBytes& bytes) {
 
 // Where an edited file keeps its file_checksum (schema 2.1), or null.
 uint8_t* FileChecksumField(AlignedBytes& bytes) {
-  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
-  if (!schema::VerifyModelBuffer(verifier)) return nullptr;
-  return reinterpret_cast<flatbuffers::Table*>(
-             schema::GetMutableModel(bytes.data()))
-      ->GetAddressOf(schema::Model::VT_FILE_CHECKSUM);
+  return tarn::testing::FileChecksumField(bytes.data(), bytes.size());
 }
 
-// The file checksum an edited file would have had from a writer that wrote
-// the edited values, so that a load checks those values, not the checksum.
 void Restamp(AlignedBytes& bytes) {
-  uint8_t* field = FileChecksumField(bytes);
-  if (field == nullptr) return;
-  std::memset(field, 0, sizeof(uint64_t));
-  const uint64_t checksum = XXH64(bytes.data(), bytes.size(), 0);
-  std::memcpy(field, &checksum, sizeof checksum);
+  tarn::testing::Restamp(bytes.data(), bytes.size());
 }
 
 // A file whose edits a writer made: its checksum matches them.
