@@ -79,11 +79,17 @@ int Info(const std::string& path) {
                 c.output_dim / 3, c.output_levels);
   }
   AudioFrontEndConfig audio;
-  if (model->audio_front_end(&audio).ok()) {
+  const Status audio_status = model->audio_front_end(&audio);
+  if (audio_status.ok()) {
     std::printf("audio            %u Hz, %u mel bins every %u samples",
                 audio.sample_rate, audio.num_mel_bins, audio.hop_length);
     if (audio.warp != 1.0f) std::printf(", a speaker's warp %g", audio.warp);
     std::printf("\n");
+  } else if (audio_status.code() == StatusCode::kUnsupported) {
+    // A recipe this runtime cannot compute (a newer window function): said,
+    // not left out as if the model took no audio.
+    std::printf("audio            cannot be used: %s\n",
+                audio_status.message().c_str());
   }
   std::printf("parameters       %zu\n", model->parameter_count());
   // By dtype, largest first: the matrices' dtype leads.

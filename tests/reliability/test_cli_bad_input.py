@@ -479,6 +479,27 @@ def test_transcribe_with_a_model_without_front_end(tmp_path):
     assert "error:" in result.stderr and ("audio" in result.stderr or "frames" in result.stderr), result.stderr
 
 
+@needs_speech
+def test_audio_recipe_with_an_unknown_window_function(tmp_path):
+    """A window function newer than this runtime (a writer's enum value 7):
+    `tarn info` names it rather than omitting the audio line, and transcribe
+    refuses the model naming it."""
+    from converter.schema_code import schema
+    from tests.goldens import stamped
+
+    data = bytearray(SPEECH.read_bytes())
+    audio = schema().Model.GetRootAs(data, 0).Audio()
+    field = audio._tab.Offset(22)  # window: the AudioFrontEnd's field 9 (4 + 2 * 9)
+    assert field != 0, "the golden speech model stores no window function"
+    data[audio._tab.Pos + field] = 7
+    path = tmp_path / "model.tarn"
+    path.write_bytes(stamped(data))
+    info = tarn("info", path)
+    assert info.returncode == 0, info.stderr
+    assert "audio            cannot be used: audio front end: window function 7 is unknown" in info.stdout, info.stdout
+    fails_with(tarn("transcribe", path, wav(tmp_path / "a.wav", data=tone())), "window function 7 is unknown")
+
+
 # --- tarn adapt --------------------------------------------------------------------
 
 
