@@ -414,6 +414,20 @@ def pick_device(name):
     return torch.device(name)
 
 
+def load_init(path: str) -> dict:
+    """The asr.pt that --init names (its weights and feature recipe), or an
+    exit naming what is wrong with it, as for a damaged checkpoint."""
+    try:
+        initial = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # missing, damaged: OSError, EOFError, the zip reader's RuntimeError ...
+        sys.exit(f"--init {path}: not a readable model ({type(error).__name__}: {error})")
+    if not isinstance(initial, dict) or not {"state_dict", "recipe"} <= initial.keys():
+        checkpoint = ", but a train.py checkpoint, which resumes as --checkpoint" if isinstance(
+            initial, dict) and "plan" in initial else ""
+        sys.exit(f"--init {path}: not an asr.pt model (no 'state_dict' and 'recipe' in it{checkpoint})")
+    return initial
+
+
 def main(argv=None):
     global LOG_FILE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -457,6 +471,7 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     start = time.time()
+    initial = load_init(args.init) if args.init else None  # before hours of loading
 
     try:
         rows = make_corpus.read_manifest(os.path.join(args.data, "manifest.tsv"))
@@ -511,9 +526,11 @@ def main(argv=None):
         history, done_before = state["history"], state["elapsed"]
         log(f"resumed from {shown(checkpoint_path)}: epoch {epoch}, batch {first_batch}, step {step}")
     else:
-        if args.init:
-            initial = torch.load(args.init, map_location="cpu", weights_only=False)
-            model.load_state_dict(initial["state_dict"])
+        if initial is not None:
+            try:
+                model.load_state_dict(initial["state_dict"])
+            except RuntimeError as error:  # missing, unexpected or mis-shaped weights
+                sys.exit(f"--init {args.init}: its weights do not fit this recipe's model ({error})")
             recipe = initial["recipe"]
             log(f"started from {shown(args.init)} and its feature statistics")
         else:

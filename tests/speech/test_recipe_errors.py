@@ -235,6 +235,41 @@ def test_a_damaged_checkpoint_is_refused_naming_it(tmp_path, kind, message):
     assert checkpoint.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "not a readable model (FileNotFoundError: "),
+    ("truncated", "not a readable model ("),
+    ("checkpoint", "not an asr.pt model (no 'state_dict' and 'recipe' in it, but a train.py checkpoint"),
+    ("other model", "its weights do not fit this recipe's model ("),
+])
+def test_a_bad_init_model_is_refused_naming_it(tmp_path, kind, message):
+    """--init was a plain torch.load: a damaged file gave a traceback."""
+    data, out = tmp_path / "data", tmp_path / "model" / "asr.pt"
+    write_corpus(data)
+    init = tmp_path / "init.pt"
+    if kind == "truncated":
+        torch.save({"state_dict": {"w": torch.zeros(4096)}, "recipe": {}}, init)
+        init.write_bytes(init.read_bytes()[: init.stat().st_size // 2])
+    elif kind == "checkpoint":
+        torch.save({"plan": {}, "model": {}}, init)
+    elif kind == "other model":
+        torch.save({"state_dict": {"w": torch.zeros(4)}, "recipe": {}}, init)
+    with pytest.raises(SystemExit) as refusal:
+        train.main(arguments(data, out) + ["--init", str(init)])
+    assert str(refusal.value.code).startswith(f"--init {init}: {message}"), refusal.value.code
+    assert not (out.parent / "asr.ckpt").exists()  # before any training
+
+
+def test_a_model_given_as_init_is_trained_on(tmp_path):
+    """The checks above refuse nothing that --init should take."""
+    data, first, second = tmp_path / "data", tmp_path / "first" / "asr.pt", tmp_path / "second" / "asr.pt"
+    write_corpus(data)
+    argv = arguments(data, first)
+    argv[argv.index("--steps") + 1] = "1"
+    assert train.main(argv) == 0
+    assert train.main(arguments(data, second) + ["--init", str(first)]) == 0
+    assert f"started from {first} and its feature statistics" in (second.parent / "asr.train.log").read_text()
+
+
 def test_a_failed_final_save_leaves_the_previous_model(tmp_path, monkeypatch):
     """The model was written in place: a kill mid-way left a truncated asr.pt."""
     data, out = tmp_path / "data", tmp_path / "model" / "asr.pt"
