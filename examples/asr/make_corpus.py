@@ -41,6 +41,7 @@ file, first removing those of another plan.
 """
 
 import argparse
+import collections
 import hashlib
 import json
 import math
@@ -710,6 +711,12 @@ def main(argv=None):
         "\t".join(row) + "\n" for row in [MANIFEST_COLUMNS, *listed]))
     counts = {s: sum(1 for r in listed if r[3] == s) for s in sorted({r[3] for r in listed} | set(splits))}
     print(f"wrote {len(listed)} utterances {counts} to {args.out} in {time.time() - start:.0f} s")
+    # --only after an interrupted run lists the other splits as far as they
+    # got: said, so that nobody trains or scores on part of a split unaware.
+    unmade = collections.Counter(r[3] for r in rows if not os.path.exists(os.path.join(args.out, r[0])))
+    if unmade:
+        print(f"warning: {args.out}/manifest.tsv lacks utterances this plan has, whose files were never made: "
+              f"{', '.join(f'{s} {n}' for s, n in unmade.items())}; make them with --keep-existing", file=sys.stderr)
 
 
 def write_atomically(path, text):

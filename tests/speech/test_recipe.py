@@ -252,6 +252,26 @@ def test_corpus_keeps_its_plan_and_refuses_settings_that_renumber_it(tmp_path, n
         assert message in capsys.readouterr().err
 
 
+def test_only_after_an_interrupted_run_warns_of_the_files_never_made(tmp_path, no_voices, capsys):
+    """The manifest lists only the files made: a split an interrupted run cut
+    short is said to be partial, by split."""
+    out = tmp_path / "corpus"
+    rows = planned(SIZES)
+    for path, *_ in rows:
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(b"")
+    (out / "manifest.tsv").write_text("".join("\t".join(row) + "\n" for row in [make_corpus.MANIFEST_COLUMNS, *rows]))
+    make_corpus.main(corpus_arguments(out, SIZES) + ["--keep-existing"])
+    assert "warning" not in capsys.readouterr().err
+    cut = [row for row in rows if row[3] == "train"][-2:]  # the run was cut in its train split
+    for path, *_ in cut:
+        (out / path).unlink()
+    make_corpus.main(corpus_arguments(out, SIZES) + ["--keep-existing", "--only", "dev"])
+    err = capsys.readouterr().err
+    assert "lacks utterances this plan has, whose files were never made: train 2; make them with --keep-existing" in err
+    assert manifest_of(out) == [row for row in rows if row not in cut]
+
+
 def test_a_run_that_remakes_the_corpus_first_removes_another_plans_files(tmp_path):
     out = tmp_path / "corpus"
     settings = {"seed": 1, **{s: 0 for s in make_corpus.PLAN_SIZES}, "espeak_train_variants": VARIANTS}
