@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,10 +32,63 @@ mode_t NewFileMode() {
   return 0666 & ~mask;
 }
 
+// The temporaries being written, for a signal that ends the run (Ctrl-C,
+// kill, a closed terminal) to remove: the handler only reads these slots
+// and unlinks. A run has a few outputs at a time; past the slots, a
+// temporary is not tracked (as before, it stays if the run is killed).
+std::atomic<const char*> pending[16];
+
+void RemovePendingAndDie(int signal) {
+  for (auto& slot : pending) {
+    const char* path = slot.load();
+    if (path != nullptr) unlink(path);
+  }
+  // The handler was reset on entry (SA_RESETHAND): raised again, the
+  // signal ends the process with its usual status once this returns.
+  raise(signal);
+}
+
+// Installed once, for the signals whose default ends the process; one that
+// is ignored (nohup's SIGHUP) or handled by an embedding program stays so.
+void InstallSignalHandlers() {
+  static const bool installed = [] {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current;
+      if (sigaction(signal, nullptr, &current) != 0 ||
+          current.sa_handler != SIG_DFL) {
+        continue;
+      }
+      struct sigaction action = {};
+      action.sa_handler = RemovePendingAndDie;
+      action.sa_flags = SA_RESETHAND;
+      sigemptyset(&action.sa_mask);
+      sigaction(signal, &action, nullptr);
+    }
+    return true;
+  }();
+  (void)installed;
+}
+
+void Track(const char* path) {
+  for (auto& slot : pending) {
+    const char* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, path)) return;
+  }
+}
+
+void Untrack(const char* path) {
+  for (auto& slot : pending) {
+    const char* mine = path;
+    if (slot.compare_exchange_strong(mine, nullptr)) return;
+  }
+}
+
 }  // namespace
 
 OutputFile::~OutputFile() {
-  if (!in_place() && !committed_) std::remove(written_.c_str());
+  if (in_place() || committed_) return;
+  Untrack(written_.c_str());
+  std::remove(written_.c_str());
 }
 
 Status OutputFile::Begin(const std::string& path) {
@@ -101,6 +156,8 @@ Status OutputFile::Begin(const std::string& path) {
   }
   replaced_ = target;
   written_ = temporary;
+  InstallSignalHandlers();
+  Track(written_.c_str());
   return Status::Ok();
 }
 
@@ -109,6 +166,7 @@ Status OutputFile::Commit() {
   if (std::rename(written_.c_str(), replaced_.c_str()) != 0) {
     return CannotWrite(path_);
   }
+  Untrack(written_.c_str());  // a signal now finds no file of that name
   committed_ = true;
   return Status::Ok();
 }

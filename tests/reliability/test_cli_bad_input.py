@@ -9,8 +9,10 @@ WAV cases (u-law, ADPCM, 22.05 kHz, header only).
 """
 
 import os
+import signal
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -351,6 +353,31 @@ def test_output_that_cannot_be_replaced_says_why(tmp_path):
         if target.parent.name == "locked":
             target.parent.chmod(0o755)
     fails_with(result, f"cannot write '{target}': cannot create '{target}.partial-XXXXXX' beside it")
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_ended_by_a_signal_removes_its_temporaries(tmp_path, signal_number):
+    """A killed run left its PATH.partial-XXXXXX files. Here the state
+    arrays' temporaries are written and the output, a FIFO written in place
+    after them, blocks until a reader comes: the signal arrives then."""
+    np.save(tmp_path / "in.npy", np.arange(4, dtype=np.int32))
+    fifo, state = tmp_path / "out.fifo", tmp_path / "state"
+    os.mkfifo(fifo)
+    state.mkdir()
+    run = subprocess.Popen([TARN, "run", TOKENS, "--input", tmp_path / "in.npy", "--output", fifo,
+                            "--state-dir", state], stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):  # until both temporaries are there (60 s at most)
+            if len(list(state.glob("*.partial-*"))) == 2 or run.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert len(list(state.glob("*.partial-*"))) == 2, run.stderr.read() if run.poll() is not None else ""
+        run.send_signal(signal_number)
+        assert run.wait(timeout=60) == -signal_number
+    finally:
+        run.kill()
+        run.wait()
+    assert list(state.iterdir()) == []
 
 
 def test_a_file_named_like_a_temporary_is_left_alone(tmp_path):
