@@ -918,11 +918,21 @@ Status Model::Impl::CheckFileChecksum(const uint8_t* bytes, size_t size) const {
   if (actual == flat->file_checksum()) return Status::Ok();
   Status weights = CheckWeightChecksum();
   if (!weights.ok()) return weights;
+  // A writer's file is whole 64-byte lines (FlatBuffers pads it to its
+  // buffers' alignment): a size that is not was cut short or added to,
+  // where the verifier cannot tell (the bytes lost were padding).
+  const std::string size_hint =
+      size % kAlignment == 0
+          ? ""
+          : "; its " + std::to_string(size) +
+                " bytes are not a whole number of 64-byte lines, as written: "
+                "it was probably truncated or appended to";
   return Invalid("model is damaged: checksum " + Hex(actual) +
                  " of the file does not match the stored " +
                  Hex(flat->file_checksum()) +
                  " (its weights match their own checksum: the damage is "
-                 "outside them)");
+                 "outside them)" +
+                 size_hint);
 }
 
 Status Model::Impl::CheckTensorSet() {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -86,6 +87,32 @@ TEST(BadModel, TruncatedFile) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidModel) << keep;
     EXPECT_THAT(status.message(), HasSubstr("truncated")) << keep;
   }
+}
+
+// Cut by a few bytes, a file may lose only padding and pass the verifier;
+// with bytes added at its end, it passes too. Either fails the file
+// checksum, whose message says what the size suggests.
+TEST(BadModel, FileCutOrAddedToByAFewBytes) {
+  AlignedBytes original(GoldenModelPath("relu"));
+  ASSERT_EQ(original.size() % 64, 0u);
+  bool past_the_verifier = false;
+  for (size_t size :
+       {original.size() - 8, original.size() - 4, original.size() - 1,
+        original.size() + 1, original.size() + 8}) {
+    AlignedBytes bytes(size);
+    std::memset(bytes.data(), 0, size);
+    std::memcpy(bytes.data(), original.data(), std::min(size, original.size()));
+    const Status status = LoadBytes(bytes);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidModel) << size;
+    if (status.message().find("truncated or corrupt") != std::string::npos)
+      continue;  // the verifier saw it
+    past_the_verifier = true;
+    EXPECT_THAT(status.message(),
+                HasSubstr("bytes are not a whole number of 64-byte lines, as "
+                          "written: it was probably truncated or appended to"))
+        << size;
+  }
+  EXPECT_TRUE(past_the_verifier);
 }
 
 TEST(BadModel, TruncatedFileOnDisk) {
