@@ -130,18 +130,6 @@ class FileSource final : public AudioSource {
   std::vector<float> interleaved_;
 };
 
-std::string FormatName(int format, int mask) {
-  SF_FORMAT_INFO info{};
-  info.format = format & mask;
-  if (sf_command(nullptr, SFC_GET_FORMAT_INFO, &info, sizeof(info)) == 0 &&
-      info.name != nullptr) {
-    return info.name;
-  }
-  char hex[16];
-  std::snprintf(hex, sizeof(hex), "0x%04x", format & mask);
-  return std::string("format ") + hex;
-}
-
 // libsndfile reads a WAV file whose data chunk is cut short without an
 // error, noting "data : <declared> (should be <present>)" in its log.
 std::string TruncationMessage(SNDFILE* file, const std::string& path) {
@@ -241,23 +229,8 @@ std::string FileSource::Open(const std::string& path, uint32_t sample_rate,
     }
     return path + ": cannot read it as audio: " + sf_strerror(nullptr);
   }
-  const int subtype = info_.format & SF_FORMAT_SUBMASK;
-  switch (subtype) {
-    case SF_FORMAT_PCM_S8:
-    case SF_FORMAT_PCM_U8:
-    case SF_FORMAT_PCM_16:
-    case SF_FORMAT_PCM_24:
-    case SF_FORMAT_PCM_32:
-    case SF_FORMAT_FLOAT:
-    case SF_FORMAT_DOUBLE:
-      break;
-    default:
-      return path + ": its encoding (" +
-             FormatName(info_.format, SF_FORMAT_SUBMASK) + " in " +
-             FormatName(info_.format, SF_FORMAT_TYPEMASK) +
-             ") is not supported; use linear PCM (8, 16, 24 or 32-bit) or "
-             "float samples, e.g. sox IN -e signed-integer -b 16 OUT.wav";
-  }
+  // Every encoding libsndfile opens it decodes to floats in [-1, 1]: linear
+  // and float PCM, FLAC, G.711 (telephone audio), ADPCM, Vorbis, Opus.
   const std::string truncated = TruncationMessage(file_, path);
   if (!truncated.empty()) return truncated;
   if (info_.frames == 0) {

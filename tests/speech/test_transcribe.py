@@ -94,6 +94,12 @@ def test_transcribe_outputs_inputs_and_options():
         r = transcribe(*args, stdin=stdin)
         check(f"same result: {name}", r.returncode == 0 and r.stdout == reference.stdout,
               f"{r.stdout!r} vs {reference.stdout!r}\n{r.stderr.decode()}")
+    # Lossy encodings libsndfile decodes (they were refused): the energy
+    # model hears the same speech in them.
+    for name in ("ulaw.wav", "adpcm.wav"):
+        r = transcribe(energy, FIXTURES / name, "-q")
+        check(f"{name} is read", r.returncode == 0 and stdout(r) == stdout(transcribe(energy, speech, "-q")),
+              f"{stdout(r)!r}\n{r.stderr.decode()}")
     r = transcribe(random_model, FIXTURES / "stereo.wav")
     check("stereo: a note says so", "2 channels" in r.stderr.decode(), r.stderr.decode())
     r = transcribe(random_model, "-", stdin=(FIXTURES / "speech.raw").read_bytes() + b"\x01")
@@ -148,8 +154,6 @@ def test_transcribe_outputs_inputs_and_options():
 
     # Inputs it refuses, and why.
     error_case("wrong sample rate names both rates", [energy, FIXTURES / "speech22.wav"], "22050 Hz", "16000 Hz")
-    error_case("u-law WAV", [energy, FIXTURES / "ulaw.wav"], "not supported", "Law")
-    error_case("ADPCM WAV", [energy, FIXTURES / "adpcm.wav"], "not supported", "ADPCM")
     error_case("truncated WAV", [energy, FIXTURES / "truncated.wav"], "truncated")
     error_case("header-only WAV", [energy, FIXTURES / "header_only.wav"], "truncated")
     # A streaming writer's placeholder size 0 (libsndfile reads no audio).
