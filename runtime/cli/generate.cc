@@ -7,9 +7,13 @@
 // level log-probabilities (tarn/distribution.hpp) are then sampled as logits.
 //
 // Image models. The model's metadata says how its tokens make an image:
-// `image_height` and `image_width` (pixels) and `image_start_token` (the
-// token fed before the first pixel, so that the first step's output is the
-// first pixel's distribution). examples/generate/export.py writes them.
+// `image_height` and `image_width` (pixels) and `image_start_token`: the
+// token fed before the first pixel, outside the grey levels, so that the
+// first step's output is the first pixel's distribution (the bundled model's
+// 256; examples/generate/export.py writes them), or `none` for a model that
+// reads pixel p at step p and gives pixel p + 1 (the paper authors' own
+// image model: inputs x0 .. x782, targets x1 .. x783), whose first pixel
+// must be given.
 //
 // Unconditional (default): --count images, each started from the start
 // token alone, every pixel drawn (tarn/sample.hpp), laid out in a square
@@ -17,7 +21,8 @@
 // idx3-ubyte file (Fashion-MNIST's, gzipped or not) keep their first
 // --known-rows rows (half the image by default), which are prefilled in one
 // call; the rest is drawn --per-image times. Each grid row is then: the kept
-// part (the rest grey), the completions, the original.
+// part (the rest grey), the completions, the original. A model without a
+// start token only completes.
 //
 // All images are stepped together through one SessionBatch per group of
 // streams. Image i's draws come from random stream i (completions: stream
@@ -60,8 +65,9 @@ int Fail(const std::string& message) {
 
 struct ImageModel {
   uint32_t height = 0, width = 0;
-  int32_t start_token = 0;
-  size_t mixtures = 0;  // > 0: outputs are a logistic mixture's parameters
+  int32_t start_token = -1;  // -1: none (pixel p + 1 comes from step p)
+  size_t mixtures = 0;       // > 0: outputs are a logistic mixture's parameters
+  bool has_start() const { return start_token >= 0; }
 };
 
 // The model's image layout from its metadata, after checking that it is a
@@ -85,8 +91,12 @@ Status ReadImageModel(const Model& model, const std::string& path,
                       " outputs");
   }
   image->mixtures = mixture ? c.output_dim / 3 : 0;
-  // -1: absent. Each present value is a whole decimal number in range, so
-  // that "28px" or 2^32 + 4 is refused rather than read as 28 or 4.
+  // -1: absent; a start token of none is kNoStart. Each present value is a
+  // whole decimal number in range, so that "28px" or 2^32 + 4 is refused
+  // rather than read as 28 or 4. A start token among the grey levels would
+  // be read as a black or white first pixel (the authors' model given
+  // image_start_token=0 drew every pixel one place late): refused.
+  constexpr int64_t kNoStart = -2;
   int64_t height = -1, width = -1, start = -1;
   for (const auto& [key, value] : model.metadata()) {
     int64_t* field = key == "image_height"        ? &height
@@ -94,9 +104,22 @@ Status ReadImageModel(const Model& model, const std::string& path,
                      : key == "image_start_token" ? &start
                                                   : nullptr;
     if (field == nullptr) continue;
-    const int64_t least = field == &start ? 0 : 1;
+    if (field == &start && value == "none") {
+      start = kNoStart;
+      continue;
+    }
+    const int64_t least = field == &start ? kGreyLevels : 1;
     const int64_t most =
         field == &start ? int64_t{c.vocab_size} - 1 : int64_t{kMaxImageSide};
+    if (field == &start && most < least) {
+      return Status(StatusCode::kInvalidArgument,
+                    "'" + path + "': metadata image_start_token '" +
+                        Printable(value) + "', but the vocabulary of " +
+                        std::to_string(c.vocab_size) +
+                        " tokens holds only the grey levels: a model that "
+                        "reads pixel p at step p, as the paper authors' "
+                        "does, says image_start_token=none");
+    }
     char* end = nullptr;
     errno = 0;
     const long long number = std::strtoll(value.c_str(), &end, 10);
@@ -106,34 +129,39 @@ Status ReadImageModel(const Model& model, const std::string& path,
                     "'" + path + "': metadata " + key + " '" +
                         Printable(value) + "' is not an integer in [" +
                         std::to_string(least) + ", " + std::to_string(most) +
-                        "]");
+                        "]" +
+                        (field == &start ? " (a token outside the grey "
+                                           "levels) nor none"
+                                         : ""));
     }
     *field = number;
   }
-  if (height < 0 || width < 0 || start < 0) {
+  if (height < 0 || width < 0 || start == -1) {
     return Status(StatusCode::kInvalidArgument,
                   "'" + path +
                       "' lacks the image layout in its metadata "
-                      "(image_height, image_width, image_start_token; see "
+                      "(image_height, image_width, image_start_token: a "
+                      "token outside the grey levels, or none; see "
                       "examples/generate/export.py)");
   }
-  if (c.vocab_size < kGreyLevels) {  // the start token is below it: parsed
+  if (c.vocab_size < kGreyLevels) {
     return Status(StatusCode::kInvalidArgument,
                   "'" + path + "': vocabulary of " +
                       std::to_string(c.vocab_size) +
-                      " tokens cannot hold the 256 grey levels and start "
-                      "token " +
-                      std::to_string(start));
+                      " tokens cannot hold the 256 grey levels");
   }
-  if (c.position == Position::kLearned && height * width > c.max_positions) {
+  // Steps an image takes: one a pixel, the last pixel's not read.
+  const int64_t steps = height * width - (start == kNoStart ? 1 : 0);
+  if (c.position == Position::kLearned && steps > c.max_positions) {
     return Status(StatusCode::kInvalidArgument,
                   "'" + path + "': " + std::to_string(height * width) +
-                      " pixels, but only " + std::to_string(c.max_positions) +
-                      " learned positions");
+                      " pixels take " + std::to_string(steps) +
+                      " steps, but the model has only " +
+                      std::to_string(c.max_positions) + " learned positions");
   }
   image->height = static_cast<uint32_t>(height);
   image->width = static_cast<uint32_t>(width);
-  image->start_token = static_cast<int32_t>(start);
+  image->start_token = static_cast<int32_t>(start == kNoStart ? -1 : start);
   return Status::Ok();
 }
 
@@ -164,12 +192,14 @@ void ShowProgress(size_t done, size_t total, size_t images, int* shown) {
 }
 
 // Draws pixels [known, height x width) of every stream, whose first `known`
-// pixels are set, kStreamsPerBatch streams at a time: each session is
-// prefilled with the start token and all known pixels but the last, then the
-// group's streams step together to the last pixel and their sessions are
-// freed. A group at a time, so that memory holds one batch's sessions, not
-// one per image (--count 4096 --per-image 64 asked for 56 GB); each stream
-// draws from its own random stream, so the grouping changes no pixel.
+// pixels are set (at least one without a start token), kStreamsPerBatch
+// streams at a time: each session is prefilled with the start token, if
+// any, and all known pixels but the last, then the group's streams step
+// together, each step reading the pixel before the one it draws, and their
+// sessions are freed. A group at a time, so that memory holds one batch's
+// sessions, not one per image (--count 4096 --per-image 64 asked for 56 GB);
+// each stream draws from its own random stream, so the grouping changes no
+// pixel.
 Status Draw(const Model& model, const ImageModel& image, size_t known,
             const SamplingOptions& sampling, const GenerateOptions& options,
             std::vector<Stream>* streams) {
@@ -186,16 +216,18 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
   // The known pixels are prefilled by one session with the run's threads
   // and each stream's session restored from its snapshot: one thread pool,
   // not one per stream.
+  const size_t prefilled = known - 1 + (image.has_start() ? 1 : 0);
   std::unique_ptr<Session> prefill;
   std::vector<uint8_t> snapshot;
-  if (known > 0) {
+  if (prefilled > 0) {
     SessionOptions prefill_options;
     prefill_options.num_threads = options.threads;
     status = Session::Create(model, prefill_options, &prefill);
     if (!status.ok()) return status;
     snapshot.resize(model.snapshot_bytes());
   }
-  std::vector<int32_t> prefix(known);
+  std::vector<int32_t> prefix;
+  prefix.reserve(prefilled);
   std::vector<Session*> sessions(batch_options.max_streams);
   std::vector<int32_t> tokens(batch_options.max_streams);
   const size_t output_size = model.output_size();
@@ -217,12 +249,13 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
       status = Session::Create(model, session_options, &s.session);
       if (!status.ok()) return status;
       sessions[i] = s.session.get();
-      if (known == 0) continue;
-      prefix[0] = image.start_token;
-      std::copy(s.pixels.begin(), s.pixels.begin() + (known - 1),
-                prefix.begin() + 1);
+      if (prefilled == 0) continue;
+      prefix.clear();
+      if (image.has_start()) prefix.push_back(image.start_token);
+      prefix.insert(prefix.end(), s.pixels.begin(),
+                    s.pixels.begin() + (known - 1));
       prefill->Reset();
-      status = prefill->PrefillTokens(prefix.data(), known, nullptr, 0);
+      status = prefill->PrefillTokens(prefix.data(), prefix.size(), nullptr, 0);
       if (status.ok())
         status = prefill->Snapshot(snapshot.data(), snapshot.size());
       if (status.ok())
@@ -354,6 +387,13 @@ int Generate(const GenerateOptions& o) {
   if (status.ok()) status = CheckWritable(o.out_path);
   if (!status.ok()) return Fail(status.message());
   std::vector<Stream> streams;
+  if (o.complete_path.empty() && !image.has_start()) {
+    return Fail("'" + o.model_path +
+                "' has no start token (image_start_token none, as the paper "
+                "authors' image model): it draws each pixel from the one "
+                "before, so the first must be given: complete images with "
+                "--complete IDX_FILE");
+  }
   if (o.complete_path.empty()) {
     const uint32_t cols = static_cast<uint32_t>(
         std::ceil(std::sqrt(static_cast<double>(o.count))));
@@ -395,6 +435,11 @@ int Generate(const GenerateOptions& o) {
     return Fail("--known-rows " + std::to_string(known_rows) +
                 " leaves nothing to draw in images of " +
                 std::to_string(image.height) + " rows");
+  }
+  if (known_rows == 0 && !image.has_start()) {
+    return Fail("--known-rows 0: '" + o.model_path +
+                "' has no start token, so its first pixel must be given: "
+                "keep at least one row");
   }
   const size_t known = size_t{known_rows} * image.width;
   for (uint32_t i = 0; i < o.count; ++i) {

@@ -216,7 +216,10 @@ def test_image_metadata_must_be_whole_numbers_in_range(tarn, tmp_path):
         ("image_height", "4294967300", "metadata image_height '4294967300' is not an integer in [1, 65536]"),
         ("image_width", "28px", "metadata image_width '28px' is not an integer in [1, 65536]"),
         ("image_width", "", "metadata image_width '' is not an integer in [1, 65536]"),
-        ("image_start_token", "257", "metadata image_start_token '257' is not an integer in [0, 256]"),
+        ("image_start_token", "257", "metadata image_start_token '257' is not an integer in [256, 256] "
+         "(a token outside the grey levels) nor none"),
+        # A grey level as the start token: the first pixel read as black.
+        ("image_start_token", "0", "metadata image_start_token '0' is not an integer in [256, 256]"),
         # shown escaped: raw, the value's newline and escape sequence reached the terminal
         ("image_width", "4\n\x1b[2J", "metadata image_width '4\\x0a\\x1b[2J' is not an integer in [1, 65536]"),
     ]:
@@ -228,6 +231,13 @@ def test_image_metadata_must_be_whole_numbers_in_range(tarn, tmp_path):
     write_tarn(model, config, tensors, metadata=layout)
     r = subprocess.run([tarn, "generate", model, "--out", out, "--count", "1", "--quiet"], capture_output=True, text=True)
     assert r.returncode == 0 and out.exists(), r.stderr
+    # A vocabulary of the grey levels alone has no token to start with.
+    config.vocab_size = 256
+    tensors = {n: (0.3 * rng.standard_normal(s)).astype(np.float32) for n, s in expected_shapes(config).items()}
+    write_tarn(model, config, tensors, metadata={**layout, "image_start_token": "0"})
+    r = subprocess.run([tarn, "generate", model, "--out", out, "--count", "1", "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 1 and "holds only the grey levels" in r.stderr and "image_start_token=none" in r.stderr, \
+        r.stderr
 
 
 def test_progress_is_redrawn_whenever_its_percentage_changes(tarn, tmp_path):

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -654,34 +655,44 @@ def test_outputs_that_are_not_plain_files(tmp_path):
 
 
 @pytest.mark.any_kernels
-def test_generate_draws_pixels_from_the_mixture(tmp_path):
-    """tarn generate on the authors' model: 4,096 one-pixel images, each the
-    first draw after start token 0, so their grey levels are draws from the
-    level distribution of step 0's outputs (the reference's table). Pearson
+def test_generate_completes_the_authors_model_from_their_outputs(tmp_path):
+    """tarn generate on the authors' model, which has no start token: step p
+    reads pixel p and gives pixel p + 1 (their predict_with_recurrent). An
+    image of 393 x 1 pixels whose first 392 are their fixture's input,
+    completed 4,096 times (64 copies, 64 completions each): each drawn pixel 392 is a draw from the level
+    distribution of their output 391 (output.npy, their own code's). Pearson
     chi-square over the levels, neighbours merged only until each group
-    expects 5 draws (a sampler off by one level moves draws across groups)."""
+    expects 5 draws (a sampler off by one level, or a step off by one pixel,
+    moves draws across groups). Generate fed a start token first, so that
+    every pixel went one position late; unconditional generation is refused."""
     from converter.reference import logistic_mixture_levels
     from matplotlib.image import imread
 
+    known, copies, per_image = 392, 64, 64
+    count = copies * per_image
     model = tmp_path / "model.tarn"
     result = subprocess.run(
         [sys.executable, "-m", "converter", "convert", str(AUTHORS / "model.pt"), str(model),
          "--arch", "linear-transformer-experiments", "--config", str(AUTHORS / "config.json"),
-         "--meta", "image_height=1", "--meta", "image_width=1", "--meta", "image_start_token=0"],
+         "--meta", f"image_height={known + 1}", "--meta", "image_width=1", "--meta", "image_start_token=none"],
         capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    count, cols, gap = 4096, 64, 2  # generate's grid: ceil(sqrt(count)) columns, 2-pixel gaps
+    pixels = np.load(AUTHORS / "input.npy")
+    images = tmp_path / "images-idx3-ubyte"
+    images.write_bytes(struct.pack(">IIII", 0x00000803, copies, known + 1, 1)
+                       + copies * pixels[: known + 1].astype(np.uint8).tobytes())
+    grid_path = tmp_path / "grid.png"
     result = subprocess.run(
-        [TARN, "generate", str(model), "--out", str(tmp_path / "grid.png"), "--count", str(count),
-         "--scale", "1", "--seed", "6", "--quiet"], capture_output=True, text=True)
+        [TARN, "generate", str(model), "--out", str(grid_path), "--complete", str(images), "--known-rows", str(known),
+         "--count", str(copies), "--per-image", str(per_image), "--scale", "1", "--seed", "6", "--quiet"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    grid = np.rint(imread(tmp_path / "grid.png") * 255).astype(int)
-    cells = np.arange(count)
-    levels = grid[gap + (cells // cols) * (1 + gap), gap + (cells % cols) * (1 + gap)]
+    grid = np.rint(imread(grid_path) * 255).astype(int)
+    # generate's grid: a row per image of [known part, completions, original], 2-pixel gaps
+    gap = 2
+    rows, cols = np.divmod(np.arange(count), per_image)
+    levels = grid[gap + rows * (known + 1 + gap) + known, gap + (1 + cols) * (1 + gap)]
 
-    np.save(tmp_path / "start.npy", np.zeros(1, dtype=np.int32))
-    run_ok(model, tmp_path / "start.npy", tmp_path)
-    table = logistic_mixture_levels(np.load(tmp_path / "output.npy")[0].astype(np.float64), 256)
+    table = logistic_mixture_levels(np.load(AUTHORS / "output.npy")[known - 1].astype(np.float64), 256)
     group = np.zeros(256, dtype=int)  # each level's group, in level order
     groups, filled = 0, 0.0
     for level in range(256):
@@ -697,10 +708,38 @@ def test_generate_draws_pixels_from_the_mixture(tmp_path):
     # The 1e-5 tail of chi-square with dof degrees of freedom, by Wilson and
     # Hilferty's normal approximation (z = 4.265).
     limit = dof * (1 - 2 / (9 * dof) + 4.265 * math.sqrt(2 / (9 * dof))) ** 3
-    print(f"tarn generate, 4,096 first pixels: chi-square {chi2:.1f} on {dof} degrees of freedom "
+    print(f"tarn generate, 4,096 draws of pixel {known}: chi-square {chi2:.1f} on {dof} degrees of freedom "
           f"(limit {limit:.1f})")
     assert dof >= 15
     assert chi2 < limit
+
+    result = subprocess.run([TARN, "generate", str(model), "--out", str(grid_path), "--quiet"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "has no start token" in result.stderr, result.stderr
+
+    # The draws above agree with a step one pixel late too (the fixture's
+    # random weights change little from one position to the next). The most
+    # likely level (--top-k 1) tells them apart at pixels 3 and 500, where a
+    # late step picks the other edge level; 1 and 392 as well.
+    whole = tmp_path / "whole.tarn"
+    result = subprocess.run(
+        [sys.executable, "-m", "converter", "convert", str(AUTHORS / "model.pt"), str(whole),
+         "--arch", "linear-transformer-experiments", "--config", str(AUTHORS / "config.json"),
+         "--meta", "image_height=784", "--meta", "image_width=1", "--meta", "image_start_token=none"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    images.write_bytes(struct.pack(">IIII", 0x00000803, 1, 784, 1) + pixels.astype(np.uint8).tobytes())
+    outputs = np.load(AUTHORS / "output.npy").astype(np.float64)
+    for known in (1, 3, 392, 500):
+        table = np.sort(logistic_mixture_levels(outputs[known - 1], 256))
+        assert table[-1] - table[-2] > 1e-3  # no near tie that rounding could flip
+        result = subprocess.run(
+            [TARN, "generate", str(whole), "--out", str(grid_path), "--complete", str(images), "--known-rows",
+             str(known), "--count", "1", "--per-image", "1", "--top-k", "1", "--scale", "1", "--quiet"],
+            capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        drawn = np.rint(imread(grid_path) * 255).astype(int)[gap + known, gap + 1 + gap]
+        assert drawn == logistic_mixture_levels(outputs[known - 1], 256).argmax(), known
 
 
 @pytest.mark.any_kernels
