@@ -86,12 +86,14 @@ int32_t TokenSampler::SampleCategorical(const float* logits, size_t n,
     weights_[i] = total;  // running sum
   }
   const double target = Uniform() * total;
-  // The first token whose running sum passes the target; the last one if
-  // rounding left the target at the total.
-  const size_t chosen =
-      std::upper_bound(weights_.begin(), weights_.begin() + kept, target) -
-      weights_.begin();
-  return static_cast<int32_t>(candidates_[std::min(chosen, kept - 1)]);
+  // The first token whose running sum passes the target. Where rounding
+  // left the target at the total, the first whose sum reaches the total:
+  // the last token of positive weight, never a banned one after it.
+  const auto sums_end = weights_.begin() + kept;
+  auto chosen = std::upper_bound(weights_.begin(), sums_end, target);
+  if (chosen == sums_end)
+    chosen = std::lower_bound(weights_.begin(), sums_end, total);
+  return static_cast<int32_t>(candidates_[chosen - weights_.begin()]);
 }
 
 }  // namespace tarn
