@@ -37,8 +37,8 @@
 //     recognizer steps them (against the stream's CPU time per step, the
 //     difference is the front end's and the decoder's share), and one step
 //     at a time (StepFrame);
-//   - the floor: a step reads every weight of the model once (the file's
-//     weight bytes, model.weight_bytes()); the read bandwidth of a buffer
+//   - the floor: a step reads every weight of the model once, in the
+//     file's dtypes (step_bytes.h); the read bandwidth of a buffer
 //     that size, best of --passes passes measured in the same run
 //     (bandwidth.h, one thread), gives the least time a step can take, and
 //     floor_us / step_seconds the least real-time factor;
@@ -67,6 +67,7 @@
 
 #include "bandwidth.h"
 #include "latency_histogram.h"
+#include "step_bytes.h"
 #include "tarn/recognizer.hpp"
 #include "tarn/tarn.hpp"
 
@@ -250,6 +251,10 @@ int main(int argc, char** argv) {
                                     : tarn::Int8Compute::kExact;
   std::unique_ptr<tarn::Model> model;
   Check(tarn::Model::Load(model_path, &model, load), "loading the model");
+  tarn::bench::StepBytes bytes;
+  Check(tarn::bench::CountStepBytes(*model, model_path, &bytes),
+        "reading the model's tensors");
+  const size_t step_bytes = bytes.weights;
   tarn::RecognizerOptions options;
   options.num_threads = threads;
   options.beam_width = static_cast<uint32_t>(beam);
@@ -409,9 +414,9 @@ int main(int argc, char** argv) {
   }
   std::sort(final_us.begin(), final_us.end());
 
-  tarn::bench::ReadBandwidthMeter meter(model->weight_bytes(), threads);
+  tarn::bench::ReadBandwidthMeter meter(step_bytes, threads);
   for (int i = 0; i < passes; ++i) meter.Pass();
-  const double floor_us = model->weight_bytes() / (meter.best_gbs() * 1e3);
+  const double floor_us = step_bytes / (meter.best_gbs() * 1e3);
 
   std::printf("model %s (%zu weight bytes), %d thread%s, %s, %d ms chunks\n",
               model_path.c_str(), model->weight_bytes(), threads,
@@ -467,8 +472,8 @@ int main(int argc, char** argv) {
       "floor: %zu bytes at %.1f GB/s (best of %d read passes, "
       "median %.1f GB/s) = %.1f us per step taken alone, real-time factor "
       "%.5f; a step alone = %.2f x floor\n",
-      model->weight_bytes(), meter.best_gbs(), passes, meter.median_gbs(),
-      floor_us, floor_us / step_us, single_us / floor_us);
+      step_bytes, meter.best_gbs(), passes, meter.median_gbs(), floor_us,
+      floor_us / step_us, single_us / floor_us);
   std::printf(
       "final result after a whole file (final silence %u ms, the decoder's "
       "end): median %.0f us, p90 %.0f us (%zu calls)\n",

@@ -8,9 +8,9 @@
 //
 // A pass is a vectorised sum over the whole buffer (AVX-512, AVX2 or the
 // baseline ISA, picked at run time) that reads four streams at once, one per
-// quarter, as a step reads several; split into contiguous slices over the
-// threads of a pthreadpool when threads > 1. The buffer lives as long as the
-// meter.
+// quarter, as a step reads several, each into two accumulators (loads, not
+// the add latency, bound it); split into contiguous slices over the threads
+// of a pthreadpool when threads > 1. The buffer lives as long as the meter.
 
 #ifndef TARN_BENCH_BANDWIDTH_H_
 #define TARN_BENCH_BANDWIDTH_H_

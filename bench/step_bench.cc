@@ -11,9 +11,9 @@
 // bandwidth (bandwidth.h) over a buffer as large as the weights one step
 // streams, with as many threads: as many samples as steps, of about the same
 // length, taken under the same load. The floor is those bytes at the best
-// pass's bandwidth. A step's weights are
-// every matrix, bias and norm vector of the layers and the head, plus one row
-// of each embedding table, in the file's dtype.
+// pass's bandwidth. A step's weights are every dense layer's matrix of the
+// layers and the head, every bias, scale and norm vector, and one row of each
+// embedding table, each in the dtype the file stores it in (step_bytes.h).
 //
 // Then it times as many steps again back to back, with no bandwidth pass
 // between them: the warm figure, a stream stepping on its own with its
@@ -24,9 +24,10 @@
 //
 // The profile times, in isolation and at the model's sizes, the kernels a
 // step runs (kernels::Kernels(), the table the runtime uses): the dense
-// layers in the file's dtype (--dtype; one packed weight matrix per layer and
-// kind, own random weights, relu fused as the runtime does), the feature map
-// and rank-one kernels (one S per layer), the norms, and the embedding row.
+// layers in the dtype of the file's layer matrices (one packed weight matrix
+// per layer and kind, own random weights, relu fused as the runtime does),
+// the feature map and rank-one kernels (one S per layer), the norms, and the
+// embedding row.
 // Set against the fastest measured step, what is left is the rest (position,
 // bookkeeping, thread pool and call overhead, and parts that ran faster in
 // isolation). Nothing is timed inside the library.
@@ -90,7 +91,7 @@ struct Options {
   std::vector<uint64_t> positions;  // --positions: time steps at these
   bool rounds_on_stdin = false;
   bool int8_dot = false;  // --int8-dot: LoadOptions::int8_compute
-  std::string dtype;      // --dtype: the file's matrices; empty: guessed
+  std::string dtype;      // --dtype: what the file's matrices must be
 };
 
 // Steps a session once: a token, or frames until the model steps.
@@ -299,8 +300,11 @@ uint16_t ToF16(float x) {
   std::memcpy(&u, &x, 4);
   const uint32_t sign = (u >> 16) & 0x8000;
   const int32_t exponent = static_cast<int32_t>((u >> 23) & 0xff) - 127 + 15;
-  const uint32_t mantissa = (u >> 13) & 0x3ff;
-  return static_cast<uint16_t>(sign | (exponent << 10) | mantissa);
+  const uint32_t mantissa = (u >> 13) & 0x3ff, dropped = u & 0x1fff;
+  uint32_t h = sign | (static_cast<uint32_t>(exponent) << 10) | mantissa;
+  // A carry out of the mantissa moves to the next exponent, as it should.
+  h += dropped > 0x1000 || (dropped == 0x1000 && (h & 1));
+  return static_cast<uint16_t>(h);
 }
 
 // Weights of magnitude in [scale / 64, scale], random sign: normal in every
@@ -391,13 +395,13 @@ class Dense {
 };
 
 // `step_us`: a measured step to set the parts against (0: none).
-Json Profile(const Model& model, const Options& o, double step_us,
-             const std::string& step_basis) {
+Json Profile(const Model& model, const Options& o, const StepBytes& bytes,
+             double step_us, const std::string& step_basis) {
   const ModelConfig& c = model.config();
   const size_t L = c.num_layers, d = c.d_model, H = c.num_heads, dk = c.d_key,
                dv = c.d_value, C = c.feature_dim, ff = c.d_ff;
   const kernels::KernelTable& k = kernels::Kernels();
-  const std::string dtype = CountStepBytes(model, o.dtype).dtype;
+  const std::string& dtype = bytes.dtype;
   std::mt19937 rng(42);
   Json parts = Json::array();
   double sum_median = 0, sum_best = 0;
@@ -618,8 +622,8 @@ void PrintReport(const Json& j) {
   if (j.contains("speedup_over_1_thread")) {
     for (const Json& r : j["speedup_over_1_thread"]) {
       std::printf(
-          "%d threads / 1 thread: %.2fx median step, %.2fx fastest; warm "
-          "%.2fx median, %.2fx fastest\n",
+          "speed-up of %d threads over 1 (1 thread's time / theirs): %.2fx "
+          "median step, %.2fx fastest; warm %.2fx median, %.2fx fastest\n",
           r["threads"].get<int>(), r["median"].get<double>(),
           r["best"].get<double>(), r["warm_median"].get<double>(),
           r["warm_best"].get<double>());
@@ -821,7 +825,8 @@ class PositionSweep {
 // --positions: the sweep, one round of o.steps steps, or with
 // --rounds-on-stdin one round per line read (a step count), each answered
 // by one JSON line on stdout; the whole record goes to --json at the end.
-int RunPositions(const Model& model, const Options& o, Json j) {
+int RunPositions(const Model& model, const Options& o, const StepBytes& bytes,
+                 Json j) {
   if (o.threads.size() != 1) {
     std::cerr << "tarn_step_bench: --positions takes one --threads value\n";
     return 1;
@@ -854,7 +859,6 @@ int RunPositions(const Model& model, const Options& o, Json j) {
   // buffer is as large as the weights): the bytes a step reads at the best
   // read bandwidth of a buffer that size, passes back to back as the
   // rounds' steps are.
-  const StepBytes bytes = CountStepBytes(model, o.dtype);
   ReadBandwidthMeter meter(bytes.weights, o.threads[0]);
   for (int p = 0; p < 101; ++p) meter.Pass();
   j["dtype"] = bytes.dtype;
@@ -888,7 +892,14 @@ int Run(const Options& o) {
   Status status = Model::Load(o.model_path, &model, load);
   if (!status.ok()) Fail("loading " + o.model_path, status);
   const ModelConfig& c = model->config();
-  const StepBytes bytes = CountStepBytes(*model, o.dtype);
+  StepBytes bytes;
+  status = CountStepBytes(*model, o.model_path, &bytes);
+  if (!status.ok()) Fail("reading " + o.model_path, status);
+  if (!o.dtype.empty() && o.dtype != bytes.dtype) {
+    Fail("--dtype " + o.dtype,
+         Status(StatusCode::kInvalidArgument,
+                "the file's layer matrices are " + bytes.dtype));
+  }
 
   Json j;
   j["model"] = o.model_path;
@@ -906,7 +917,7 @@ int Run(const Options& o) {
                      {"vector_params", bytes.vector_params},
                      {"weights", bytes.weights},
                      {"state", bytes.state}};
-  if (!o.positions.empty()) return RunPositions(*model, o, j);
+  if (!o.positions.empty()) return RunPositions(*model, o, bytes, j);
   j["runs"] = Json::array();
   for (int t : o.threads) j["runs"].push_back(TimeSteps(*model, o, t, bytes));
   // (ordered_json: adding a key to j moves its values, so build apart.)
@@ -938,7 +949,7 @@ int Run(const Options& o) {
         step_us = r["ms_per_step_best"].get<double>() * 1e3;
       }
     }
-    j["profile"] = Profile(*model, o, step_us, "fastest 1-thread step");
+    j["profile"] = Profile(*model, o, bytes, step_us, "fastest 1-thread step");
   }
   if (!o.check_tokens.empty()) {
     std::vector<std::vector<float>> first;
@@ -1007,9 +1018,8 @@ int main(int argc, char** argv) {
                  "positions (ascending), round-robin, with the RSS at each")
       ->delimiter(',');
   app.add_option("--dtype", o.dtype,
-                 "the file's matrix dtype, for the report and the profile's "
-                 "dense kernels (default: the dtype most of the file's "
-                 "weight bytes are stored in)")
+                 "a check: the dtype the file's layer matrices must be "
+                 "stored in (the report and the profile use the file's own)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "i8"}));
   app.add_flag("--int8-dot", o.int8_dot,
                "int8 models: quantise activations, integer dot products");

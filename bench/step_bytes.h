@@ -12,19 +12,22 @@
 namespace tarn {
 namespace bench {
 
-// What one step reads from the model, by the file's dtypes.
+// What one step reads from the model.
 struct StepBytes {
-  std::string dtype = "f32";  // how the file stores its matrices
-  size_t matrix_params = 0;   // 2-D weights, embedding rows
-  size_t vector_params = 0;   // biases, norms, favor+ omega, conv
-  size_t weights = 0;         // bytes of the two above
+  std::string dtype;         // layer 0's matrices as the file stores them
+  size_t matrix_params = 0;  // 2-D weights, one row of each embedding
+  size_t vector_params = 0;  // biases, norms, favor+ omega, conv
+  size_t weights = 0;        // bytes a step streams (see CountStepBytes)
   size_t state = 0;  // S, z and their carries, read and written each step
 };
 
-// Every matrix, bias and norm vector of the layers and the head, plus one
-// row of each embedding table, with the matrices in `dtype` ("f32", "f16",
-// "bf16", "i8"; empty: the file's dtype with the most bytes).
-StepBytes CountStepBytes(const Model& model, const std::string& dtype);
+// Every dense layer of the layers and the head (its matrix, bias and int8
+// scales), the norm vectors, and one row of each embedding table, each
+// tensor in the dtype the file at `path` (the one `model` was loaded from)
+// stores it in: the public API does not say, so its tensor records are read
+// (schema/tarn.fbs). The model's own bytes, not the runtime's packing.
+Status CountStepBytes(const Model& model, const std::string& path,
+                      StepBytes* bytes);
 
 }  // namespace bench
 }  // namespace tarn
