@@ -355,17 +355,14 @@ void AddInt8Option(CLI::App* command, Int8Compute* value) {
       ->transform(CLI::CheckedTransformer(names));
 }
 
-// A finite float above 0: CLI11's PositiveNumber lets nan through, takes
+// A finite decimal above 0: CLI11's PositiveNumber lets nan through, takes
 // 1e39 (inf as a float), and names its range with 309 digits.
 const CLI::Validator kFinitePositive(
     [](const std::string& text) -> std::string {
-      char* end = nullptr;
-      const float value = std::strtof(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0' || !std::isfinite(value) ||
-          !(value > 0)) {
-        return "'" + text + "' is not a finite number above 0";
-      }
-      return "";
+      float value = 0;
+      return ParseBoost(text, &value)
+                 ? ""
+                 : "'" + text + "' is not a finite number above 0";
     },
     "FLOAT > 0");
 
@@ -452,7 +449,8 @@ CLI::App* AddTranscribe(CLI::App* app, TranscribeOptions* options) {
   command
       ->add_option("--max-utterance-ms", o.max_utterance_ms,
                    "longest utterance before a forced endpoint (0: 4096 model "
-                   "steps, the decoder's fixed memory)")
+                   "steps, the decoder's fixed memory; well under a second, "
+                   "it cuts words before the model emits them)")
       ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
   command

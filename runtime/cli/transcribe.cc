@@ -288,8 +288,8 @@ std::vector<std::string> ReadWords(const std::string& path,
 }
 
 // A hotword file: one phrase per line, optionally ending in ` :BOOST` (a
-// positive number of nats per label); blank lines are skipped. *lines gets
-// each phrase's line number.
+// positive decimal number of nats per label); blank lines are skipped. *lines
+// gets each phrase's line number.
 std::vector<CtcHotword> ReadHotwords(const std::string& path,
                                      std::vector<size_t>* lines,
                                      std::string* error) {
@@ -309,10 +309,8 @@ std::vector<CtcHotword> ReadHotwords(const std::string& path,
     const size_t token_begin = token == std::string::npos ? 0 : token + 1;
     if (line[token_begin] == ':') {
       const std::string value = line.substr(token_begin + 1, end - token_begin);
-      char* parsed_end = nullptr;
-      const float boost = std::strtof(value.c_str(), &parsed_end);
-      if (value.empty() || *parsed_end != '\0' || !std::isfinite(boost) ||
-          !(boost > 0)) {
+      float boost = 0;
+      if (!ParseBoost(value, &boost)) {
         *error = path + ":" + std::to_string(number) +
                  ": the boost \":" + value + "\" is not a positive number";
         return hotwords;
@@ -356,6 +354,16 @@ nlohmann::json WordsJson(const std::vector<RecognizedWord>& words) {
 }
 
 }  // namespace
+
+bool ParseBoost(const std::string& text, float* boost) {
+  if (text.empty() ||
+      text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
+    return false;
+  }
+  char* end = nullptr;
+  *boost = std::strtof(text.c_str(), &end);
+  return *end == '\0' && std::isfinite(*boost) && *boost > 0;
+}
 
 int Transcribe(const TranscribeOptions& o) {
   std::unique_ptr<Model> model;

@@ -37,6 +37,10 @@ struct TranscribeOptions {
 // Runs `tarn transcribe`; returns the exit status.
 int Transcribe(const TranscribeOptions& options);
 
+// A hotword boost as written in a hotword file or --hotword-boost: a finite
+// decimal number above 0 (strtof alone also reads "0x10" and "nan").
+bool ParseBoost(const std::string& text, float* boost);
+
 // `tarn adapt MODEL AUDIO...`: a speaker's vocal tract warp, for
 // `tarn transcribe --warp` (tarn::EstimateWarp).
 struct AdaptOptions {

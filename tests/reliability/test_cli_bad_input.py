@@ -463,7 +463,7 @@ def test_non_finite_sample_names_its_place_in_the_file(tmp_path):
 
 
 @needs_speech
-@pytest.mark.parametrize("boost", ["nan", "inf", "1e39", "0", "-1", "x"])
+@pytest.mark.parametrize("boost", ["nan", "inf", "1e39", "0", "-1", "x", "0x10"])
 def test_hotword_boost_that_is_not_a_finite_positive_number(tmp_path, boost):
     """Refused as the option it is, not blamed on the hotword file's first
     line."""

@@ -133,6 +133,8 @@ def test_transcribe_outputs_inputs_and_options():
         ("an unspellable hotword: file, line, phrase, character", "hello\n\nna\u00efve world\n",
          ["hotwords_bad.txt:3", "na\u00efve world", "\u00ef"]),
         ("a bad boost", "hello :x\n", ["hotwords_bad.txt:1", ":x"]),
+        # strtof reads hexadecimal: ":0x10" was a boost of 16.
+        ("a hexadecimal boost", "hello :0x10\n", ["hotwords_bad.txt:1", ":0x10"]),
         ("a negative boost", "hello\nworld :-1\n", ["hotwords_bad.txt:2", ":-1"]),
         ("a boost without a phrase", ":2\n", ["hotwords_bad.txt:1", "without a phrase"]),
         ("an empty hotword file", "\n  \n", ["holds no phrases"]),
