@@ -40,8 +40,10 @@
 // utterance's final result is queued for PopResult(), and the decoder and
 // the session are reset: the next utterance starts from a fresh recurrent
 // state, as the model saw in training, while the audio clock runs on.
-// Without speech, the session is also reset every reset_after_silence_ms,
-// so that a long silence never accumulates in the model's state. Memory is
+// Without speech, the session is also restarted after reset_after_silence_ms
+// of it, so that a long silence never accumulates in the model's state
+// (each session spans at most that long; the next hears its last
+// final_silence_ms again, so restarts come that much more often). Memory is
 // therefore bounded whatever the stream's length.
 //
 // Times. Seconds since the stream started (creation or Reset()). The step
@@ -84,9 +86,11 @@ struct RecognizerOptions {
   // 4096 model steps (2 min at 30 ms a step) as if that were its limit.
   // The beam search's memory, allocated at creation, is about beam_width x
   // the limit's steps x 48 bytes: 0.4 MB for 30 s at beam 8, 1.5 GB for an
-  // hour at beam 256.
+  // hour at beam 256. Either limit, and reset_after_silence_ms, well under
+  // a second cuts words before the model emits them (its labels come a few
+  // steps after their audio): the bundled model hears nothing at 100 ms.
   uint32_t max_utterance_ms = 30000;
-  // Without speech, the session restarts this often; 0: never.
+  // Without speech, the session restarts after this much of it; 0: never.
   uint32_t reset_after_silence_ms = 2000;
   // FinalResult(), and an utterance that reaches max_utterance_ms, first
   // step the model over this much silence: a model emits a word's labels a

@@ -58,9 +58,10 @@ typedef struct tarn_recognizer_options {
   uint32_t endpoint_silence_ms;
   /* An utterance this long ends, whatever follows; 0: no limit of its own,
    * but an utterance still ends after 4096 model steps (2 min at 30 ms a
-   * step), where the decoder's fixed memory ends. */
+   * step), where the decoder's fixed memory ends. Well under a second, it
+   * (or reset_after_silence_ms) cuts words before the model emits them. */
   uint32_t max_utterance_ms;
-  /* Without speech, the model's state restarts this often; 0: never. */
+  /* Without speech, the model's state restarts after this much; 0: never. */
   uint32_t reset_after_silence_ms;
   /* Threads for the model's dense layers, [1, 256]. */
   int32_t num_threads;
