@@ -112,7 +112,10 @@ struct CtcDecoderOptions {
   uint32_t beam_width = 0;
   // Beam search only: when not empty, hypotheses are made of these words
   // (each spelled with the model's text labels; ASCII letters are lowered
-  // when the labels have no capitals). Duplicates are ignored.
+  // when the labels have no capitals). Duplicates are ignored. A word has
+  // one spelling, taking the longest label that matches at each point:
+  // with labels that overlap ("th" beside "t" and "h"), its other
+  // spellings are not in the list.
   std::vector<std::string> words;
   // The longest hypothesis, in labels; bounds the decoder's memory.
   uint32_t max_labels = 4096;
