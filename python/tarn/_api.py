@@ -100,7 +100,10 @@ def _number(what: str, name: str, value) -> float:
     """`value` as a float, refusing, by name, one that is not a real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError(f"{what}: {name} is {value!r}; it must be a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond a double's range, e.g. 10**400
+        raise InvalidArgumentError(f"{what}: {name} is {value!r}, beyond a float's range") from None
 
 
 def _natives(sessions, what: str) -> list:
@@ -895,7 +898,7 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
     a data chunk whose size a streaming writer left as ~0 read to the end.
     Refuses, naming `name`, what libsndfile refuses: not a WAV file,
     truncated, a data chunk that declares 0 bytes with audio after it, two
-    fmt chunks before the data, more than 1024 channels; and another
+    fmt chunks before the data, two data chunks, more than 1024 channels; and another
     encoding, another rate than `sample_rate`, RF64 (which libsndfile reads).
     `data` is the file's bytes (read_wav takes a path)."""
     def refuse(what: str) -> InvalidArgumentError:
@@ -939,9 +942,19 @@ def decode_wav(data: bytes, sample_rate: Optional[int] = None, name: str = "the 
                     f"but only {len(data) - body} are present"
                 )
             pcm = data[body:end]
+            if streamed:  # the audio runs to the end: no chunk after it
+                pos = len(data)
+                break
         pos = body + size + (size & 1)
     if fmt is None or pcm is None:
         raise refuse(f"cannot read it as audio: no {'fmt' if fmt is None else 'data'} chunk")
+    # libsndfile opens no file with a second data chunk after the first:
+    # read, its audio would be lost.
+    while pos + 8 <= len(data):
+        if data[pos : pos + 4] == b"data":
+            raise refuse("cannot read it as audio: it has two data chunks")
+        size = int.from_bytes(data[pos + 4 : pos + 8], "little")
+        pos += 8 + size + (size & 1)
     tag, channels, rate = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[2:4], "little"), int.from_bytes(fmt[4:8], "little")
     block_align, bits = int.from_bytes(fmt[12:14], "little"), int.from_bytes(fmt[14:16], "little")
     if tag == _WAVE_EXTENSIBLE and len(fmt) >= 26:

@@ -499,7 +499,8 @@ def _wav(chunks):
 
 def test_wav_files_the_cli_refuses_are_refused(tarn_bin, tmp_path):
     """What libsndfile (`tarn transcribe`) refuses, decode_wav refuses, saying
-    why: two fmt chunks before the data, more than 1024 channels; RF64,
+    why: two fmt chunks before the data, two data chunks, more than 1024
+    channels; RF64,
     which libsndfile reads, decode_wav says it does not."""
     pcm = np.zeros(1600, "<i2").tobytes()
     fmt = lambda channels: struct.pack("<HHIIHH", 1, channels, 16000, 32000 * channels, 2 * channels, 16)
@@ -507,6 +508,9 @@ def test_wav_files_the_cli_refuses_are_refused(tarn_bin, tmp_path):
         "two_fmt": (_wav([(b"fmt ", fmt(1)), (b"fmt ", fmt(1)), (b"data", pcm)]), "it has two fmt chunks"),
         "channels": (_wav([(b"fmt ", fmt(1025)), (b"data", np.zeros(1025 * 10, "<i2").tobytes())]),
                      "it has 1025 channels, more than the 1024"),
+        # decode_wav read the first and dropped the second's audio.
+        "two_data": (_wav([(b"fmt ", fmt(1)), (b"data", pcm), (b"LIST", b"INFO"), (b"data", pcm)]),
+                     "it has two data chunks"),
     }
     for name, (data, message) in files.items():
         path = tmp_path / f"{name}.wav"

@@ -386,6 +386,8 @@ def test_options_of_the_wrong_kind_are_tarn_errors_naming_them(frame_model):
         (lambda: tarn.Recognizer(model).set_warp("1.1"), "warp is '1.1'"),
         (lambda: tarn.Recognizer(model, hotwords=["six"], hotword_boost=None), "hotword_boost is None"),
         (lambda: tarn.Recognizer(model, beam_prune=None), "beam_prune is None"),
+        # float() of it raised a bare OverflowError.
+        (lambda: tarn.Recognizer(model, beam=8, beam_prune=10**400), "beam_prune is 1000.*, beyond a float's range"),
         (lambda: tarn.WarpEstimator(model, [1.0, None]), r"candidates\[1\] is None"),
         (lambda: tarn.WarpEstimator(model, "1.0"), "list of candidate warps"),
         (lambda: tarn.Model(None), "path is a NoneType"),
