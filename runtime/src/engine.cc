@@ -464,40 +464,52 @@ void Engine::Advance(const Rows& rows) const {
 // --- Whole calls ------------------------------------------------------------
 
 void Engine::Forward(const Rows& rows, float* outputs) {
-  float* x = InputRow(0);
-  Embed(rows, x);
+  Embed(rows, InputRow(0));
   const CoreGrant grant(threads_);
-  const size_t members = grant.members();
-  Barrier barrier(members);
+  if (grant.members() > 1) {
+    ForwardTeam(rows, grant, outputs);
+  } else {
+    Layers(rows, Team{}, InputRow(0), outputs);
+  }
+  Advance(rows);
+}
+
+// Never inlined into Forward: a call on one thread then has no barrier
+// (16 KiB) on its caller's stack.
+__attribute__((noinline)) void Engine::ForwardTeam(const Rows& rows,
+                                                   const CoreGrant& grant,
+                                                   float* outputs) {
+  Barrier barrier(grant.members());
   // One row and no convolution (whose ring is shared state): each member
   // keeps its own copy of the row, member 0 in the scratch.
-  const bool own_rows = members > 1 && rows.count == 1 && c_.conv_kernel == 0 &&
-                        c_.d_model <= kOwnRowFloats;
-  auto layers = [&](const Team& team, float* x_own) {
-    for (size_t l = 0; l < c_.num_layers; ++l) {
-      AttentionInputs(l, rows.count, x_own, at(scratch_.phi_q), team);
-      StepAttention(l, rows, team);
-      team.Sync();
-      AttentionOutput(l, rows.count, x_own, team);
-      Convolve(l, rows, x_own, team);
-      FeedForward(l, rows.count, x_own, team);
-    }
-    if (outputs != nullptr) Output(rows.count, x_own, outputs, team);
-  };
+  const bool own_rows =
+      rows.count == 1 && c_.conv_kernel == 0 && c_.d_model <= kOwnRowFloats;
   RunTeam(threads_, grant, [&](size_t member, size_t members) {
     Team team{member, members, &barrier};
     team.own_rows = own_rows;
     if (!own_rows || member == 0) {
-      layers(team, x);
+      Layers(rows, team, InputRow(0), outputs);
       return;
     }
     // On a pool thread's stack: the row and its norm.
     alignas(64) float own[2 * kOwnRowFloats];
-    std::memcpy(own, x, c_.d_model * sizeof(float));
+    std::memcpy(own, InputRow(0), c_.d_model * sizeof(float));
     team.normed = own + kOwnRowFloats;
-    layers(team, own);
+    Layers(rows, team, own, outputs);
   });
-  Advance(rows);
+}
+
+void Engine::Layers(const Rows& rows, const Team& team, float* x,
+                    float* outputs) {
+  for (size_t l = 0; l < c_.num_layers; ++l) {
+    AttentionInputs(l, rows.count, x, at(scratch_.phi_q), team);
+    StepAttention(l, rows, team);
+    team.Sync();
+    AttentionOutput(l, rows.count, x, team);
+    Convolve(l, rows, x, team);
+    FeedForward(l, rows.count, x, team);
+  }
+  if (outputs != nullptr) Output(rows.count, x, outputs, team);
 }
 
 // Layer by layer over the whole sequence, in chunks of max_rows: first every

@@ -169,6 +169,11 @@ class Engine {
   // outputs are whole once every member has returned.
   void Output(size_t rows, const float* x, float* outputs, const Team& team);
   void Advance(const Rows& rows) const;
+  // Forward's layers with a team of several members, meeting at a barrier.
+  void ForwardTeam(const Rows& rows, const CoreGrant& grant, float* outputs);
+  // Every layer, then the outputs (if any), of input rows x as `team`'s
+  // member.
+  void Layers(const Rows& rows, const Team& team, float* x, float* outputs);
 
   const Model::Impl& m_;
   const ModelConfig& c_;

@@ -87,7 +87,8 @@ inline Range ShareOf(size_t n, size_t member, size_t members) {
 // line per member: each member counts its arrivals on its own line and
 // waits for the others' counts to catch up, so an arrival costs one line
 // transfer to each member instead of a shared counter's round trips. Made
-// on the stack of the call that runs the team, fresh for each call. Waiters
+// on the stack of a call whose team has several members (16 KiB), fresh
+// for each call; a call on one thread makes none (Engine::Forward). Waiters
 // spin with pause instructions, as pthreadpool's do, then yield the core.
 class Barrier {
  public:

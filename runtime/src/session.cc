@@ -22,7 +22,8 @@ namespace {
 //   0              64       128                   kBlockHeaderBytes
 // The floats are 64-byte aligned: a session's state, then scratch.
 struct BlockHeader {
-  bool heap;  // allocated by Create(), freed with the object
+  bool heap;     // allocated by Create(), freed with the object
+  size_t bytes;  // the whole block's
 };
 constexpr size_t kObjectOffset = kAlignment;
 constexpr size_t kImplOffset = 2 * kAlignment;
@@ -49,12 +50,26 @@ struct Block {
   pthreadpool_t threads;
 };
 
+// Whether `object`'s block (null: none) and [memory, memory + bytes) share a
+// byte.
+bool Overlaps(const void* object, const void* memory, size_t bytes) {
+  if (object == nullptr) return false;
+  const auto* block = static_cast<const uint8_t*>(object) - kObjectOffset;
+  BlockHeader header;
+  std::memcpy(&header, block, sizeof header);
+  const auto begin = reinterpret_cast<uintptr_t>(block);
+  const auto other = reinterpret_cast<uintptr_t>(memory);
+  return begin < other + bytes && other < begin + header.bytes;
+}
+
 // The one way a session or a batch comes to be: checks the options, sizes
-// the block, checks the caller's arena or allocates the block, marks who
-// owns it, and starts the threads.
-template <typename Options>
+// the block, checks the caller's arena or allocates the block, starts the
+// threads, ends `*replaced` if its block overlaps the new one, and marks
+// who owns the block. Nothing is ended when a check fails.
+template <typename Options, typename Object>
 Status OpenBlock(const Model& model, const Options& options, void* arena,
-                 size_t arena_bytes, Block* block) {
+                 size_t arena_bytes, std::unique_ptr<Object>* replaced,
+                 Block* block) {
   Status status = CheckOptions(options);
   if (!status.ok()) return status;
   const char* what = BlockName(options);
@@ -106,8 +121,11 @@ Status OpenBlock(const Model& model, const Options& options, void* arena,
   Log(LogLevel::kDebug, "a %s of %zu bytes (%s), %zu thread%s, %s kernels",
       what, bytes, arena == nullptr ? "allocated" : "in the caller's arena",
       team, team > 1 ? "s" : "", kernels::IsaName(kernels::ActiveIsa()));
+  // Re-created in its own arena, the object being replaced must end before
+  // its memory is reused: built first, the new one would be what ends.
+  if (Overlaps(replaced->get(), memory, bytes)) replaced->reset();
   auto* base = static_cast<uint8_t*>(memory);
-  new (base) BlockHeader{arena == nullptr};
+  new (base) BlockHeader{arena == nullptr, bytes};
   *block = Block{base + kObjectOffset, base + kImplOffset,
                  reinterpret_cast<float*>(base + kBlockHeaderBytes), threads};
   return Status::Ok();
@@ -311,7 +329,11 @@ Status Session::Impl::PrefillTokens(const int32_t* tokens, size_t count,
     const size_t n = std::min(chunk, count - done);
     for (size_t r = 0; r < n; ++r) {
       if (!engine_.EmbedToken(tokens[done + r], engine_.InputRow(r))) {
-        return TokenChanged(tokens[done + r], done + r);
+        // Earlier chunks have stepped: say how far.
+        const Status changed = TokenChanged(tokens[done + r], done + r);
+        return Status(changed.code(),
+                      changed.message() + "; the " + std::to_string(done) +
+                          " tokens before its chunk were taken");
       }
     }
     engine_.Forward(OneStream(n), outputs ? outputs + done * width : nullptr);
@@ -379,18 +401,21 @@ Status Session::Impl::Encode(const int32_t* tokens, const float* frames,
                       std::to_string(n * (d + features) * sizeof(float)) +
                       " bytes to encode " + std::to_string(n) + " positions");
   }
-  // Step s stacks frames [s hop, s hop + window): contiguous in the input.
-  engine_.Reset(stream_);
+  // Every token is read before the reset: one changed since the check
+  // leaves the session as it was.
+  for (size_t i = 0; !frame_input && i < n; ++i) {
+    if (!engine_.EmbedToken(tokens[i], x.get() + i * d)) {
+      return TokenChanged(tokens[i], i);
+    }
+  }
+  engine_.Reset(stream_);  // the positions count from 0
   const size_t chunk = engine_.max_rows();
   for (size_t o = 0; o < n; o += chunk) {
     const size_t rows = std::min(chunk, n - o);
-    for (size_t r = 0; r < rows; ++r) {
-      if (frame_input) {
-        engine_.SetStackedInput(frames + (o + r) * c_.stack_hop * c_.input_dim,
-                                r);
-      } else if (!engine_.EmbedToken(tokens[o + r], x.get() + (o + r) * d)) {
-        return TokenChanged(tokens[o + r], o + r);
-      }
+    // Step s stacks frames [s hop, s hop + window): contiguous in the input.
+    for (size_t r = 0; frame_input && r < rows; ++r) {
+      engine_.SetStackedInput(frames + (o + r) * c_.stack_hop * c_.input_dim,
+                              r);
     }
     engine_.Embed(Rows{rows, &self_, true, o}, x.get() + o * d);
   }
@@ -452,7 +477,8 @@ Status Session::Create(const Model& model, const SessionOptions& options,
                        std::unique_ptr<Session>* session) {
   if (session == nullptr) return InvalidArgument("'session' is null");
   Block block;
-  Status status = OpenBlock(model, options, arena, arena_bytes, &block);
+  Status status =
+      OpenBlock(model, options, arena, arena_bytes, session, &block);
   if (!status.ok()) return status;
   auto* impl =
       new (block.impl) Impl(model, options, block.floats, block.threads);
@@ -709,7 +735,7 @@ Status SessionBatch::Create(const Model& model, const BatchOptions& options,
   // A batch only steps: refused here, not at each call.
   if (!model.config().causal) return Bidirectional();
   Block block;
-  Status status = OpenBlock(model, options, arena, arena_bytes, &block);
+  Status status = OpenBlock(model, options, arena, arena_bytes, batch, &block);
   if (!status.ok()) return status;
   auto* impl =
       new (block.impl) Impl(model, options, block.floats, block.threads);

@@ -102,6 +102,18 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
     return Status(StatusCode::kUnsupported,
                   "snapshot was written on a machine of the other byte order");
   }
+  // The checksum covers the header, so it is checked before any field is
+  // read (as a model file's is before its version): a flipped bit is damage,
+  // not a newer layout or another model's snapshot. That takes a sealed
+  // snapshot as long as its header says; one of another size is refused
+  // below for its size.
+  const auto* bytes = static_cast<const uint8_t*>(snapshot);
+  if (header->checksum != 0 &&
+      header->state_bytes == size - kSnapshotHeaderBytes &&
+      header->checksum != Checksum(bytes, header->state_bytes)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "snapshot is damaged: its bytes do not match its checksum");
+  }
   const uint32_t version = header->layout_version;
   if (version != target.layout_version) {
     return Status(StatusCode::kUnsupported,
@@ -182,16 +194,9 @@ Status ReadSnapshotHeader(const void* snapshot, size_t size,
                   "snapshot is damaged: it has seen " + std::to_string(seen) +
                       " frames, past 2^62");
   }
-  if (header->checksum != 0 &&
-      header->checksum !=
-          Checksum(static_cast<const uint8_t*>(snapshot), target.state_bytes)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "snapshot is damaged: its bytes do not match its checksum");
-  }
   if (header->checksum == 0) {
     // Unsealed: at least every value of the state must be a number.
-    const auto* state =
-        static_cast<const uint8_t*>(snapshot) + kSnapshotHeaderBytes;
+    const uint8_t* state = bytes + kSnapshotHeaderBytes;
     for (size_t i = 0; i < target.state_bytes / sizeof(float); ++i) {
       float value;
       std::memcpy(&value, state + i * sizeof value, sizeof value);

@@ -76,10 +76,11 @@ void SealSnapshot(void* snapshot);
 Status CheckSnapshotBuffer(const void* buffer, size_t size, size_t state_bytes);
 
 // Reads and checks the header of `snapshot` (`size` bytes) against
-// `target`: magic, byte order, layout version, model identity, sizes, the
-// position and frame count, and the checksum over the header and the state
-// (a snapshot without one, from before tarn sealed them: every value of
-// its state finite).
+// `target`: magic, byte order, the checksum over the header and the state
+// (before any other field, so that damage is reported as damage), layout
+// version, model identity, sizes, the position and frame count (a
+// snapshot without a checksum, from before tarn sealed them: every value
+// of its state finite).
 // On success the state follows at kSnapshotHeaderBytes.
 Status ReadSnapshotHeader(const void* snapshot, size_t size,
                           const SnapshotTarget& target, SnapshotHeader* header);

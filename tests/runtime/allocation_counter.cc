@@ -24,7 +24,15 @@ thread_local bool counting = false;
 thread_local size_t allocations = 0;
 thread_local size_t recorded[kMaxRecorded];
 
+thread_local void (*at_next)(void*) = nullptr;
+thread_local void* at_next_arg = nullptr;
+
 void Record(size_t size) {
+  if (at_next != nullptr) {
+    void (*fn)(void*) = at_next;
+    at_next = nullptr;
+    fn(at_next_arg);
+  }
   if (!counting) return;
   if (allocations < kMaxRecorded) recorded[allocations] = size;
   ++allocations;
@@ -94,6 +102,11 @@ AllocationCounter::AllocationCounter() {
 AllocationCounter::~AllocationCounter() { counting = false; }
 
 size_t AllocationCounter::count() const { return allocations; }
+
+void AtNextAllocation(void (*fn)(void*), void* arg) {
+  at_next_arg = arg;
+  at_next = fn;
+}
 
 const std::vector<size_t>& AllocationCounter::sizes() const {
   // Pause counting first: even declaring the copy may allocate (it registers

@@ -23,6 +23,11 @@ class AllocationCounter {
   const std::vector<size_t>& sizes() const;
 };
 
+// Calls fn(arg) once, at this thread's next heap allocation: a test's way to
+// change memory while the library is inside a call (as another thread might),
+// at the point where the call allocates.
+void AtNextAllocation(void (*fn)(void*), void* arg);
+
 }  // namespace tarn::testing
 
 #endif  // TARN_TESTS_RUNTIME_ALLOCATION_COUNTER_H_

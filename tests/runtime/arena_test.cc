@@ -2,6 +2,7 @@
 // creation through 10,000 steps (and prefill, batches, snapshots).
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "allocation_counter.h"
 #include "api_testing.h"
@@ -94,6 +95,92 @@ TEST(Arena, PrefillBatchSnapshotRestoreAllocateNothing) {
   b.reset();
   EXPECT_EQ(counter.count(), 0u) << ::testing::PrintToString(counter.sizes());
   EXPECT_GT(steps, 100u);
+}
+
+// A session and a batch of 2 threads, each created twice in its arena, the
+// second time into the unique_ptr holding the first; the status to exit
+// with: 0 when both step as new ones do.
+int RecreateInOwnArenas() {
+  const ForcedCores cores(2);
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  if (!model) return 3;
+  SessionOptions options;
+  options.num_threads = 2;
+  AlignedBytes arena(model->session_bytes(options));
+  std::unique_ptr<Session> session, fresh;
+  std::vector<float> output(model->output_size()), expected(output.size());
+  for (int i = 0; i < 2; ++i) {
+    if (!Session::Create(*model, options, arena.data(), arena.size(), &session)
+             .ok() ||
+        session->position() != 0 ||
+        !session->StepToken(5, output.data(), output.size()).ok()) {
+      return 4;
+    }
+  }
+  if (!Session::Create(*model, SessionOptions(), &fresh).ok() ||
+      !fresh->StepToken(5, expected.data(), expected.size()).ok() ||
+      output != expected) {
+    return 5;
+  }
+  session.reset();
+
+  BatchOptions batch_options;
+  batch_options.max_streams = 2;
+  batch_options.num_threads = 2;
+  AlignedBytes batch_arena(model->batch_bytes(batch_options));
+  std::unique_ptr<SessionBatch> batch;
+  Session* streams[1] = {fresh.get()};
+  const int32_t token = 5;
+  for (int i = 0; i < 2; ++i) {
+    if (!SessionBatch::Create(*model, batch_options, batch_arena.data(),
+                              batch_arena.size(), &batch)
+             .ok() ||
+        !batch->StepTokens(streams, &token, 1, output.data(), output.size())
+             .ok()) {
+      return 6;
+    }
+  }
+  batch.reset();
+  return fresh->position() == 3 ? 0 : 7;
+}
+
+// Create() into the arena of the session (or batch) it replaces ends the old
+// one before building the new one there. Built first, the new one was what
+// the replacement ended: its thread pool destroyed, its next step hung. In a
+// child process, so that a hang fails the test (the alarm) instead of
+// stalling it.
+TEST(Arena, RecreatedInItsOwnArena) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        alarm(30);
+        _exit(RecreateInOwnArenas());
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// A refused re-creation in the same arena leaves the session as it was.
+TEST(Arena, RefusedRecreationLeavesTheSession) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  AlignedBytes arena(model->session_bytes());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), arena.data(),
+                              arena.size(), &session)
+                  .ok());
+  std::vector<float> output(model->output_size());
+  ASSERT_TRUE(session->StepToken(5, output.data(), output.size()).ok());
+  Session* const before = session.get();
+  SessionOptions bad;
+  bad.num_threads = 0;
+  EXPECT_FALSE(
+      Session::Create(*model, bad, arena.data(), arena.size(), &session).ok());
+  EXPECT_FALSE(Session::Create(*model, SessionOptions(), arena.data(),
+                               arena.size() - 1, &session)
+                   .ok());
+  ASSERT_EQ(session.get(), before);
+  EXPECT_EQ(session->position(), 1u);
+  EXPECT_TRUE(session->StepToken(5, output.data(), output.size()).ok());
 }
 
 TEST(Arena, TooSmallOrMisalignedIsRefused) {

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "allocation_counter.h"
 #include "api_testing.h"
 #include "test_models.h"
 
@@ -90,6 +91,34 @@ TEST(Encode, NothingNeedsNoBuffer) {
   status = session->EncodeFrames(frame.data(), 0, nullptr, 0, &steps);
   EXPECT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(steps, 0u);
+}
+
+// A token written after the check (by another thread, here at the call's
+// first allocation, between the check and the tokens' reading) is refused
+// before the session's state is touched.
+TEST(Encode, TokenChangedDuringTheCallLeavesTheSessionAsItWas) {
+  std::unique_ptr<Model> model = LoadGolden("bidirectional");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  const Inputs inputs(*model, 20);
+  std::vector<float> outputs(20 * model->output_size());
+  ASSERT_TRUE(
+      session->EncodeTokens(inputs.token(0), 20, outputs.data(), outputs.size())
+          .ok());
+  const std::vector<float> state = StateOf(*session);
+  std::vector<int32_t> tokens(inputs.token_ids);
+  AtNextAllocation([](void* t) { static_cast<int32_t*>(t)[7] = -1; },
+                   tokens.data());
+  const Status status = session->EncodeTokens(tokens.data(), tokens.size(),
+                                              outputs.data(), outputs.size());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("token -1 at index 7 is out of range, but "
+                                  "was in range when the tokens were checked"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(StateOf(*session), state);
+  EXPECT_EQ(session->position(), 20u);
 }
 
 TEST(Encode, WrongModelKindOrBufferIsRefused) {

@@ -240,6 +240,36 @@ TEST(Prefill, BadInputLeavesTheSessionAsItWas) {
   EXPECT_NE(status.message().find("bidirectional"), std::string::npos);
 }
 
+// Tokens that change while the call reads them stop it at the first one out
+// of range, after the chunks before it stepped: the message says how many
+// tokens were taken. The tokens here are ones the call itself overwrites,
+// the session's own z: zeros (token 0) when checked, positive floats (far
+// past the vocabulary) once the first chunk has stepped.
+TEST(Prefill, TokensChangedDuringTheCallSayHowManyWereTaken) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  ASSERT_EQ(model->config().feature_map, FeatureMap::kEluPlusOne);  // z > 0
+  ASSERT_GE(size_t{model->config().num_heads} * model->config().feature_dim,
+            8u);
+  SessionOptions options;
+  options.max_prefill_chunk = 4;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, options, &session).ok());
+  const float *S = nullptr, *z = nullptr;
+  ASSERT_TRUE(session->AttentionState(0, &S, &z).ok());
+  const Status status = session->PrefillTokens(
+      reinterpret_cast<const int32_t*>(z), 8, nullptr, 0);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("at index 4 is out of range, but was in "
+                                  "range when the tokens were checked"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("; the 4 tokens before its chunk were taken"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(session->position(), 4u);
+}
+
 TEST(Prefill, ChunkSizeIsChecked) {
   std::unique_ptr<Model> model = LoadGolden("relu");
   ASSERT_TRUE(model);

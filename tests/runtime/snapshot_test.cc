@@ -1,5 +1,8 @@
 // State: snapshot -> restore -> continue is bit-identical to never stopping;
-// clones too; a snapshot of another model or layout is refused.
+// clones too; a snapshot of another model or layout is refused, a damaged
+// one reported as damaged.
+
+#include "snapshot.h"
 
 #include <gtest/gtest.h>
 
@@ -97,8 +100,11 @@ TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
   ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
   std::vector<uint8_t> snapshot(model->snapshot_bytes());
   ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  // Each edit is sealed again, as a tarn that wrote such a header would have
+  // sealed it: these are the checks after the checksum.
   auto refused = [&](std::vector<uint8_t> bytes, StatusCode code,
                      const std::string& text) {
+    if (bytes.size() == snapshot.size()) SealSnapshot(bytes.data());
     Status status = session->Restore(bytes.data(), bytes.size());
     EXPECT_EQ(status.code(), code);
     EXPECT_NE(status.message().find(text), std::string::npos)
@@ -150,6 +156,31 @@ TEST(Snapshot, NewerLayoutOrDamagedSnapshotIsRefused) {
   Status status = session->Snapshot(snapshot.data(), snapshot.size() - 1);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("snapshot buffer holds"), std::string::npos);
+}
+
+// A flipped bit in a sealed snapshot's version, identity or any field is
+// damage: the checksum covering the header is checked before them (it was
+// reported as a newer tarn's snapshot, or another model's).
+TEST(Snapshot, FlippedHeaderBitIsDamageNotAnotherVersionOrModel) {
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  std::vector<float> output(model->output_size());
+  ASSERT_TRUE(session->StepToken(1, output.data(), output.size()).ok());
+  std::vector<uint8_t> snapshot(model->snapshot_bytes());
+  ASSERT_TRUE(session->Snapshot(snapshot.data(), snapshot.size()).ok());
+  constexpr size_t kVersion = 12, kIdentity = 16, kPosition = 32;
+  for (size_t byte : {kVersion, kIdentity, kIdentity + 7, kPosition}) {
+    std::vector<uint8_t> damaged = snapshot;
+    damaged[byte] ^= 0x04;
+    const Status status = session->Restore(damaged.data(), damaged.size());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << byte;
+    EXPECT_EQ(status.message(),
+              "snapshot is damaged: its bytes do not match its checksum")
+        << byte;
+    EXPECT_EQ(session->position(), 1u);
+  }
 }
 
 // Damaged bytes anywhere (header or state) fail the checksum; a position past

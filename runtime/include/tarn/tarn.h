@@ -62,8 +62,9 @@
  * scratch, in one block of tarn_model_session_bytes() bytes that the library
  * allocates at creation, or that the caller provides (an arena): stepping,
  * prefilling, snapshots and batches never allocate. A session is used by one
- * thread at a time. Every buffer passed in is the caller's and only borrowed
- * for the call.
+ * thread at a time (a batch call counts as a use of each session it steps),
+ * and so is a tarn_batch: each call works in the batch's one scratch. Every
+ * buffer passed in is the caller's and only borrowed for the call.
  *
  * Getters given a NULL handle return 0 (false); free functions accept NULL.
  *
@@ -326,8 +327,12 @@ tarn_status tarn_session_create(const tarn_model* model,
                                 tarn_session** session);
 /* The same, placed in `arena`: at least tarn_model_session_bytes() bytes,
  * 64-byte aligned, the caller's, untouched by anything else until the
- * session is freed. No heap allocation at all (with num_threads 1), but
- * for the message of a refused call. A NULL arena of 0 bytes is
+ * session is freed (free a session before creating another in its arena).
+ * Creating and using it allocate nothing from the heap but for the message
+ * of a refused call, the thread pool with num_threads > 1, and what these
+ * functions say they allocate: tarn_session_encode_tokens() and
+ * tarn_session_encode_frames() (the sequence's activations) and
+ * tarn_session_clone() (the clone). A NULL arena of 0 bytes is
  * tarn_session_create(); of more, it is refused.
  * tarn_session_free() ends the session and leaves the arena to the caller. */
 tarn_status tarn_session_create_in_arena(const tarn_model* model,
@@ -391,8 +396,10 @@ tarn_status tarn_session_snapshot(const tarn_session* session, void* buffer,
                                   size_t size);
 /* Replaces the session's state with a snapshot's (size: exactly
  * tarn_model_snapshot_bytes()); refuses one of another model or state
- * layout, or a damaged one. Continuing is then bit-identical
- * to continuing the session snapshotted. */
+ * layout, or a damaged one. Continuing is then bit-identical to continuing
+ * the session snapshotted when both models were loaded with the same
+ * int8_compute (a snapshot restores across int8 modes too, and continues
+ * with the restoring model's rounding). */
 tarn_status tarn_session_restore(tarn_session* session, const void* snapshot,
                                  size_t size);
 /* A new session (allocated, same options) in this one's state. */
@@ -403,7 +410,9 @@ tarn_status tarn_session_clone(const tarn_session* session,
 
 /* Steps many sessions of one model in one call, the dense layers as
  * matrix-matrix products; each session's state is updated in place, with
- * results bit-identical to stepping it alone. A batch holds only scratch. */
+ * results bit-identical to stepping it alone. A batch holds no stream's
+ * state, only the scratch its calls work in: it is used by one thread at a
+ * time (one batch per thread that steps sessions). */
 typedef struct tarn_batch tarn_batch;
 
 typedef struct tarn_batch_options {

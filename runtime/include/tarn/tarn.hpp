@@ -35,7 +35,8 @@
 // Model::session_bytes() bytes, allocated by Create() or placed in a caller's
 // arena: stepping and prefilling never allocate, and its memory does not grow
 // with the stream's length. A Session is used by one thread at a time (a
-// SessionBatch call counts as a use of each session it steps).
+// SessionBatch call counts as a use of each session it steps), and so is a
+// SessionBatch: each call works in the batch's one scratch.
 //
 // Errors. Every fallible call returns a Status; nothing throws. Its message
 // says what went wrong and where (tensor name, expected vs actual shape, byte
@@ -332,7 +333,8 @@ class Model {
   // A hash of the configuration and the weights (XXH64 of the configuration
   // seeded with the file's weight checksum): equal for two loads of one
   // file, or of files differing only in metadata, different for another
-  // model. Snapshots carry it.
+  // model. Snapshots carry it. LoadOptions are not part of it: an int8 file
+  // loaded with either Int8Compute has one identity (Session::Restore).
   uint64_t identity() const;
   // The schema version the file was written in (schema/tarn.fbs's log);
   // this runtime reads majors 1 and 2.
@@ -368,12 +370,17 @@ class Session {
                        std::unique_ptr<Session>* session);
   // Places the session in `arena`: caller-owned memory of at least
   // Model::session_bytes(options) bytes, 64-byte aligned, that must outlive
-  // the session and not be used for anything else meanwhile. No heap
-  // allocation happens, now or later, but for the message of a refused
-  // call (with num_threads > 1 the thread pool is allocated by
-  // pthreadpool). A null arena of 0 bytes is Create() above; of more, it is
-  // refused. Destroying the session (the unique_ptr) ends it and leaves the
-  // arena to the caller.
+  // the session and not be used for anything else meanwhile. Creating it
+  // and using it allocate nothing from the heap but for the message of a
+  // refused call, the thread pool pthreadpool allocates with num_threads >
+  // 1, and what these calls say they allocate: EncodeTokens() and
+  // EncodeFrames() (their sequence's activations) and Clone() (the clone).
+  // A null arena of 0 bytes is Create() above; of more, it is refused.
+  // Destroying the session (the unique_ptr) ends it and leaves the arena to
+  // the caller. A session re-created in its own arena (`*session` held one
+  // whose memory overlaps `arena`) is ended before the new one is built
+  // there, once the options, the arena and the threads have passed their
+  // checks: a refused Create() leaves `*session` as it was.
   static Status Create(const Model& model, const SessionOptions& options,
                        void* arena, size_t arena_bytes,
                        std::unique_ptr<Session>* session);
@@ -404,7 +411,9 @@ class Session {
   // is null (nothing written: the cheapest) or holds at least count x
   // output_size floats, every position's output in order, apart from the
   // tokens (an overlap is refused: a chunk's outputs would overwrite the
-  // tokens of the next).
+  // tokens of the next). Tokens written while the call reads them (by
+  // another thread) may stop it part way, the chunks before having
+  // stepped: its message then says how many tokens were taken.
   Status PrefillTokens(const int32_t* tokens, size_t count, float* outputs,
                        size_t outputs_size);
   // The same for `frame_count` frames ([frame_count][frame_size] floats),
@@ -448,7 +457,10 @@ class Session {
   // session as it was) a snapshot of another model, of another state layout
   // version, or damaged (its checksum, sizes or position). Allocates
   // nothing. A restored session continues bit-identically to the one
-  // snapshotted.
+  // snapshotted when both models were loaded with the same
+  // LoadOptions::int8_compute. Across int8 modes a snapshot restores too
+  // (the identity leaves the mode out: the state means the same in both)
+  // and continues with the restoring model's rounding.
   Status Restore(const void* snapshot, size_t size);
   // A new session (allocated, with this one's options) in this one's state.
   Status Clone(std::unique_ptr<Session>* clone) const;
@@ -474,9 +486,10 @@ class Session {
 // matrix-matrix products is session i's step, and each session's state is
 // updated in place. Results are those of stepping each session on its own,
 // bit-identical: the kernels are the same, and a dense layer computes each
-// row of a product as it computes a single row. A batch holds only scratch;
-// the sessions may differ in position and may be stepped alone between
-// batch calls.
+// row of a product as it computes a single row. A batch holds no stream's
+// state, only the scratch its calls work in: it is used by one thread at a
+// time (one batch per thread that steps sessions). The sessions may differ
+// in position and may be stepped alone between batch calls.
 //
 //   std::unique_ptr<tarn::SessionBatch> batch;
 //   status = tarn::SessionBatch::Create(*model, tarn::BatchOptions(), &batch);
@@ -490,7 +503,8 @@ class SessionBatch {
   // bidirectional model cannot be stepped and is refused (kUnsupported).
   static Status Create(const Model& model, const BatchOptions& options,
                        std::unique_ptr<SessionBatch>* batch);
-  // Places it in a caller's arena instead, as Session::Create() does.
+  // Places it in a caller's arena instead, as Session::Create() does (a
+  // batch re-created in its own arena included).
   static Status Create(const Model& model, const BatchOptions& options,
                        void* arena, size_t arena_bytes,
                        std::unique_ptr<SessionBatch>* batch);
