@@ -23,11 +23,17 @@ Engine::Engine(const Model::Impl& model, float* scratch, size_t max_rows,
       scratch_(model.PlanScratch(max_rows, TeamSize(threads))),
       scratch_floats_(scratch),
       threads_(threads),
+      made_after_forks_(ForkCount()),
       pre_norm_(c_.norm_placement == NormPlacement::kPre),
       qkv_by_head_(QkvSplitsByHead(model)) {}
 
 Engine::~Engine() {
-  if (threads_ != nullptr) pthreadpool_destroy(threads_);
+  // In a fork() child the pool's threads are not there to join: left.
+  if (threads() != nullptr) pthreadpool_destroy(threads_);
+}
+
+pthreadpool_t Engine::threads() const {
+  return ForkCount() == made_after_forks_ ? threads_ : nullptr;
 }
 
 void Engine::Reset(Stream& stream) const {
@@ -105,7 +111,7 @@ void Engine::Embed(const Rows& rows, float* x) {
   if (c_.input_kind == InputKind::kFrames) {
     if (m_.input_projection) {
       // A relu runs as the projection's output clamp.
-      m_.input_projection->Run(n, at(scratch_.windows), x, threads_,
+      m_.input_projection->Run(n, at(scratch_.windows), x, threads(),
                                dense_scratch());
     } else {
       if (x != InputRow(0)) std::memcpy(x, InputRow(0), n * d * sizeof(float));
@@ -166,7 +172,7 @@ Range Engine::Dense(const DenseLayer& layer, size_t rows, const float* input,
                     float* output, const Team& team) {
   float* scratch = dense_scratch();
   if (team.members == 1) {
-    layer.Run(rows, input, output, threads_, scratch);
+    layer.Run(rows, input, output, threads(), scratch);
     return {0, layer.outputs()};
   }
   // The input is partly the other members' just-written outputs: ask for
@@ -465,9 +471,10 @@ void Engine::Advance(const Rows& rows) const {
 
 void Engine::Forward(const Rows& rows, float* outputs) {
   Embed(rows, InputRow(0));
-  const CoreGrant grant(threads_);
+  pthreadpool_t threads = this->threads();
+  const CoreGrant grant(threads);
   if (grant.members() > 1) {
-    ForwardTeam(rows, grant, outputs);
+    ForwardTeam(rows, threads, grant, outputs);
   } else {
     Layers(rows, Team{}, InputRow(0), outputs);
   }
@@ -477,6 +484,7 @@ void Engine::Forward(const Rows& rows, float* outputs) {
 // Never inlined into Forward: a call on one thread then has no barrier
 // (16 KiB) on its caller's stack.
 __attribute__((noinline)) void Engine::ForwardTeam(const Rows& rows,
+                                                   pthreadpool_t threads,
                                                    const CoreGrant& grant,
                                                    float* outputs) {
   Barrier barrier(grant.members());
@@ -484,7 +492,7 @@ __attribute__((noinline)) void Engine::ForwardTeam(const Rows& rows,
   // keeps its own copy of the row, member 0 in the scratch.
   const bool own_rows =
       rows.count == 1 && c_.conv_kernel == 0 && c_.d_model <= kOwnRowFloats;
-  RunTeam(threads_, grant, [&](size_t member, size_t members) {
+  RunTeam(threads, grant, [&](size_t member, size_t members) {
     Team team{member, members, &barrier};
     team.own_rows = own_rows;
     if (!own_rows || member == 0) {

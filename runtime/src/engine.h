@@ -170,7 +170,11 @@ class Engine {
   void Output(size_t rows, const float* x, float* outputs, const Team& team);
   void Advance(const Rows& rows) const;
   // Forward's layers with a team of several members, meeting at a barrier.
-  void ForwardTeam(const Rows& rows, const CoreGrant& grant, float* outputs);
+  void ForwardTeam(const Rows& rows, pthreadpool_t threads,
+                   const CoreGrant& grant, float* outputs);
+  // The pool, or null in a process forked since it was made (its threads
+  // stayed in the parent): the calls then run on the caller's thread.
+  pthreadpool_t threads() const;
   // Every layer, then the outputs (if any), of input rows x as `team`'s
   // member.
   void Layers(const Rows& rows, const Team& team, float* x, float* outputs);
@@ -181,8 +185,9 @@ class Engine {
   const ScratchLayout scratch_;
   float* scratch_floats_;
   pthreadpool_t threads_;
-  const bool pre_norm_;     // c_.norm_placement == kPre
-  const bool qkv_by_head_;  // QkvSplitsByHead(m_)
+  uint64_t made_after_forks_;  // ForkCount() when the pool was handed over
+  const bool pre_norm_;        // c_.norm_placement == kPre
+  const bool qkv_by_head_;     // QkvSplitsByHead(m_)
 };
 
 }  // namespace tarn

@@ -7,6 +7,7 @@
 #ifndef TARN_RUNTIME_SRC_PARALLEL_H_
 #define TARN_RUNTIME_SRC_PARALLEL_H_
 
+#include <pthread.h>
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -147,6 +148,22 @@ class Barrier {
   const size_t members_;
   Slot slots_[kMaxMembers];
 };
+
+// How many fork()s this process descends from, counted by a pthread_atfork
+// handler installed at the first call. A pool's threads do not survive a
+// fork: in the child, parallelize() would wait for them forever and
+// destroy() would join threads that are not there. So a pool is used only
+// where ForkCount() is what it was when the pool was made (Engine).
+inline uint64_t ForkCount() {
+  static std::atomic<uint64_t> forks{0};
+  static const bool installed = [] {
+    pthread_atfork(nullptr, nullptr,
+                   [] { forks.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)installed;
+  return forks.load(std::memory_order_relaxed);
+}
 
 // The threads RunTeam runs fn on: the pool's, or 1 without a pool.
 inline size_t TeamSize(pthreadpool_t threads) {

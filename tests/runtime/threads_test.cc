@@ -7,7 +7,10 @@
 // heads and blocks leave some members with nothing to do.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -186,6 +189,72 @@ TEST(CoreGrant, TakesTheCoresOtherTeamsLeave) {
   EXPECT_EQ(all.members(), 3u);
   pthreadpool_destroy(three);
   pthreadpool_destroy(two);
+}
+
+// pthreadpool's threads stay in the parent of a fork(): a session or batch
+// made with several threads before it waited forever in the child for
+// threads that are not there (multiprocessing's default on Linux). In the
+// child its calls now run on the caller's thread, with the same bits, and
+// it ends without joining them.
+TEST(ForkedThreadsTest, SessionsAndBatchesMadeBeforeForkStepInTheChild) {
+  const ForcedCores forced(64);
+  std::unique_ptr<Model> model = LoadGolden("tokens");
+  ASSERT_TRUE(model);
+  SessionOptions options;
+  options.num_threads = 2;
+  BatchOptions batch_options;
+  batch_options.max_streams = 1;
+  batch_options.num_threads = 2;
+  std::unique_ptr<Session> session, batched;
+  std::unique_ptr<SessionBatch> batch;
+  ASSERT_TRUE(Session::Create(*model, options, &session).ok());
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &batched).ok());
+  ASSERT_TRUE(SessionBatch::Create(*model, batch_options, &batch).ok());
+  const size_t width = model->output_size();
+  std::vector<float> out(2 * width);
+  Session* streams[] = {batched.get()};
+  const int32_t first = 1, second = 2;
+  // Both pools have run a team before the fork.
+  ASSERT_TRUE(session->StepToken(first, out.data(), width).ok());
+  ASSERT_TRUE(batch->StepTokens(streams, &first, 1, out.data(), width).ok());
+
+  int pipe_ends[2];
+  ASSERT_EQ(pipe(pipe_ends), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(30);  // a hang ends the child, failing the test
+    close(pipe_ends[0]);
+    const bool ok =
+        session->StepToken(second, out.data(), width).ok() &&
+        batch->StepTokens(streams, &second, 1, out.data() + width, width).ok();
+    session.reset();
+    batch.reset();
+    const ssize_t bytes = static_cast<ssize_t>(out.size() * sizeof(float));
+    _exit(ok && write(pipe_ends[1], out.data(), bytes) == bytes ? 0 : 1);
+  }
+  close(pipe_ends[1]);
+  std::vector<float> in_child(out.size());
+  const ssize_t bytes = static_cast<ssize_t>(in_child.size() * sizeof(float));
+  ssize_t got = 0;
+  for (ssize_t n = 1; got < bytes && n > 0; got += n) {
+    n = read(pipe_ends[0], reinterpret_cast<char*>(in_child.data()) + got,
+             bytes - got);
+    if (n <= 0) break;
+  }
+  close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status))
+      << "the child died of signal "
+      << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << " (SIGALRM: it hung)";
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(got, bytes);
+  // The parent's own next steps, on its pools.
+  ASSERT_TRUE(session->StepToken(second, out.data(), width).ok());
+  ASSERT_TRUE(
+      batch->StepTokens(streams, &second, 1, out.data() + width, width).ok());
+  EXPECT_TRUE(SameBits(in_child, out));
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, ThreadsTest,

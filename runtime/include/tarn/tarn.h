@@ -297,7 +297,8 @@ typedef struct tarn_session_options {
   /* sizeof(tarn_session_options), set by tarn_session_options_default(). */
   size_t struct_size;
   /* Threads for the dense layers, [1, 256]; at most one per usable core
-   * runs (tarn::SessionOptions::num_threads in tarn/tarn.hpp). */
+   * runs (tarn::SessionOptions::num_threads in tarn/tarn.hpp; after a
+   * fork(), one made before it runs on the caller's thread alone). */
   int32_t num_threads;
   /* Most positions one prefill or encode chunk holds, [1, 4096]; the
    * session's scratch grows with it. 1: the smallest session. */
@@ -421,7 +422,8 @@ typedef struct tarn_batch_options {
   /* Most sessions per call, [1, 4096]. */
   uint32_t max_streams;
   /* Threads for the dense layers, [1, 256]; at most one per usable core
-   * runs (tarn::SessionOptions::num_threads in tarn/tarn.hpp). */
+   * runs (tarn::SessionOptions::num_threads in tarn/tarn.hpp; after a
+   * fork(), one made before it runs on the caller's thread alone). */
   int32_t num_threads;
 } tarn_batch_options;
 

@@ -233,7 +233,9 @@ struct SessionOptions {
   // stepping at the same time share the cores: each call runs on those no other
   // call of the process holds when it starts (at least its caller's). Threads
   // of other processes are not counted; a member that loses its core to one
-  // stalls the others at the step's next barrier.
+  // stalls the others at the step's next barrier. In a process fork()ed
+  // after the session was made, its threads stay in the parent: there its
+  // calls run on the caller's thread alone, with the same bits.
   int num_threads = 1;
   // Most positions a Prefill*() or Encode*() chunk holds, in [1,
   // kMaxPrefillChunk]. The session's scratch is sized for this many rows of
