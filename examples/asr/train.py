@@ -68,6 +68,7 @@ sys.path.insert(0, HERE)
 
 import features  # noqa: E402
 import make_corpus  # noqa: E402
+from eval import edit_distance  # noqa: E402
 
 try:
     from converter.reference import LinearTransformer, ModelConfig
@@ -351,15 +352,6 @@ def greedy(logits, steps):
             previous = label
         texts.append(" ".join("".join(out).split()))
     return texts
-
-
-def edit_distance(a, b):
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
-    return row[-1]
 
 
 def evaluate(model, data, recipe, frames_per_batch=20000, device="cpu"):

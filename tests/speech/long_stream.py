@@ -29,6 +29,9 @@ import time
 import wave
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "asr"))
+from eval import edit_distance  # noqa: E402  (the recipe's scoring)
+
 RATE = 16000
 
 
@@ -37,15 +40,6 @@ def read_pcm(path):
         if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (RATE, 1, 2):
             raise SystemExit(f"{path}: need 16 kHz mono 16-bit")
         return w.readframes(w.getnframes())
-
-
-def edit_distance(a, b):
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
-    return row[-1]
 
 
 def rss_kb(pid):

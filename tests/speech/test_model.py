@@ -25,6 +25,7 @@ ASR = ROOT / "examples" / "asr"
 sys.path.insert(0, str(ASR))
 
 import features  # noqa: E402
+from eval import edit_distance  # noqa: E402
 from tests.goldens import model_as_stored, scaled_error, stamped, stored_bytes_by_dtype  # noqa: E402
 from converter.reference import LinearTransformer, ModelConfig  # noqa: E402
 
@@ -188,16 +189,6 @@ def test_an_utterance_without_a_length_limit_keeps_every_word(tarn, tmp_path):
     assert utterances[-1]["words"][-1]["end"] > seconds - 1
 
 
-def word_errors(hypothesis, reference):
-    """Word-level edit distance (substitutions, insertions, deletions)."""
-    row = list(range(len(reference) + 1))
-    for i, h in enumerate(hypothesis, 1):
-        previous, row[0] = row[0], i
-        for j, r in enumerate(reference, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (h != r))
-    return row[-1]
-
-
 @pytest.mark.skipif(shutil.which("sox") is None, reason="sox is not installed")
 @pytest.mark.parametrize("encoding", ["u-law", "a-law"])
 def test_telephone_audio_is_transcribed_as_well_as_linear_pcm(tarn, tmp_path, encoding):
@@ -210,7 +201,7 @@ def test_telephone_audio_is_transcribed_as_well_as_linear_pcm(tarn, tmp_path, en
         coded = tmp_path / name
         subprocess.run(["sox", str(ASR / "samples" / name), "-e", encoding, str(coded)], check=True)
         for kind, path in (("pcm", ASR / "samples" / name), (encoding, coded)):
-            errors[kind] += word_errors(transcribe(tarn, path)[-1]["text"].split(), text.split())
+            errors[kind] += edit_distance(transcribe(tarn, path)[-1]["text"].split(), text.split())
     print(errors)
     assert errors[encoding] <= errors["pcm"] + 1, errors
 
