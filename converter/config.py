@@ -28,6 +28,16 @@ def as_float32(value: float) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+def same_as_stored(written, read) -> bool:
+    """Equal as a file stores them: floats as float32, lists item by item."""
+    if isinstance(written, (list, tuple)):
+        return isinstance(read, list) and len(read) == len(written) and all(map(same_as_stored, written, read))
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (written, read))
+    if numbers and (isinstance(written, float) or isinstance(read, float)):  # a float field given an int reads back a float
+        return as_float32(written) == as_float32(read)
+    return type(written) is type(read) and written == read
+
+
 @dataclasses.dataclass
 class ModelConfig:
     """Every hyper-parameter of a tarn model (the fields of schema Model)."""

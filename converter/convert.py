@@ -3,10 +3,11 @@
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import List, Mapping, Optional, Union
 
-from .architectures import ARCHITECTURES
+from .architectures import ARCHITECTURES, check_architecture
 from .checkpoints import load_checkpoint, state_dict_arrays
 from .errors import ConversionError
 from .fields import make_config
@@ -37,6 +38,7 @@ def convert_state_dict(
     config = make_config(config)
     tensors = state_dict_arrays(state_dict)
     check_mapping(metadata, "metadata")
+    check_image_layout(metadata or {}, config)
     meta = {"arch": "tarn", **(metadata or {})}
     return Converted(config, write_tarn(out_path, config, tensors, dtype, labels, audio, meta, dense_layout))
 
@@ -55,7 +57,8 @@ def convert_file(
     """Converts a checkpoint file (.pt/.pth/.ckpt/.bin/.safetensors).
 
     config, audio: a dict, a path to a JSON file, or JSON text; for --arch
-    tarn the config may be omitted when the checkpoint carries one.
+    tarn the config may be omitted when the checkpoint carries one, and may
+    only agree with it when given.
     labels: a list, or a path to a file with one label per line (or a JSON
     list when the name ends in .json). state_dict_key: the entry of a
     training checkpoint's dict that holds the state dict to convert, needed
@@ -74,12 +77,59 @@ def convert_file(
     if state_dict_key is not None and not isinstance(state_dict_key, str):
         raise ConversionError(f"the state dict key must be a str, got {type(state_dict_key).__name__}")
     checkpoint = load_checkpoint(checkpoint_path, state_dict_key)
+    check_architecture(checkpoint, arch)
     model_config, tensors = ARCHITECTURES[arch](checkpoint, config)
+    check_image_layout(metadata or {}, model_config)
     # The file system's name, shown as text even where it is not UTF-8.
     source = os.fsencode(checkpoint_path).decode("utf-8", "backslashreplace")
     meta = {"source": source, "arch": arch, **(metadata or {})}
     checksum = write_tarn(out_path, model_config, tensors, dtype, labels, audio, meta)
     return Converted(model_config, checksum, checkpoint.state_dict_key)
+
+
+# The image layout `tarn generate` reads from the metadata, and its limits
+# (runtime/cli/generate.cc).
+IMAGE_KEYS = ("image_height", "image_width", "image_start_token")
+GREY_LEVELS, MAX_IMAGE_SIDE = 256, 1 << 16
+
+
+def check_image_layout(metadata: Mapping, config: ModelConfig) -> None:
+    """`tarn generate`'s checks of the image layout (ReadImageModel), made
+    when converting, so that a bad value fails here rather than at the first
+    generation. write_tarn does not make them: it writes such files for the
+    runtime's own tests. Stricter on one point: only digits (strtoll also
+    takes a sign and leading spaces)."""
+    given = {key: str(metadata[key]) for key in IMAGE_KEYS if key in metadata}
+    if not given:
+        return
+    missing = [key for key in IMAGE_KEYS if key not in given]
+    if missing:
+        raise ConversionError(f"the image layout lacks {', '.join(missing)}: tarn generate needs all of {', '.join(IMAGE_KEYS)}")
+    mixture = config.output_distribution == "logistic-mixture" and config.output_levels == GREY_LEVELS
+    outputs = config.output_dim or config.d_model
+    if config.input_kind != "tokens" or config.attention != "causal" or (outputs != GREY_LEVELS and not mixture):
+        raise ConversionError(
+            "image metadata is for an image model: tarn generate needs a causal token model with 256 outputs (one per "
+            f"grey level) or a logistic mixture over 256 levels; this one is a {config.attention} {config.input_kind[:-1]} "
+            f"model with {outputs} outputs"
+        )
+    for key, value in given.items():
+        start = key == "image_start_token"
+        if start and value == "none":
+            continue
+        least, most = (GREY_LEVELS, config.vocab_size - 1) if start else (1, MAX_IMAGE_SIDE)
+        if start and most < least:
+            raise ConversionError(
+                f"metadata image_start_token {value!r}, but the vocabulary of {config.vocab_size} tokens holds only the "
+                "grey levels: a model that reads pixel p at step p, as the paper authors' does, says image_start_token=none"
+            )
+        # Ten digits hold every number in range; leading zeros are allowed, as strtoll allows them.
+        number = int(value.lstrip("0") or "0") if re.fullmatch(r"0*[0-9]{1,10}", value) else -1
+        if not least <= number <= most:
+            raise ConversionError(
+                f"metadata {key} {value!r} is not an integer in [{least}, {most}]"
+                + (" (a token outside the grey levels) nor none" if start else "")
+            )
 
 
 def _same_file(a, b) -> bool:

@@ -29,7 +29,7 @@ from .fields import (
     model_fields,
     normalise_audio,
 )
-from .config import ModelConfig
+from .config import ModelConfig, same_as_stored
 from .schema_code import schema
 from .shapes import check_tensors
 from .version import CONVERTER_VERSION
@@ -228,7 +228,7 @@ def _check_read_back(tmp: Path, path: Path, config, stored, labels, audio, meta,
         refuse(f"schema version {f.schema_version} reads back, {SCHEMA_VERSION} written")
     for name, _ in model_fields():
         written, read = getattr(config, name), getattr(f.config, name)
-        if not _same_value(written, read):
+        if not same_as_stored(written, read):
             refuse(f"config {name} reads back as {read!r}, written {written!r}")
     if list(f.tensors) != list(stored):
         refuse(f"the tensors read back are {', '.join(f.tensors)}, written {', '.join(stored)}")
@@ -244,7 +244,7 @@ def _check_read_back(tmp: Path, path: Path, config, stored, labels, audio, meta,
             refuse(f"tensor {name}'s values read back differ from those written")
     if f.labels != labels:
         refuse("the labels read back differ from those written")
-    if audio is not None and (f.audio is None or not all(_same_value(v, f.audio.get(k)) for k, v in audio.items())):
+    if audio is not None and (f.audio is None or not all(same_as_stored(v, f.audio.get(k)) for k, v in audio.items())):
         refuse("the audio front end read back differs from the one written")
     if audio is None and f.audio is not None:
         refuse("the file reads back with an audio front end; none was written")
@@ -254,16 +254,6 @@ def _check_read_back(tmp: Path, path: Path, config, stored, labels, audio, meta,
         refuse(f"the weight checksum reads back as {f.weight_checksum:016x}, written {checksum:016x}")
     if f.file_checksum is None or not f.file_checksum_ok:
         refuse("the file checksum reads back " + ("absent" if f.file_checksum is None else "wrong for the file's bytes"))
-
-
-def _same_value(written, read) -> bool:
-    """Equal as the file stores them: floats as float32, lists item by item."""
-    if isinstance(written, (list, tuple)):
-        return isinstance(read, list) and len(read) == len(written) and all(map(_same_value, written, read))
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (written, read))
-    if numbers and (isinstance(written, float) or isinstance(read, float)):  # a float field given an int reads back a float
-        return np.float32(written) == np.float32(read)
-    return type(written) is type(read) and written == read
 
 
 def _create_temporary(directory: Path):

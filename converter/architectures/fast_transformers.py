@@ -42,11 +42,14 @@ MODEL_KEYS = {
     "norm_placement",  # fast-transformers is post-norm; checked
     "layer_norm_eps",
     "attention_eps",
-    # favor's n_dims and stabilize, also accepted at the top level: the
-    # builder has no parameters of these names, so they can mean nothing else
+    # favor's n_dims and stabilize, also accepted at the top level (the
+    # builder has no parameters of these names, so they can mean nothing
+    # else); where feature_map gives one too, the two must agree
     "n_dims",
     "stabilize",
 }
+# Sizes a config may give; each must be a positive integer.
+SIZE_KEYS = {"n_heads", "n_layers", "query_dimensions", "value_dimensions", "d_model", "feed_forward_dimensions"}
 # The builder's softmax_temp is the temperature of its softmax attentions
 # (full, local, clustered, ...). It never reaches the linear or causal-linear
 # attention, which are registered with only query_dimensions, feature_map and
@@ -102,9 +105,9 @@ def model_config(config: dict, tensors: dict):
     activation = config.get("activation", "relu")
     if activation not in ACTIVATIONS:
         raise ConversionError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    for key in (k for k in config if k in SIZE_KEYS):
+        _check_positive_int(key, config[key])
     heads = config["n_heads"]
-    if not isinstance(heads, int) or heads <= 0:
-        raise ConversionError(f"n_heads must be a positive integer, got {heads!r}")
 
     def size(key, tensor, axis, per_head=False):
         """A size from the config, else from a tensor's shape."""
@@ -126,6 +129,15 @@ def model_config(config: dict, tensors: dict):
     d_model = heads * d_value
     if config.get("d_model", d_model) != d_model:
         raise ConversionError(f"d_model = {config['d_model']}, but n_heads * value_dimensions = {d_model}")
+    feature_map = _feature_map(config, tensors, d_key)
+    if attention == "bidirectional" and feature_map.get("favor_stabilize"):
+        # LinearAttention hands Favor (N, L, H, D), so its max is over the
+        # sequence; the runtime's stabiliser is per step (docs/decisions.md).
+        raise ConversionError(
+            "favor's stabilize with attention_type 'linear' does not convert: fast-transformers' LinearAttention "
+            "takes the stabiliser's max squared norm over the whole sequence, tarn's runtime over the heads at each "
+            "step (as fast-transformers' recurrent form), a different function"
+        )
 
     return make_config(
         dict(
@@ -145,7 +157,7 @@ def model_config(config: dict, tensors: dict):
             attention=attention,
             attention_eps=config.get("attention_eps", 1e-6),
             final_norm=config.get("final_normalization", "norm.weight" in tensors),
-            **_feature_map(config, tensors, d_key),
+            **feature_map,
         )
     )
 
@@ -159,17 +171,22 @@ def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
     unknown = sorted(set(spec) - FEATURE_MAP_KEYS - FEATURE_MAP_IGNORED)
     if unknown:
         raise ConversionError(f"unknown feature_map keys {unknown}; known: {sorted(FEATURE_MAP_KEYS)}")
-    for key in ("n_dims", "stabilize"):  # the flat form
-        if config.get(key) is not None:
-            spec.setdefault(key, config[key])
     # A null parameter is Favor's own default (n_dims=None is query_dimensions,
     # softmax_temp=None is 1/sqrt(query_dimensions)): as if not given.
     spec = {key: value for key, value in spec.items() if value is not None}
+    for key in ("n_dims", "stabilize"):  # the flat form
+        flat = config.get(key)
+        if flat is None:
+            continue
+        if key in spec and (type(spec[key]) is not type(flat) or spec[key] != flat):
+            raise ConversionError(f"{key} = {flat!r} contradicts feature_map {key} = {spec[key]!r}")
+        spec[key] = flat
     kind = _choice("feature_map", spec.get("name"), FEATURE_MAPS)
     for key in ("n_dims", "feature_dim"):
-        value = spec.get(key)
-        if key in spec and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise ConversionError(f"feature_map {key} must be a positive integer, got {value!r}")
+        if key in spec:
+            _check_positive_int(f"feature_map {key}", spec[key])
+    if "stabilize" in spec and not isinstance(spec["stabilize"], bool):
+        raise ConversionError(f"feature_map stabilize must be true or false, got {spec['stabilize']!r}")
     if kind != "favor+":
         favor_only = sorted(set(spec) & {"n_dims", "omega_shape", "softmax_temp", "stabilize"})
         if favor_only:
@@ -191,16 +208,24 @@ def _feature_map(config: dict, tensors: dict, d_key: int) -> dict:
         n_dims = d_key  # the builder's default
     if spec.get("feature_dim", n_dims) != n_dims:
         raise ConversionError(f"favor feature_dim = {spec['feature_dim']} but n_dims = {n_dims}")
+    temp = spec.get("softmax_temp")
+    if temp is not None and (isinstance(temp, bool) or not isinstance(temp, (int, float)) or not 0 < temp < math.inf):
+        # 0 too: Favor would use it, where a .tarn file's 0 means 1/sqrt(query_dimensions)
+        raise ConversionError(f"feature_map softmax_temp must be a positive number, got {temp!r}")
     expected = [d_key, n_dims // 2]
     if "omega_shape" in spec and (not isinstance(spec["omega_shape"], (list, tuple)) or list(spec["omega_shape"]) != expected):
         raise ConversionError(f"favor omega_shape {spec['omega_shape']} is not [query_dimensions, n_dims/2] = {expected}")
-    temp = spec.get("softmax_temp")
     return {
         "feature_map": kind,
         "feature_dim": n_dims,
         "favor_softmax_temp": 1 / math.sqrt(d_key) if temp is None else temp,
         "favor_stabilize": spec.get("stabilize", False),
     }
+
+
+def _check_positive_int(key, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConversionError(f"{key} must be a positive integer, got {value!r}")
 
 
 def _choice(key, value, choices):

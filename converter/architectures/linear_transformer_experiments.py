@@ -75,6 +75,9 @@ IGNORED_KEYS = {
     "sequence_length", "source", "torch_version", "seed", "state_dict",
 }  # fmt: skip
 _ENCODER = re.compile(r"^transformer\.")
+# Their ImageGenerator's tensors besides the encoder's, all of them: any other
+# would be dropped unconverted.
+OUTSIDE_ENCODER = ("value_embedding.weight", "pos_embedding.pe", "predictor.weight", "predictor.bias")
 
 
 def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
@@ -90,12 +93,10 @@ def map_checkpoint(checkpoint: Checkpoint, config: Optional[dict] = None):
     if attention != "causal-linear":
         raise ConversionError(f"attention_type {attention!r} is not a linear transformer; only 'causal-linear' converts")
     t = checkpoint.tensors
-    for name in ("value_embedding.weight", "pos_embedding.pe", "predictor.weight", "predictor.bias"):
+    for name in OUTSIDE_ENCODER:
         if name not in t:
             raise ConversionError(f"not their ImageGenerator: the checkpoint has no {name}")
-    outside = sorted(
-        n for n in t if not _ENCODER.match(n) and n.split(".")[0] not in ("value_embedding", "pos_embedding", "predictor")
-    )
+    outside = sorted(n for n in t if not _ENCODER.match(n) and n not in OUTSIDE_ENCODER)
     if outside:
         raise ConversionError(f"unknown tensors (not in their ImageGenerator): {', '.join(outside)}")
 

@@ -124,6 +124,19 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path):
         convert_file(their_checkpoint(tmp_path, drop), tmp_path / "m.tarn", ARCH, {"n_heads": 4})
 
 
+@pytest.mark.parametrize("name", ["predictor.scale", "value_embedding.extra", "pos_embedding.dropout_mask"])
+def test_tensors_beside_their_encoder_are_exactly_theirs(tmp_path, name):
+    """Any tensor under value_embedding., pos_embedding. or predictor. was
+    accepted and dropped unconverted (a predictor.scale of 100 too)."""
+
+    def add(state):
+        state[name] = torch.ones(3)
+
+    with pytest.raises(ConversionError) as error:
+        convert_file(their_checkpoint(tmp_path, add), tmp_path / "m.tarn", ARCH, {"n_heads": 4})
+    assert str(error.value) == f"unknown tensors (not in their ImageGenerator): {name}"
+
+
 @pytest.mark.parametrize(
     "fields, message",
     [

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 from converter import read_tarn
@@ -216,3 +217,109 @@ def test_the_state_dict_used_is_said_and_can_be_chosen(tmp_path, small_config, s
     assert result.returncode == 0, result.stderr
     assert result.stdout.rstrip().endswith(", from the checkpoint's 'ema' entry")
     np.testing.assert_array_equal(read_tarn(out).tensors["head.bias"], ema["head.bias"].numpy())
+
+
+def _image_model(vocab_size=257):
+    from converter.reference import ModelConfig
+
+    config = ModelConfig(d_model=8, num_layers=1, num_heads=1, d_key=8, d_value=8, d_ff=8, vocab_size=vocab_size,
+                         output_dim=256, position="sinusoidal")
+    return config, make_model(config).state_dict()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"image_height": "28px"}, "metadata image_height '28px' is not an integer in [1, 65536]"),
+        ({"image_width": "0"}, "metadata image_width '0' is not an integer in [1, 65536]"),
+        ({"image_width": "65537"}, "metadata image_width '65537' is not an integer in [1, 65536]"),
+        ({"image_height": "4294967300"}, "metadata image_height '4294967300' is not an integer in [1, 65536]"),
+        ({"image_height": ""}, "metadata image_height '' is not an integer in [1, 65536]"),
+        ({"image_height": "+4"}, "metadata image_height '+4' is not an integer in [1, 65536]"),
+        ({"image_start_token": "0"}, "metadata image_start_token '0' is not an integer in [256, 256] "
+                                     "(a token outside the grey levels) nor none"),
+        ({"image_start_token": "257"}, "metadata image_start_token '257' is not an integer in [256, 256] "
+                                       "(a token outside the grey levels) nor none"),
+        ({"image_start_token": None}, "the image layout lacks image_start_token: tarn generate needs all of "
+                                      "image_height, image_width, image_start_token"),
+    ],
+)
+def test_the_image_layout_is_checked_when_converting(tmp_path, change, message):
+    """`tarn generate` refused these (runtime/cli/generate.cc), but only when
+    run: the converter wrote them."""
+    from converter import ConversionError, convert_state_dict
+
+    config, state = _image_model()
+    layout = {"image_height": "4", "image_width": "4", "image_start_token": "256", **change}
+    layout = {k: v for k, v in layout.items() if v is not None}
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(state, config, tmp_path / "m.tarn", metadata=layout)
+    assert str(error.value) == message
+    assert not (tmp_path / "m.tarn").exists()
+
+
+def test_the_image_layout_needs_an_image_model(tmp_path, small_config, small_state_dict):
+    from converter import ConversionError, convert_state_dict
+
+    config, state = _image_model(vocab_size=256)
+    layout = {"image_height": "4", "image_width": "4", "image_start_token": "256"}
+    with pytest.raises(ConversionError, match=r"^metadata image_start_token '256', but the vocabulary of 256 tokens "
+                                              r"holds only the grey levels: .* says image_start_token=none$"):
+        convert_state_dict(state, config, tmp_path / "m.tarn", metadata=layout)
+    convert_state_dict(state, config, tmp_path / "m.tarn", metadata={**layout, "image_start_token": "none"})
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(small_state_dict, small_config, tmp_path / "s.tarn", metadata=layout)
+    assert str(error.value) == (
+        "image metadata is for an image model: tarn generate needs a causal token model with 256 outputs (one per "
+        "grey level) or a logistic mixture over 256 levels; this one is a causal token model with 40 outputs"
+    )
+
+
+def test_a_bad_image_layout_is_a_one_line_error(tmp_path):
+    config, state = _image_model()
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": state, "config": config.to_dict()}, checkpoint)
+    result = run_cli("convert", checkpoint, tmp_path / "m.tarn", "--meta", "image_height=28px", "--meta",
+                     "image_width=28", "--meta", "image_start_token=256")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr == "error: metadata image_height '28px' is not an integer in [1, 65536]\n"
+    result = run_cli("convert", checkpoint, tmp_path / "m.tarn", "--meta", "image_height=28", "--meta",
+                     "image_width=28", "--meta", "image_start_token=256", "--meta", "date=2024-01-01")
+    assert result.returncode == 0, result.stderr
+    first = (tmp_path / "m.tarn").read_bytes()
+    result = run_cli("convert", checkpoint, tmp_path / "m.tarn", "--meta", "image_height=28", "--meta",
+                     "image_width=28", "--meta", "image_start_token=256", "--meta", "date=2024-01-01")
+    assert (tmp_path / "m.tarn").read_bytes() == first  # README: a fixed date makes the bytes reproducible
+
+
+@pytest.mark.parametrize(
+    "checkpoint, arch, message",
+    [
+        ("authors", "fast-transformers", "the checkpoint holds value_embedding.weight, a tensor only --arch "
+         "linear-transformer-experiments reads: convert it with --arch linear-transformer-experiments, not fast-transformers"),
+        ("authors", "tarn", "the checkpoint holds value_embedding.weight, a tensor only --arch "
+         "linear-transformer-experiments reads: convert it with --arch linear-transformer-experiments, not tarn"),
+        ("favor", "tarn", "the checkpoint holds layers.0.attention.inner_attention.feature_map.omega, a tensor only "
+         "--arch fast-transformers reads: convert it with --arch fast-transformers, not tarn"),
+        ("favor", "linear-transformer-experiments", "the checkpoint holds "
+         "layers.0.attention.inner_attention.feature_map.omega, a tensor only --arch fast-transformers reads: convert "
+         "it with --arch fast-transformers, not linear-transformer-experiments"),
+        ("tarn", "fast-transformers", "the checkpoint holds token_embedding.weight, a tensor only --arch tarn reads: "
+         "convert it with --arch tarn, not fast-transformers"),
+    ],
+)
+def test_a_checkpoint_of_another_architecture_names_the_one_it_fits(tmp_path, small_config, small_state_dict,
+                                                                       checkpoint, arch, message):
+    """The authors' checkpoint with --arch fast-transformers said "give
+    query_dimensions in the config"."""
+    paths = {
+        "authors": REPO_ROOT / "tests" / "data" / "linear_transformer_experiments" / "model.pt",
+        "favor": FAST_TRANSFORMERS_DATA / "causal_favor" / "model.pt",
+        "tarn": tmp_path / "tarn.pt",
+    }
+    torch.save({"state_dict": small_state_dict, "config": small_config.to_dict()}, paths["tarn"])
+    config = {"fast-transformers": '{"n_heads": 4, "attention_type": "causal-linear"}',
+              "linear-transformer-experiments": '{"n_heads": 4}'}
+    result = run_cli("convert", paths[checkpoint], tmp_path / "m.tarn", "--arch", arch,
+                     *(["--config", config[arch]] if arch in config else []))
+    assert result.returncode == 1 and result.stderr == f"error: {message}\n", result.stderr

@@ -150,6 +150,57 @@ def test_tarn_checkpoint_without_config_needs_one(tmp_path, small_config, small_
     assert convert_file(checkpoint, tmp_path / "m.tarn", config=config).config == small_config
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"d_model": 16, "num_layers": 2, "vocab_size": 20},  # the shapes only: the rest is the checkpoint's
+        {"norm_eps": np.float32(1e-3).item(), "feature_dim": 0},  # as stored (float32), d_key's default
+        None,
+    ],
+    ids=["shapes", "equivalent", "none"],
+)
+def test_a_config_beside_the_carried_one_may_only_agree_with_it(tmp_path, given):
+    """The carried config converts. A --config replaced it, and fields no
+    tensor records (activation, norm_placement, norm_eps, embedding_scale)
+    took ModelConfig's defaults where the user's left them out: the file
+    computed another function (1.37 off, /tmp/xx/exp2.py)."""
+    carried = ModelConfig(
+        d_model=16, num_layers=2, num_heads=2, d_key=8, d_value=8, d_ff=32, vocab_size=20, output_dim=20,
+        norm_placement="pre", activation="gelu", feature_map="relu", norm_eps=1e-3, final_norm=True, embedding_scale=3.0,
+    )
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": make_model(carried).state_dict(), "config": carried.to_dict()}, checkpoint)
+    assert convert_file(checkpoint, tmp_path / "m.tarn", config=given).config == carried
+    assert read_tarn(tmp_path / "m.tarn").config == carried
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"activation": "relu", "norm_eps": 1e-5, "d_model": 16},
+         "activation 'relu' (the checkpoint's: 'gelu'), norm_eps 1e-05 (the checkpoint's: 0.001)"),
+        ({"d_key": 4}, "d_key 4 (the checkpoint's: 8)"),
+        ({"embedding_scale": 1.0}, "embedding_scale 1.0 (the checkpoint's: 3.0)"),
+    ],
+)
+def test_a_config_that_differs_from_the_carried_one_is_refused(tmp_path, given, message):
+    carried = ModelConfig(
+        d_model=16, num_layers=1, num_heads=2, d_key=8, d_value=8, d_ff=32, vocab_size=20,
+        activation="gelu", norm_eps=1e-3, embedding_scale=3.0,
+    )
+    checkpoint = tmp_path / "model.pt"
+    torch.save({"state_dict": make_model(carried).state_dict(), "config": carried.to_dict()}, checkpoint)
+    with pytest.raises(ConversionError) as error:
+        convert_file(checkpoint, tmp_path / "m.tarn", config=given)
+    assert str(error.value) == (
+        f"the config given differs from the one the checkpoint carries, which is what converts: {message}; "
+        "leave --config out, or give only values that agree"
+    )
+    with pytest.raises(ConversionError, match=r"^invalid model config: unknown model config keys: \['heads'\]$"):
+        convert_file(checkpoint, tmp_path / "m.tarn", config={"heads": 2})
+    assert not (tmp_path / "m.tarn").exists()
+
+
 # -- fast-transformers ---------------------------------------------------------
 
 FT_CASES = ["causal_linear", "causal_relu", "causal_favor", "causal_favor_stabilize", "linear"]
@@ -331,3 +382,87 @@ def test_favor_sizes_must_be_positive_integers(key, value):
     with pytest.raises(ConversionError) as error:
         fast_transformers.map_checkpoint(checkpoint, {**FT_BASE, "feature_map": {"name": "favor", key: value}})
     assert str(error.value) == f"feature_map {key} must be a positive integer, got {value!r}"
+
+
+@pytest.mark.parametrize("where", ["feature_map", "flat"])
+def test_bidirectional_favor_with_stabilize_is_refused(tmp_path, where):
+    """fast-transformers' LinearAttention hands Favor (N, L, H, D): its
+    stabiliser's max is over the sequence, the runtime's over the heads at
+    each step. Such a model converted into another function (0.183 off,
+    /tmp/xx/exp6.py)."""
+    directory = _fixture("causal_favor")
+    config = {**FT_BASE, "attention_type": "linear", "feature_map": {"name": "favor"}}
+    if where == "flat":
+        config["stabilize"] = True
+    else:
+        config["feature_map"]["stabilize"] = True
+    with pytest.raises(ConversionError) as error:
+        convert_file(directory / "model.pt", tmp_path / "m.tarn", arch="fast-transformers", config=config)
+    assert str(error.value) == (
+        "favor's stabilize with attention_type 'linear' does not convert: fast-transformers' LinearAttention takes "
+        "the stabiliser's max squared norm over the whole sequence, tarn's runtime over the heads at each step "
+        "(as fast-transformers' recurrent form), a different function"
+    )
+    assert not (tmp_path / "m.tarn").exists()
+    config = {**FT_BASE, "attention_type": "linear", "feature_map": {"name": "favor", "stabilize": False}}
+    convert_file(directory / "model.pt", tmp_path / "m.tarn", arch="fast-transformers", config=config)
+    assert read_tarn(tmp_path / "m.tarn").config.attention == "bidirectional"
+
+
+def _favor_checkpoint():
+    model = make_model(
+        ModelConfig(
+            d_model=64, num_layers=1, num_heads=4, d_key=16, d_value=16, d_ff=32, input_kind="frames",
+            input_dim=64, input_projection=False, feature_map="favor+", feature_dim=12,
+        )
+    )
+    return Checkpoint({k: v.numpy() for k, v in _fast_transformers_names(model.state_dict()).items()})
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("value_dimensions", None), ("value_dimensions", {}), ("query_dimensions", None), ("query_dimensions", "16"),
+        ("query_dimensions", 16.0), ("n_heads", True), ("n_heads", 0), ("n_layers", "1"), ("n_layers", -1),
+        ("d_model", "64"), ("feed_forward_dimensions", None),
+    ],
+)
+def test_config_sizes_must_be_positive_integers(key, value):
+    """A null value_dimensions was a TypeError (n_heads * None), and a null
+    or "16" query_dimensions one in math.sqrt (favor's default temperature)."""
+    with pytest.raises(ConversionError) as error:
+        fast_transformers.map_checkpoint(_favor_checkpoint(), {**FT_BASE, "feature_map": "favor", key: value})
+    assert str(error.value) == f"{key} must be a positive integer, got {value!r}"
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"feature_map": {"name": "favor", "n_dims": 12}, "n_dims": 16}, "n_dims = 16 contradicts feature_map n_dims = 12"),
+        ({"feature_map": {"name": "favor", "stabilize": False}, "stabilize": True},
+         "stabilize = True contradicts feature_map stabilize = False"),
+        ({"feature_map": {"name": "favor", "n_dims": 12}, "n_dims": "x"}, "n_dims = 'x' contradicts feature_map n_dims = 12"),
+        ({"feature_map": "favor", "n_dims": "x"}, "feature_map n_dims must be a positive integer, got 'x'"),
+        ({"feature_map": "favor", "stabilize": 1}, "feature_map stabilize must be true or false, got 1"),
+        ({"feature_map": {"name": "favor", "stabilize": "x"}}, "feature_map stabilize must be true or false, got 'x'"),
+        # Favor would use 0 (every feature alike); a .tarn file's 0 is 1/sqrt(d_key).
+        ({"feature_map": {"name": "favor", "softmax_temp": 0}}, "feature_map softmax_temp must be a positive number, got 0"),
+        ({"feature_map": {"name": "favor", "softmax_temp": -0.25}}, "feature_map softmax_temp must be a positive number, got -0.25"),
+        ({"feature_map": {"name": "favor", "softmax_temp": "0.25"}}, "feature_map softmax_temp must be a positive number, got '0.25'"),
+        ({"feature_map": {"name": "favor", "softmax_temp": True}}, "feature_map softmax_temp must be a positive number, got True"),
+    ],
+)
+def test_favor_parameters_are_checked_and_may_not_contradict(config, message):
+    """The flat n_dims and stabilize were set only where feature_map left
+    them out, so a contradicting one was ignored unsaid, as was any value
+    there ("x"); a softmax_temp of 0 was written as the default."""
+    with pytest.raises(ConversionError) as error:
+        fast_transformers.map_checkpoint(_favor_checkpoint(), {**FT_BASE, **config})
+    assert str(error.value) == message
+
+
+def test_agreeing_flat_favor_parameters_convert():
+    config, _ = fast_transformers.map_checkpoint(
+        _favor_checkpoint(), {**FT_BASE, "feature_map": {"name": "favor", "n_dims": 12}, "n_dims": 12, "stabilize": True}
+    )
+    assert (config.feature_dim, config.favor_stabilize) == (12, True)
