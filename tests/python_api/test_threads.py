@@ -153,3 +153,44 @@ def test_a_call_from_a_finalizer_at_exit_returns(tmp_path):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "exiting\nflushed\n", result.stdout
+
+
+def test_objects_made_before_a_fork_work_in_the_child(models, tmp_path):
+    """multiprocessing forks by default on Linux: a session, batch or
+    recognizer made with 2 threads before the fork waited forever in the
+    child for threads that stayed in the parent. In the child they run on
+    its own thread, with the bits the parent gets."""
+    from conftest import SAMPLES, SPEECH_MODEL
+
+    script = tmp_path / "fork.py"
+    script.write_text(
+        "import multiprocessing, sys\n"
+        "import numpy as np\n"
+        "import tarn\n"
+        "model, speech = tarn.Model(sys.argv[1]), tarn.Model(sys.argv[2])\n"
+        "session = model.session(num_threads=2)\n"
+        "batch = tarn.SessionBatch(model, max_streams=2, num_threads=2)\n"
+        "streams = [model.session(), model.session()]\n"
+        "recognizer = tarn.Recognizer(speech, threads=2)\n"
+        "samples = tarn.read_wav(sys.argv[3])\n"
+        "session.step_token(1)\n"
+        "batch.step_tokens(streams, [1, 2])\n"
+        "def work(queue):\n"
+        "    queue.put((session.step_token(2).copy(), batch.step_tokens(streams, [3, 4]).copy(),\n"
+        "               recognizer.transcribe(samples).text))\n"
+        "queue = multiprocessing.get_context('fork').Queue()\n"
+        "child = multiprocessing.get_context('fork').Process(target=work, args=(queue,))\n"
+        "child.start()\n"
+        "in_child = queue.get(timeout=60)\n"
+        "child.join(60)\n"
+        "assert child.exitcode == 0, child.exitcode\n"
+        "here = (session.step_token(2), batch.step_tokens(streams, [3, 4]), recognizer.transcribe(samples).text)\n"
+        "assert np.array_equal(in_child[0].view(np.uint32), here[0].view(np.uint32))\n"
+        "assert np.array_equal(in_child[1].view(np.uint32), here[1].view(np.uint32))\n"
+        "assert in_child[2] == here[2], (in_child[2], here[2])\n"
+        "print('same')\n"
+    )
+    result = subprocess.run([sys.executable, str(script), str(models["tokens"]), str(SPEECH_MODEL), str(SAMPLES[0])],
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "same\n"
