@@ -113,6 +113,8 @@ def check_image_layout(metadata: Mapping, config: ModelConfig) -> None:
             f"grey level) or a logistic mixture over 256 levels; this one is a {config.attention} {config.input_kind[:-1]} "
             f"model with {outputs} outputs"
         )
+    if config.vocab_size < GREY_LEVELS:
+        raise ConversionError(f"image metadata, but the vocabulary of {config.vocab_size} tokens cannot hold the 256 grey levels")
     for key, value in given.items():
         start = key == "image_start_token"
         if start and value == "none":
@@ -130,6 +132,13 @@ def check_image_layout(metadata: Mapping, config: ModelConfig) -> None:
                 f"metadata {key} {value!r} is not an integer in [{least}, {most}]"
                 + (" (a token outside the grey levels) nor none" if start else "")
             )
+    # An image takes a step a pixel, less the last pixel's without a start token.
+    steps = int(given["image_height"]) * int(given["image_width"]) - (given["image_start_token"] == "none")
+    if config.position == "learned" and steps > config.max_positions:
+        raise ConversionError(
+            f"the image layout's {int(given['image_height']) * int(given['image_width'])} pixels take {steps} steps, but the "
+            f"model has only {config.max_positions} learned positions"
+        )
 
 
 def _same_file(a, b) -> bool:

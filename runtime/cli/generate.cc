@@ -72,6 +72,8 @@ struct ImageModel {
 
 // The model's image layout from its metadata, after checking that it is a
 // causal token model whose outputs give a distribution over the grey levels.
+// The converter makes the same checks (converter/convert.py,
+// check_image_layout): keep the two alike.
 Status ReadImageModel(const Model& model, const std::string& path,
                       ImageModel* image) {
   const ModelConfig& c = model.config();
@@ -91,6 +93,12 @@ Status ReadImageModel(const Model& model, const std::string& path,
                       " outputs");
   }
   image->mixtures = mixture ? c.output_dim / 3 : 0;
+  if (c.vocab_size < kGreyLevels) {
+    return Status(StatusCode::kInvalidArgument,
+                  "'" + path + "': vocabulary of " +
+                      std::to_string(c.vocab_size) +
+                      " tokens cannot hold the 256 grey levels");
+  }
   // -1: absent; a start token of none is kNoStart. Each present value is a
   // whole decimal number in range, so that "28px" or 2^32 + 4 is refused
   // rather than read as 28 or 4. A start token among the grey levels would
@@ -143,12 +151,6 @@ Status ReadImageModel(const Model& model, const std::string& path,
                       "(image_height, image_width, image_start_token: a "
                       "token outside the grey levels, or none; see "
                       "examples/generate/export.py)");
-  }
-  if (c.vocab_size < kGreyLevels) {
-    return Status(StatusCode::kInvalidArgument,
-                  "'" + path + "': vocabulary of " +
-                      std::to_string(c.vocab_size) +
-                      " tokens cannot hold the 256 grey levels");
   }
   // Steps an image takes: one a pixel, the last pixel's not read.
   const int64_t steps = height * width - (start == kNoStart ? 1 : 0);
@@ -216,7 +218,8 @@ Status Draw(const Model& model, const ImageModel& image, size_t known,
   // The known pixels are prefilled by one session with the run's threads
   // and each stream's session restored from its snapshot: one thread pool,
   // not one per stream.
-  const size_t prefilled = known - 1 + (image.has_start() ? 1 : 0);
+  // Without a start token, known >= 1 (Generate checks it).
+  const size_t prefilled = image.has_start() ? known : known - 1;
   std::unique_ptr<Session> prefill;
   std::vector<uint8_t> snapshot;
   if (prefilled > 0) {

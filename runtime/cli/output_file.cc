@@ -33,9 +33,10 @@ mode_t NewFileMode() {
 }
 
 // The temporaries being written, for a signal that ends the run (Ctrl-C,
-// kill, a closed terminal) to remove: the handler only reads these slots
-// and unlinks. A run has a few outputs at a time; past the slots, a
-// temporary is not tracked (as before, it stays if the run is killed).
+// kill, a closed terminal, a reader gone from the pipe written) to remove: the
+// handler only reads these slots and unlinks. A run has a few outputs at a
+// time; past the slots, a temporary is not tracked (as before, it stays if the
+// run is killed).
 std::atomic<const char*> pending[16];
 
 void RemovePendingAndDie(int signal) {
@@ -52,7 +53,7 @@ void RemovePendingAndDie(int signal) {
 // is ignored (nohup's SIGHUP) or handled by an embedding program stays so.
 void InstallSignalHandlers() {
   static const bool installed = [] {
-    for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
       struct sigaction current;
       if (sigaction(signal, nullptr, &current) != 0 ||
           current.sa_handler != SIG_DFL) {

@@ -2,9 +2,9 @@
 // made beside their path, PATH.partial-XXXXXX (a name no file had: a user's
 // file and another run's temporary are never opened), and renamed over PATH
 // once complete: a failure leaves what was at PATH as it was, never a
-// half-written file, and a run ended by SIGINT, SIGTERM or SIGHUP removes
-// its temporaries first. A path that exists but is not a regular file (a
-// terminal, /dev/stdout, a FIFO) cannot be renamed over and is written in
+// half-written file, and a run ended by SIGINT, SIGTERM, SIGHUP or SIGPIPE
+// removes its temporaries first. A path that exists but is not a regular file
+// (a terminal, /dev/stdout, a FIFO) cannot be renamed over and is written in
 // place; a symlink's target is replaced, not the link.
 
 #ifndef TARN_RUNTIME_CLI_OUTPUT_FILE_H_

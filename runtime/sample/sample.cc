@@ -88,7 +88,7 @@ int32_t TokenSampler::SampleCategorical(const float* logits, size_t n,
   const double target = Uniform() * total;
   // The first token whose running sum passes the target. Where rounding
   // left the target at the total, the first whose sum reaches the total:
-  // the last token of positive weight, never a banned one after it.
+  // one of positive weight (its sum rose to the total), never a banned one.
   const auto sums_end = weights_.begin() + kept;
   auto chosen = std::upper_bound(weights_.begin(), sums_end, target);
   if (chosen == sums_end)

@@ -185,9 +185,9 @@ class Engine {
   const ScratchLayout scratch_;
   float* scratch_floats_;
   pthreadpool_t threads_;
-  uint64_t made_after_forks_;  // ForkCount() when the pool was handed over
-  const bool pre_norm_;        // c_.norm_placement == kPre
-  const bool qkv_by_head_;     // QkvSplitsByHead(m_)
+  const uint64_t made_after_forks_;  // ForkCount() when the pool was given
+  const bool pre_norm_;              // c_.norm_placement == kPre
+  const bool qkv_by_head_;           // QkvSplitsByHead(m_)
 };
 
 }  // namespace tarn

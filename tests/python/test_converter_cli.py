@@ -219,11 +219,11 @@ def test_the_state_dict_used_is_said_and_can_be_chosen(tmp_path, small_config, s
     np.testing.assert_array_equal(read_tarn(out).tensors["head.bias"], ema["head.bias"].numpy())
 
 
-def _image_model(vocab_size=257):
+def _image_model(vocab_size=257, **fields):
     from converter.reference import ModelConfig
 
-    config = ModelConfig(d_model=8, num_layers=1, num_heads=1, d_key=8, d_value=8, d_ff=8, vocab_size=vocab_size,
-                         output_dim=256, position="sinusoidal")
+    config = ModelConfig(**{**dict(d_model=8, num_layers=1, num_heads=1, d_key=8, d_value=8, d_ff=8,
+                                   vocab_size=vocab_size, output_dim=256, position="sinusoidal"), **fields})
     return config, make_model(config).state_dict()
 
 
@@ -273,6 +273,24 @@ def test_the_image_layout_needs_an_image_model(tmp_path, small_config, small_sta
         "image metadata is for an image model: tarn generate needs a causal token model with 256 outputs (one per "
         "grey level) or a logistic mixture over 256 levels; this one is a causal token model with 40 outputs"
     )
+
+
+def test_the_image_layout_fits_the_vocabulary_and_the_learned_positions(tmp_path):
+    """generate's two other checks: a vocabulary without the grey levels,
+    and more steps than learned positions (an image without a start token
+    takes one step fewer than its pixels)."""
+    from converter import ConversionError, convert_state_dict
+
+    config, state = _image_model(vocab_size=100)
+    with pytest.raises(ConversionError, match=r"^image metadata, but the vocabulary of 100 tokens cannot hold the 256"):
+        convert_state_dict(state, config, tmp_path / "m.tarn",
+                           metadata={"image_height": "4", "image_width": "4", "image_start_token": "none"})
+    config, state = _image_model(position="learned", max_positions=15)
+    layout = {"image_height": "4", "image_width": "4", "image_start_token": "256"}
+    with pytest.raises(ConversionError) as error:
+        convert_state_dict(state, config, tmp_path / "m.tarn", metadata=layout)
+    assert str(error.value) == "the image layout's 16 pixels take 16 steps, but the model has only 15 learned positions"
+    convert_state_dict(state, config, tmp_path / "m.tarn", metadata={**layout, "image_start_token": "none"})
 
 
 def test_a_bad_image_layout_is_a_one_line_error(tmp_path):

@@ -179,7 +179,7 @@ def test_objects_made_before_a_fork_work_in_the_child(models, tmp_path):
         "    queue.put((session.step_token(2).copy(), batch.step_tokens(streams, [3, 4]).copy(),\n"
         "               recognizer.transcribe(samples).text))\n"
         "queue = multiprocessing.get_context('fork').Queue()\n"
-        "child = multiprocessing.get_context('fork').Process(target=work, args=(queue,))\n"
+        "child = multiprocessing.get_context('fork').Process(target=work, args=(queue,), daemon=True)\n"
         "child.start()\n"
         "in_child = queue.get(timeout=60)\n"
         "child.join(60)\n"

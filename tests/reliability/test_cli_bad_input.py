@@ -355,7 +355,7 @@ def test_output_that_cannot_be_replaced_says_why(tmp_path):
     fails_with(result, f"cannot write '{target}': cannot create '{target}.partial-XXXXXX' beside it")
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM, signal.SIGPIPE])
 def test_a_run_ended_by_a_signal_removes_its_temporaries(tmp_path, signal_number):
     """A killed run left its PATH.partial-XXXXXX files. Here the state
     arrays' temporaries are written and the output, a FIFO written in place
