@@ -55,6 +55,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+# The largest file a worker reads: it holds the file's bytes about four
+# times over while decoding (the bytes, a copy, the float samples), and a
+# larger one would take its node's memory, or all of a worker's, and stop
+# the run. 1 GiB is 9.3 h of 16 kHz 16-bit mono audio.
+MAX_FILE_BYTES = 1 << 30
+
 ROW_SCHEMA = pa.schema(
     [
         ("path", pa.string()),
@@ -118,7 +124,22 @@ def _list_local(root: str, ext: str) -> List[str]:
                     stack.append((entry.path, ancestors | {identity}))
             elif entry.name.lower().endswith(ext):
                 paths.append(entry.path)
+    # The rows' paths are UTF-8 text: a name that is not would stop the run
+    # on its worker, after hours of work, with every row lost.
+    unnamed = [p for p in paths if not _utf8(p)]
+    if unnamed:
+        shown = ", ".join(os.fsencode(p).decode("utf-8", "backslashreplace") for p in unnamed[:5])
+        raise SystemExit(f"{len(unnamed)} file name(s) under {root} are not UTF-8 ({shown}): rename them, or list "
+                         "the others in a manifest")
     return sorted(paths)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _identity(directory: str):
@@ -179,10 +200,8 @@ def list_audio(source: str, ext: str) -> List[str]:
                 first = False
                 continue  # a header
         first = False
-        try:
-            path.encode("utf-8")
-        except UnicodeEncodeError:
-            raise SystemExit(f"{source}:{n}: the path {path!r} cannot be a file name") from None
+        if not _utf8(path):
+            raise SystemExit(f"{source}:{n}: the path {path!r} cannot be a file name")
         paths.append(_join(base, path))
     return paths
 
@@ -238,15 +257,26 @@ class Transcriber:
         row = {"path": path, "text": None, "words": [], "duration": None, "rtf": None, "error": None}
         start = time.perf_counter()
         try:
-            # A fifo or a device would block or never end the read.
-            if not _is_uri(path) and not stat.S_ISREG(os.stat(path).st_mode):
+            fs, inner = _filesystem(path)
+            # A fifo or a device would block or never end the read (pyarrow
+            # calls them Unknown, local or file://).
+            if _is_uri(path):
+                info = fs.get_file_info(inner)
+                regular, size = info.type in (pafs.FileType.File, pafs.FileType.NotFound), info.size or 0
+            else:
+                st = os.stat(path)
+                regular, size = stat.S_ISREG(st.st_mode), st.st_size
+            if not regular:
                 row["error"] = f"{path}: cannot read it: not a regular file"
                 return row
-            fs, inner = _filesystem(path)
+            if size > MAX_FILE_BYTES:
+                row["error"] = (f"{path}: cannot read it: {size} bytes, more than the {MAX_FILE_BYTES >> 20} MiB a "
+                                "worker reads at once (split it)")
+                return row
             with fs.open_input_stream(inner) as f:
                 data = f.read()
-        except (OSError, ValueError, pa.ArrowException) as e:  # ValueError: a name no file system takes
-            row["error"] = f"{path}: cannot read it: {e}"
+        except (OSError, ValueError, MemoryError, pa.ArrowException) as e:  # ValueError: a name no file system takes
+            row["error"] = f"{path}: cannot read it: {type(e).__name__ if isinstance(e, MemoryError) else e}"
             return row
         try:
             # The package's WAV reader, the CLI's reading of a WAV file.

@@ -314,6 +314,32 @@ def test_rows_of_files_that_cannot_be_read_or_transcribed(tmp_path):
     assert rows[3]["error"] is None and rows[3]["text"]
 
 
+def test_a_fifo_by_uri_and_a_file_too_large_are_error_rows(tmp_path, monkeypatch):
+    """A file:// fifo was read without the regular-file check, blocking its
+    worker for ever; a file larger than a worker can hold took its node's
+    memory and stopped the run. Each is now its own error row."""
+    transcriber = transcribe_ray.Transcriber(str(MODEL), None, None, 100)
+    os.mkfifo(tmp_path / "pipe.wav")
+    monkeypatch.setattr(transcribe_ray, "MAX_FILE_BYTES", SAMPLES[0].stat().st_size - 1)
+    paths = [f"file://{tmp_path / 'pipe.wav'}", str(SAMPLES[0]), f"file://{SAMPLES[0]}"]
+    rows = transcriber(pa.table({"path": paths})).to_pylist()
+    assert rows[0]["error"] == f"{paths[0]}: cannot read it: not a regular file"
+    for row in rows[1:]:
+        assert row["error"] == (f"{row['path']}: cannot read it: {SAMPLES[0].stat().st_size} bytes, more than the "
+                                f"{(SAMPLES[0].stat().st_size - 1) >> 20} MiB a worker reads at once (split it)")
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_before_ray_starts(tmp_path):
+    """The rows' paths are UTF-8: such a name stopped the run on its worker,
+    every row lost, blamed on a worker dying."""
+    (tmp_path / "a.wav").write_bytes(b"")
+    (tmp_path / os.fsdecode(b"caf\xe9.wav")).write_bytes(b"")
+    with pytest.raises(SystemExit) as refusal:
+        transcribe_ray.list_audio(str(tmp_path), ".wav")
+    assert str(refusal.value) == (f"1 file name(s) under {tmp_path} are not UTF-8 ({tmp_path}/caf\\xe9.wav): rename "
+                                  "them, or list the others in a manifest")
+
+
 def test_check_against_cli_reports_files_without_rows(tarn_bin, tmp_path):
     """A listed file with no row is a difference, and an error row counts as
     one only once the CLI refuses the file too."""
