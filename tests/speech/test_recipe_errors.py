@@ -246,13 +246,10 @@ def test_a_bad_init_model_is_refused_naming_it(tmp_path, kind, message):
     data, out = tmp_path / "data", tmp_path / "model" / "asr.pt"
     write_corpus(data)
     init = tmp_path / "init.pt"
-    if kind == "truncated":
-        torch.save({"state_dict": {"w": torch.zeros(4096)}, "recipe": {}}, init)
-        init.write_bytes(init.read_bytes()[: init.stat().st_size // 2])
-    elif kind == "checkpoint":
+    if kind == "checkpoint":
         torch.save({"plan": {}, "model": {}}, init)
-    elif kind == "other model":
-        torch.save({"state_dict": {"w": torch.zeros(4)}, "recipe": {}}, init)
+    elif kind != "missing":  # a cut file, or a model of other shapes
+        damaged_checkpoint(init, "truncated" if kind == "truncated" else "model")
     with pytest.raises(SystemExit) as refusal:
         train.main(arguments(data, out) + ["--init", str(init)])
     assert str(refusal.value.code).startswith(f"--init {init}: {message}"), refusal.value.code
